@@ -1,0 +1,563 @@
+/*
+ * t4acuda — a standalone CUDA runtime library with a versioned C ABI.
+ * SPDX-License-Identifier: MIT OR Apache-2.0
+ */
+/**
+ * @file t4acuda.h
+ * @brief The t4acuda C API (C11).
+ *
+ * @section intro Introduction
+ * t4acuda owns the CUDA lifetimes a numerical library would otherwise get
+ * wrong: contexts, streams, memory pools, device buffers, staging, compiled
+ * artifacts, modules and launches. It loads the CUDA driver (`libcuda`) and
+ * NVRTC with `dlopen` on first need and never links them, so the library
+ * loads on machines without a GPU; context-free functions (versions, status
+ * names, last error, NVRTC version) always work.
+ *
+ * @section threads Threading
+ * Every function may be called from any thread at any time. A runtime admits
+ * its operations one at a time, in one order, on its one stream. Handles may
+ * be released from any thread. No callback runs with an internal lock held.
+ *
+ * @section ownership Ownership
+ * Objects are named by handles: 8-byte structs passed by value holding a
+ * generation-tagged id. The id 0 is the null handle (#T4A_NULL_ID). A handle
+ * that is null, released, stale or forged is rejected with
+ * #T4A_ERROR_INVALID_HANDLE; it never crashes and never touches freed
+ * memory. Strings returned by the library are either static or copied into
+ * caller-provided buffers (query-then-copy); the caller never frees library
+ * memory.
+ *
+ * @section errors Errors
+ * Every fallible function returns a ::t4a_status. Out-parameters are written
+ * only on success. A failing call records, for the calling thread, the
+ * status, the CUDA driver result (if any), the entry point's name and a
+ * message naming the offending argument and the values involved; see
+ * t4a_last_error() and t4a_last_error_message(). A successful call does not
+ * clear the last error; t4a_last_error_clear() does.
+ *
+ * @section structs Extensible structs
+ * Every struct passed in or out begins with `uint32_t struct_size`, set by
+ * the struct's `T4A_<NAME>_INIT` macro together with the defaults. A smaller
+ * (older) size is accepted and the missing fields take their defaults; a
+ * larger (newer) size is accepted only when the unknown tail is all zero
+ * bytes, otherwise #T4A_ERROR_VERSION_MISMATCH. Output structs are filled up
+ * to the smaller of the caller's and the library's size.
+ *
+ * @section current Current context
+ * No function leaves a different CUDA context current on the calling thread
+ * than it found, whether it succeeds or fails.
+ *
+ * @section env Environment
+ * Options structs come first; these environment variables override them:
+ * `T4A_CUDA_DRIVER_PATH` (the libcuda to load), `T4A_NVRTC_PATH` (the
+ * libnvrtc to load), `T4A_LOG` (`off`, `error`, `warn`, `info`, `debug`:
+ * the default logger's level), `T4A_CACHE_DIR` (compile cache).
+ */
+#ifndef T4ACUDA_H
+#define T4ACUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------------ */
+/** @name Export macros                                                      */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+#if defined(_WIN32)
+#if defined(T4A_BUILDING_LIBRARY)
+#define T4A_API __declspec(dllexport)
+#else
+#define T4A_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__)
+/** Marks a function exported from libt4acuda. */
+#define T4A_API __attribute__((visibility("default")))
+#else
+#define T4A_API
+#endif
+/** @} */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/** @name Versions                                                           */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+/** Major version; also the ABI major (the soname is `libt4acuda.so.0`). */
+#define T4A_VERSION_MAJOR 0
+/** Minor version: grows with compatible additions. */
+#define T4A_VERSION_MINOR 1
+/** Patch version: grows with fixes. */
+#define T4A_VERSION_PATCH 0
+/** The version as one number: major * 10000 + minor * 100 + patch. */
+#define T4A_VERSION_NUMBER                                                     \
+  (T4A_VERSION_MAJOR * 10000 + T4A_VERSION_MINOR * 100 + T4A_VERSION_PATCH)
+/** Turns a macro argument into a string literal (helper). */
+#define T4A_STRINGIFY_(x) #x
+/** Expands a macro and turns it into a string literal (helper). */
+#define T4A_STRINGIFY(x) T4A_STRINGIFY_(x)
+/** The version as a string, "major.minor.patch". */
+#define T4A_VERSION_STRING                                                     \
+  T4A_STRINGIFY(T4A_VERSION_MAJOR)                                             \
+  "." T4A_STRINGIFY(T4A_VERSION_MINOR) "." T4A_STRINGIFY(T4A_VERSION_PATCH)
+
+/**
+ * @brief The library's version as #T4A_VERSION_NUMBER of the built library.
+ *
+ * Compare with #T4A_VERSION_NUMBER to detect a header/library mismatch.
+ * Never fails, never blocks, thread-safe, needs no driver.
+ * @since 0.1.0
+ */
+T4A_API uint32_t t4a_version(void);
+
+/**
+ * @brief The library's version as a static string ("0.1.0").
+ *
+ * Never fails, never blocks, thread-safe, needs no driver. The string is
+ * static and must not be freed.
+ * @since 0.1.0
+ */
+T4A_API const char *t4a_version_string(void);
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Status codes                                                       */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+/**
+ * @brief Every status with its explicit, never-reused value and description.
+ *
+ * `X(NAME, VALUE, DESCRIPTION)`; the enum ::t4a_status_code and
+ * t4a_status_name() are both generated from this one list.
+ */
+#define T4A_STATUS_MAP(X)                                                      \
+  X(T4A_SUCCESS, 0, "success")                                                 \
+  X(T4A_NOT_READY, 1, "not an error: work is still in flight")                 \
+  X(T4A_ERROR_INVALID_ARGUMENT, 2, "an argument is invalid")                   \
+  X(T4A_ERROR_INVALID_HANDLE, 3, "a handle is null, released, stale or forged") \
+  X(T4A_ERROR_WRONG_RUNTIME, 4, "an object belongs to another runtime")        \
+  X(T4A_ERROR_NO_DRIVER, 5, "no usable CUDA driver was found")                 \
+  X(T4A_ERROR_NO_DEVICE, 6, "no such CUDA device")                             \
+  X(T4A_ERROR_NO_COMPILER, 7, "no usable NVRTC was found")                     \
+  X(T4A_ERROR_OUT_OF_MEMORY, 8, "out of device memory")                        \
+  X(T4A_ERROR_OUT_OF_HOST_MEMORY, 9, "out of host memory")                     \
+  X(T4A_ERROR_DRIVER, 10, "the CUDA driver reported an error")                 \
+  X(T4A_ERROR_COMPILE, 11, "compilation failed")                               \
+  X(T4A_ERROR_UNKNOWN_ENTRY_POINT, 12, "no kernel of that name")               \
+  X(T4A_ERROR_DEVICE_FAULT, 13, "sticky device fault: the runtime is broken")  \
+  X(T4A_ERROR_REENTRANT, 14, "the call would deadlock on its own thread")      \
+  X(T4A_ERROR_UNSUPPORTED, 15, "not supported by this driver or device")       \
+  X(T4A_ERROR_VERSION_MISMATCH, 16, "struct or version not understood")        \
+  X(T4A_ERROR_ABANDONED, 17, "outcome unknown; resources quarantined")         \
+  X(T4A_ERROR_INTERNAL, 18, "internal error in t4acuda")
+
+/** @cond T4A_INTERNAL */
+#define T4A_STATUS_ENUM_ENTRY_(name, value, text) name = value,
+/** @endcond */
+
+/** @brief The status codes; see #T4A_STATUS_MAP for each one's meaning. */
+enum t4a_status_code { T4A_STATUS_MAP(T4A_STATUS_ENUM_ENTRY_) };
+
+/** @brief A status: one of ::t4a_status_code, always 32 bits. */
+typedef int32_t t4a_status;
+
+/**
+ * @brief The name of a status ("T4A_ERROR_INVALID_HANDLE").
+ *
+ * @param[in] status any value.
+ * @return a static string; "T4A_STATUS_UNKNOWN" for a value that is not a
+ *         status. Never fails, thread-safe, needs no driver.
+ * @since 0.1.0
+ */
+T4A_API const char *t4a_status_name(t4a_status status);
+
+/**
+ * @brief A one-line description of a status ("a handle is null, ...").
+ *
+ * @param[in] status any value.
+ * @return a static string; "unknown status" for a value that is not a
+ *         status. Never fails, thread-safe, needs no driver.
+ * @since 0.1.0
+ */
+T4A_API const char *t4a_status_description(t4a_status status);
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Last error                                                         */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+/** @brief Facts about the calling thread's last failing call. */
+typedef struct t4a_error_info {
+  uint32_t struct_size; /**< in: sizeof(t4a_error_info) of the caller. */
+  t4a_status status;    /**< out: its status (#T4A_SUCCESS if none). */
+  /** out: the CUresult the CUDA driver returned, or 0 if none. */
+  int32_t driver_result;
+  /** out: the NVRTC result (nvrtcResult), or 0 if none. */
+  int32_t compiler_result;
+  /** out: the failing entry point's name ("t4a_runtime_create"); static
+   *  string, "" if none. */
+  const char *entry_point;
+} t4a_error_info;
+
+/** Initializer for ::t4a_error_info. */
+#define T4A_ERROR_INFO_INIT {sizeof(t4a_error_info), 0, 0, 0, NULL}
+
+/**
+ * @brief Reads the calling thread's last error (without its message).
+ *
+ * @param[in,out] info set `info->struct_size` first (#T4A_ERROR_INFO_INIT).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_ARGUMENT if `info` is NULL or its
+ *         struct_size is smaller than 4; #T4A_ERROR_VERSION_MISMATCH never
+ *         (output structs are filled up to the smaller size).
+ * Does not change the last error. Never blocks, needs no driver.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_last_error(t4a_error_info *info);
+
+/**
+ * @brief Copies the calling thread's last error message (query-then-copy).
+ *
+ * Writes at most `capacity` bytes including the terminating NUL; a message
+ * longer than that is truncated (still NUL-terminated). `*needed` (if not
+ * NULL) receives the full length including the NUL, so a caller can query
+ * with `buf = NULL, capacity = 0` and then copy. The message is "" when no
+ * call has failed on this thread.
+ *
+ * @param[out] buf      destination, may be NULL when `capacity` is 0.
+ * @param[in]  capacity bytes available at `buf`.
+ * @param[out] needed   optional: bytes the whole message needs.
+ * @return #T4A_SUCCESS (also when truncated: compare `*needed` with
+ *         `capacity`); #T4A_ERROR_INVALID_ARGUMENT if `buf` is NULL and
+ *         `capacity` is not 0. Does not change the last error.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_last_error_message(char *buf, size_t capacity,
+                                          size_t *needed);
+
+/**
+ * @brief Clears the calling thread's last error (status becomes SUCCESS).
+ * @since 0.1.0
+ */
+T4A_API void t4a_last_error_clear(void);
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Logging                                                            */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+/** @brief Log levels, most severe first. */
+typedef enum t4a_log_level {
+  T4A_LOG_OFF = 0,   /**< logs nothing (as a threshold). */
+  T4A_LOG_ERROR = 1, /**< failures the library could not report otherwise. */
+  T4A_LOG_WARN = 2,  /**< leaks, quarantines, unusual conditions. */
+  T4A_LOG_INFO = 3,  /**< library and driver loading. */
+  T4A_LOG_DEBUG = 4  /**< everything else. */
+} t4a_log_level;
+
+/**
+ * @brief A log sink.
+ * @param user    the pointer given to t4a_set_log_callback().
+ * @param level   the message's level (never #T4A_LOG_OFF).
+ * @param message NUL-terminated, valid only during the call.
+ * Called from whichever thread logs, never with an internal lock held. It
+ * must not call t4a_set_log_callback().
+ */
+typedef void (*t4a_log_fn)(void *user, int32_t level, const char *message);
+
+/**
+ * @brief Installs a log callback, or restores the default (NULL).
+ *
+ * The default writes messages at or above `max_level` to stderr; its
+ * initial level is #T4A_LOG_WARN, or the value of `T4A_LOG`, which
+ * overrides `max_level` for the default sink too.
+ *
+ * @param[in] fn        the sink; NULL restores the default stderr sink.
+ * @param[in] user      passed to `fn` unchanged.
+ * @param[in] max_level the least severe level delivered (0..4).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_ARGUMENT for a level outside
+ *         0..4. Thread-safe; never blocks on the driver.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_set_log_callback(t4a_log_fn fn, void *user,
+                                        int32_t max_level);
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Handles                                                            */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+/** The id of the null handle of every type. */
+#define T4A_NULL_ID ((uint64_t)0)
+
+/** @brief A runtime: one device, one stream, one memory pool. */
+typedef struct t4a_runtime {
+  uint64_t id; /**< generation-tagged id; #T4A_NULL_ID is the null handle. */
+} t4a_runtime;
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Driver, compiler and devices                                       */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+/**
+ * @brief The CUDA driver's version (e.g. 13000 for CUDA 13.0).
+ *
+ * Loads the driver on first use (`T4A_CUDA_DRIVER_PATH`, else
+ * `libcuda.so.1`).
+ * @param[out] version the driver's `cuDriverGetVersion` value.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_ARGUMENT if `version` is NULL;
+ *         #T4A_ERROR_NO_DRIVER when no driver can be loaded or initialized
+ *         (the message names every library tried and the loader's reason).
+ * Thread-safe; may block while the driver loads.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_driver_version(int32_t *version);
+
+/**
+ * @brief The CUDA version this library was built against (CUDA_VERSION).
+ *
+ * Entry points are requested from the driver at this version.
+ * Never fails, needs no driver.
+ * @since 0.1.0
+ */
+T4A_API int32_t t4a_built_cuda_version(void);
+
+/**
+ * @brief The NVRTC version found (`T4A_NVRTC_PATH`, else libnvrtc 13, 12).
+ *
+ * Needs no driver and no device.
+ * @param[out] major NVRTC major version.
+ * @param[out] minor NVRTC minor version.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_ARGUMENT if an out-pointer is
+ *         NULL; #T4A_ERROR_NO_COMPILER when no NVRTC can be loaded (the
+ *         message names every library tried).
+ * Thread-safe; may block while NVRTC loads.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_nvrtc_version(int32_t *major, int32_t *minor);
+
+/**
+ * @brief The number of CUDA devices visible to the driver.
+ * @param[out] count device count (0 when the driver sees none).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_ARGUMENT if `count` is NULL;
+ *         #T4A_ERROR_NO_DRIVER without a usable driver;
+ *         #T4A_ERROR_DRIVER for another driver failure.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_device_count(int32_t *count);
+
+/** Bytes of ::t4a_device_info::name, including the NUL. */
+#define T4A_DEVICE_NAME_CAPACITY 256
+
+/** @brief What t4acuda knows about one device, including launch limits. */
+typedef struct t4a_device_info {
+  uint32_t struct_size; /**< in: sizeof(t4a_device_info) of the caller. */
+  int32_t ordinal;      /**< device ordinal. */
+  char name[T4A_DEVICE_NAME_CAPACITY]; /**< product name, NUL-terminated. */
+  uint8_t uuid[16];                    /**< device UUID bytes. */
+  int32_t cc_major;                    /**< compute capability, major. */
+  int32_t cc_minor;                    /**< compute capability, minor. */
+  int32_t multiprocessor_count;        /**< streaming multiprocessors. */
+  int32_t clock_rate_khz;              /**< peak SM clock in kHz. */
+  uint64_t total_memory_bytes;         /**< global memory in bytes. */
+  int32_t warp_size;                   /**< threads per warp. */
+  int32_t max_threads_per_block;       /**< launch limit. */
+  int32_t max_block_dim[3];            /**< launch limit per dimension. */
+  int32_t max_grid_dim[3];             /**< launch limit per dimension. */
+  /** default shared memory per block in bytes (48 KiB). */
+  int32_t max_shared_per_block;
+  /** opt-in maximum of shared memory per block in bytes. */
+  int32_t max_shared_per_block_optin;
+  int32_t max_registers_per_block;  /**< 32-bit registers per block. */
+  int32_t max_threads_per_multiprocessor; /**< resident threads per SM. */
+  int32_t pci_domain_id;                  /**< PCI domain. */
+  int32_t pci_bus_id;                     /**< PCI bus. */
+  int32_t pci_device_id;                  /**< PCI device. */
+  int32_t memory_pools_supported; /**< 1 if stream-ordered pools work. */
+  int32_t cooperative_launch;     /**< 1 if cooperative launch works. */
+  int32_t unified_addressing;     /**< 1 if UVA is on. */
+} t4a_device_info;
+
+/** Initializer for ::t4a_device_info. */
+#define T4A_DEVICE_INFO_INIT {sizeof(t4a_device_info)}
+
+/**
+ * @brief Fills `info` for device `ordinal`.
+ * @param[in]     ordinal 0 .. count-1.
+ * @param[in,out] info    set `info->struct_size` (#T4A_DEVICE_INFO_INIT).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_ARGUMENT for a NULL `info` or a
+ *         struct_size below 4; #T4A_ERROR_NO_DEVICE for an ordinal outside
+ *         0..count-1; #T4A_ERROR_NO_DRIVER; #T4A_ERROR_DRIVER.
+ * Creates no context. Thread-safe.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_device_info_get(int32_t ordinal, t4a_device_info *info);
+
+/**
+ * @brief Whether device `ordinal` can access memory of device `peer`.
+ *
+ * One entry of the peer-access matrix (`cuDeviceCanAccessPeer`). A device
+ * and itself give 0, as the driver reports.
+ * @param[in]  ordinal the accessing device.
+ * @param[in]  peer    the device whose memory is accessed.
+ * @param[out] can_access 1 or 0.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_ARGUMENT for a NULL out-pointer;
+ *         #T4A_ERROR_NO_DEVICE for an ordinal out of range;
+ *         #T4A_ERROR_NO_DRIVER; #T4A_ERROR_DRIVER.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_device_can_access_peer(int32_t ordinal, int32_t peer,
+                                              int32_t *can_access);
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Runtime                                                            */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+/** Pool release threshold meaning "keep all freed memory until trimmed". */
+#define T4A_POOL_KEEP_ALL UINT64_MAX
+
+/** @brief Options for t4a_runtime_create(). */
+typedef struct t4a_runtime_options {
+  uint32_t struct_size; /**< sizeof(t4a_runtime_options) of the caller. */
+  int32_t device_ordinal; /**< the device; default 0. */
+  /** Bytes of freed memory the pool keeps across synchronizations
+   *  (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`); default #T4A_POOL_KEEP_ALL. */
+  uint64_t pool_release_threshold;
+} t4a_runtime_options;
+
+/** Initializer for ::t4a_runtime_options with the defaults. */
+#define T4A_RUNTIME_OPTIONS_INIT                                               \
+  {sizeof(t4a_runtime_options), 0, T4A_POOL_KEEP_ALL}
+
+/**
+ * @brief Creates a runtime on one device.
+ *
+ * Retains the device's primary context, creates one non-blocking stream and
+ * one explicit memory pool (`cuMemPoolCreate`, release threshold from
+ * `options`) and takes a fresh allocation-domain id. Two runtimes of one
+ * ordinal are independent (distinct stream, pool, domain id) and share the
+ * primary context. A failed create creates nothing.
+ *
+ * @param[in]  options NULL for the defaults, else struct_size-versioned.
+ * @param[out] runtime the new runtime; release with t4a_runtime_destroy().
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_ARGUMENT (NULL `runtime`, bad
+ *         struct_size); #T4A_ERROR_VERSION_MISMATCH (non-zero unknown tail);
+ *         #T4A_ERROR_NO_DEVICE (ordinal out of range, or no memory-pool
+ *         support); #T4A_ERROR_NO_DRIVER; #T4A_ERROR_OUT_OF_MEMORY;
+ *         #T4A_ERROR_DRIVER; #T4A_ERROR_DEVICE_FAULT (the process's CUDA
+ *         state is poisoned by an earlier fault).
+ * Thread-safe; blocks while the context is created.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_runtime_create(const t4a_runtime_options *options,
+                                      t4a_runtime *runtime);
+
+/**
+ * @brief Destroys a runtime: drains its stream, then frees what it owns.
+ *
+ * The handle becomes invalid at once. If completion of its work can be
+ * proven, the stream, pool and context reference are released; otherwise
+ * they are leaked, never freed while the device might still use them. The
+ * caller's current context is left as it was, even when it is the primary
+ * context this runtime shared with another runtime.
+ *
+ * @param[in] runtime the runtime; the null handle is a successful no-op.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE for a released, stale or
+ *         forged handle; #T4A_ERROR_DEVICE_FAULT / #T4A_ERROR_DRIVER when
+ *         the drain failed (the handle is released anyway and the
+ *         resources are leaked).
+ * Blocks until the stream drains. Thread-safe.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_runtime_destroy(t4a_runtime runtime);
+
+/**
+ * @brief Waits on the host until all work of the runtime is done.
+ *
+ * Counted in ::t4a_runtime_stats::host_waits.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE; #T4A_ERROR_DEVICE_FAULT;
+ *         #T4A_ERROR_DRIVER. Blocks.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_runtime_synchronize(t4a_runtime runtime);
+
+/**
+ * @brief Gives the pool's unused memory back to the device.
+ *
+ * `cuMemPoolTrimTo(pool, 0)`: memory of live allocations is kept.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE; #T4A_ERROR_DEVICE_FAULT;
+ *         #T4A_ERROR_DRIVER. Does not block on the stream.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_runtime_trim(t4a_runtime runtime);
+
+/** @brief Facts about a runtime (diagnostics and interop). */
+typedef struct t4a_runtime_info {
+  uint32_t struct_size;   /**< in: sizeof(t4a_runtime_info) of the caller. */
+  int32_t device_ordinal; /**< the device. */
+  /** the allocation-domain id: unique per runtime in the process. */
+  uint64_t domain_id;
+  /** the `CUcontext` (the device's primary context). Borrowed: do not
+   *  destroy it or keep it beyond t4a_runtime_destroy(). */
+  void *context;
+  /** the runtime's `CUstream`. Borrowed, as `context`. */
+  void *stream;
+  /** the runtime's `CUmemoryPool`. Borrowed, as `context`. */
+  void *memory_pool;
+  /** the pool release threshold in force. */
+  uint64_t pool_release_threshold;
+} t4a_runtime_info;
+
+/** Initializer for ::t4a_runtime_info. */
+#define T4A_RUNTIME_INFO_INIT {sizeof(t4a_runtime_info)}
+
+/**
+ * @brief Describes a runtime.
+ * @param[in]     runtime the runtime.
+ * @param[in,out] info    set `info->struct_size` (#T4A_RUNTIME_INFO_INIT).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (NULL `info`, struct_size below 4).
+ * Never blocks; makes no driver call.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_runtime_info_get(t4a_runtime runtime,
+                                        t4a_runtime_info *info);
+
+/** @brief Counters of one runtime; each is incremented where it happens.
+ *
+ * Later versions append counters; a caller's older, smaller struct receives
+ * the counters it knows. */
+typedef struct t4a_runtime_stats {
+  uint32_t struct_size; /**< in: sizeof(t4a_runtime_stats) of the caller. */
+  uint32_t reserved0;   /**< zero; keeps the counters 8-byte aligned. */
+  /** host waits on the runtime's stream (synchronize, destroy's drain). */
+  uint64_t host_waits;
+  /** pool trims done (t4a_runtime_trim()). */
+  uint64_t trims;
+} t4a_runtime_stats;
+
+/** Initializer for ::t4a_runtime_stats. */
+#define T4A_RUNTIME_STATS_INIT {sizeof(t4a_runtime_stats)}
+
+/**
+ * @brief Reads a runtime's counters.
+ * @param[in]     runtime the runtime.
+ * @param[in,out] stats   set `stats->struct_size` (#T4A_RUNTIME_STATS_INIT).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (NULL `stats`, struct_size below 4).
+ * Never blocks; makes no driver call.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_runtime_stats_get(t4a_runtime runtime,
+                                         t4a_runtime_stats *stats);
+/** @} */
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* T4ACUDA_H */

@@ -1,0 +1,88 @@
+// Runtime entry points.
+#include "capi/barrier.hpp"
+#include "core/runtime.hpp"
+#include "core/struct_io.hpp"
+
+using namespace t4a;
+
+namespace {
+t4a_status get_runtime(t4a_runtime h, core::Ref<core::Runtime> *out) {
+  return capi::resolve(h.id, core::Kind::Runtime, "runtime", out);
+}
+} // namespace
+
+extern "C" {
+
+T4A_API t4a_status t4a_runtime_create(const t4a_runtime_options *options,
+                                      t4a_runtime *runtime) {
+  return T4A_ENTRY({
+    if (runtime == nullptr) return capi::null_arg("runtime");
+    t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
+    if (t4a_status s = core::read_struct(options, &o, "options");
+        s != T4A_SUCCESS)
+      return s;
+    core::Ref<core::Runtime> rt;
+    if (t4a_status s = core::Runtime::create(o, &rt); s != T4A_SUCCESS)
+      return s;
+    runtime->id = core::Registry::instance().insert(std::move(rt));
+    return T4A_SUCCESS;
+  });
+}
+
+T4A_API t4a_status t4a_runtime_destroy(t4a_runtime runtime) {
+  return T4A_ENTRY({
+    if (runtime.id == T4A_NULL_ID) return T4A_SUCCESS;
+    core::Ref<core::Object> obj;
+    core::HandleCheck c = core::Registry::instance().remove(
+        runtime.id, core::Kind::Runtime, &obj);
+    if (c != core::HandleCheck::Ok)
+      return capi::bad_handle(c, runtime.id, "runtime");
+    auto *rt = static_cast<core::Runtime *>(obj.get());
+    t4a_status s = rt->drain_for_destroy();
+    obj.reset(); // teardown runs when the last internal reference goes
+    return s;
+  });
+}
+
+T4A_API t4a_status t4a_runtime_synchronize(t4a_runtime runtime) {
+  return T4A_ENTRY({
+    core::Ref<core::Runtime> rt;
+    if (t4a_status s = get_runtime(runtime, &rt); s != T4A_SUCCESS) return s;
+    return rt->synchronize("synchronizing the runtime's stream");
+  });
+}
+
+T4A_API t4a_status t4a_runtime_trim(t4a_runtime runtime) {
+  return T4A_ENTRY({
+    core::Ref<core::Runtime> rt;
+    if (t4a_status s = get_runtime(runtime, &rt); s != T4A_SUCCESS) return s;
+    return rt->trim();
+  });
+}
+
+T4A_API t4a_status t4a_runtime_info_get(t4a_runtime runtime,
+                                        t4a_runtime_info *info) {
+  return T4A_ENTRY({
+    core::Ref<core::Runtime> rt;
+    if (t4a_status s = get_runtime(runtime, &rt); s != T4A_SUCCESS) return s;
+    if (t4a_status s = core::check_out_struct(info, "info"); s != T4A_SUCCESS)
+      return s;
+    rt->info(info);
+    return T4A_SUCCESS;
+  });
+}
+
+T4A_API t4a_status t4a_runtime_stats_get(t4a_runtime runtime,
+                                         t4a_runtime_stats *stats) {
+  return T4A_ENTRY({
+    core::Ref<core::Runtime> rt;
+    if (t4a_status s = get_runtime(runtime, &rt); s != T4A_SUCCESS) return s;
+    if (t4a_status s = core::check_out_struct(stats, "stats");
+        s != T4A_SUCCESS)
+      return s;
+    rt->stats(stats);
+    return T4A_SUCCESS;
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,62 @@
+// The exception barrier every extern "C" entry point goes through: sets the
+// entry point's name for last-error messages and turns any C++ exception
+// into a status (std::bad_alloc -> OUT_OF_HOST_MEMORY, anything else ->
+// INTERNAL). Nothing is thrown across the C boundary (R-ABI-7).
+#pragma once
+
+#include <exception>
+#include <new>
+
+#include "core/error.hpp"
+#include "core/registry.hpp"
+
+namespace t4a::capi {
+
+template <class F> t4a_status guarded(const char *entry, F &&body) noexcept {
+  core::EntryScope scope(entry);
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return core::fail_message(T4A_ERROR_OUT_OF_HOST_MEMORY,
+                              "out of host memory");
+  } catch (const std::exception &e) {
+    try {
+      return core::fail(T4A_ERROR_INTERNAL, "internal error: %s", e.what());
+    } catch (...) {
+      return T4A_ERROR_INTERNAL;
+    }
+  } catch (...) {
+    return core::fail_message(T4A_ERROR_INTERNAL,
+                              "internal error: unknown exception");
+  }
+}
+
+#define T4A_ENTRY(body) ::t4a::capi::guarded(__func__, [&]() -> t4a_status body)
+
+// Resolves a handle id of kind K to a reference to T, or records
+// INVALID_HANDLE naming the argument, the id and why.
+template <class T>
+t4a_status resolve(uint64_t id, core::Kind kind, const char *arg,
+                   core::Ref<T> *out) {
+  core::Ref<core::Object> obj;
+  core::HandleCheck c = core::Registry::instance().resolve(id, kind, &obj);
+  if (c != core::HandleCheck::Ok)
+    return core::fail(T4A_ERROR_INVALID_HANDLE, "%s (id 0x%016llx) is %s", arg,
+                      static_cast<unsigned long long>(id),
+                      core::Registry::describe(c));
+  *out = core::Ref<T>::adopt(static_cast<T *>(obj.detach()));
+  return T4A_SUCCESS;
+}
+
+inline t4a_status bad_handle(core::HandleCheck c, uint64_t id,
+                             const char *arg) {
+  return core::fail(T4A_ERROR_INVALID_HANDLE, "%s (id 0x%016llx) is %s", arg,
+                    static_cast<unsigned long long>(id),
+                    core::Registry::describe(c));
+}
+
+inline t4a_status null_arg(const char *arg) {
+  return core::fail(T4A_ERROR_INVALID_ARGUMENT, "%s is NULL", arg);
+}
+
+} // namespace t4a::capi

@@ -1,0 +1,28 @@
+// Makes a context current for the scope and restores the caller's context on
+// every exit path (R-ABI-9). It changes nothing when the target is already
+// current, so it never clears a context another runtime relies on (R-RT-7).
+#pragma once
+
+#include <cuda.h>
+
+#include "t4acuda.h"
+
+namespace t4a::core {
+
+class ContextScope {
+public:
+  ContextScope() = default;
+  ~ContextScope();
+  ContextScope(const ContextScope &) = delete;
+  ContextScope &operator=(const ContextScope &) = delete;
+
+  // Saves the current context and makes `target` current; records the
+  // failure (with `what`) and changes nothing when that fails.
+  t4a_status enter(CUcontext target, const char *what);
+
+private:
+  CUcontext saved_ = nullptr;
+  bool switched_ = false;
+};
+
+} // namespace t4a::core

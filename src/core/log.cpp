@@ -1,0 +1,94 @@
+#include "core/log.hpp"
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "core/error.hpp"
+
+namespace t4a::core {
+
+namespace {
+
+int32_t level_from_env(int32_t fallback) {
+  const char *v = std::getenv("T4A_LOG");
+  if (v == nullptr) return fallback;
+  static const char *const names[] = {"off", "error", "warn", "info", "debug"};
+  for (int32_t i = 0; i < 5; ++i)
+    if (std::strcmp(v, names[i]) == 0) return i;
+  return fallback;
+}
+
+struct Sink {
+  std::mutex mu;
+  t4a_log_fn fn = nullptr;
+  void *user = nullptr;
+  std::atomic<int32_t> level{level_from_env(T4A_LOG_WARN)};
+};
+
+Sink &sink() {
+  static Sink *s = new Sink(); // never destroyed: logging works during exit
+  return *s;
+}
+
+const char *level_name(int32_t level) {
+  switch (level) {
+  case T4A_LOG_ERROR: return "error";
+  case T4A_LOG_WARN: return "warn";
+  case T4A_LOG_INFO: return "info";
+  default: return "debug";
+  }
+}
+
+} // namespace
+
+bool log_enabled(int32_t level) {
+  return level > T4A_LOG_OFF &&
+         level <= sink().level.load(std::memory_order_relaxed);
+}
+
+void log(int32_t level, const char *message) {
+  if (!log_enabled(level)) return;
+  Sink &s = sink();
+  t4a_log_fn fn;
+  void *user;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    fn = s.fn;
+    user = s.user;
+  }
+  if (fn != nullptr) {
+    fn(user, level, message); // outside the lock
+  } else {
+    std::fprintf(stderr, "t4acuda %s: %s\n", level_name(level), message);
+  }
+}
+
+void logf(int32_t level, const char *fmt, ...) {
+  if (!log_enabled(level)) return;
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  log(level, buf);
+}
+
+t4a_status set_log_callback(t4a_log_fn fn, void *user, int32_t max_level) {
+  if (max_level < T4A_LOG_OFF || max_level > T4A_LOG_DEBUG)
+    return fail(T4A_ERROR_INVALID_ARGUMENT,
+                "max_level is %d; it must be between T4A_LOG_OFF (0) and "
+                "T4A_LOG_DEBUG (4)",
+                max_level);
+  Sink &s = sink();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.fn = fn;
+  s.user = user;
+  s.level.store(level_from_env(max_level), std::memory_order_relaxed);
+  return T4A_SUCCESS;
+}
+
+} // namespace t4a::core

@@ -1,0 +1,78 @@
+// Intrusively reference-counted library objects and the Ref smart pointer.
+// Internal references (an object keeping another alive) and the registry's
+// handle reference all go through Ref; the object is deleted when the last
+// one goes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <utility>
+
+namespace t4a::core {
+
+// Object kinds; the value is stored in handle ids and must never change.
+enum class Kind : uint8_t {
+  Runtime = 1,
+  TestObject = 255, // test builds: registry stress objects
+};
+
+class Object {
+public:
+  explicit Object(Kind kind) : kind_(kind) {}
+  virtual ~Object() = default;
+  Object(const Object &) = delete;
+  Object &operator=(const Object &) = delete;
+
+  Kind kind() const { return kind_; }
+  void add_ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void drop_ref() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+private:
+  std::atomic<uint32_t> refs_{0};
+  Kind kind_;
+};
+
+template <class T> class Ref {
+public:
+  Ref() = default;
+  Ref(std::nullptr_t) {}
+  // Takes a new reference to p.
+  explicit Ref(T *p) : p_(p) {
+    if (p_) p_->add_ref();
+  }
+  Ref(const Ref &o) : Ref(o.p_) {}
+  Ref(Ref &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  template <class U>
+  Ref(Ref<U> &&o) noexcept : p_(o.detach()) {} // NOLINT: upcast
+  ~Ref() { reset(); }
+  Ref &operator=(Ref o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  void reset() {
+    if (T *p = std::exchange(p_, nullptr)) p->drop_ref();
+  }
+  T *get() const { return p_; }
+  T *operator->() const { return p_; }
+  T &operator*() const { return *p_; }
+  explicit operator bool() const { return p_ != nullptr; }
+  // Gives up ownership without dropping the reference.
+  T *detach() { return std::exchange(p_, nullptr); }
+  // Adopts an already-counted reference.
+  static Ref adopt(T *p) {
+    Ref r;
+    r.p_ = p;
+    return r;
+  }
+
+private:
+  T *p_ = nullptr;
+};
+
+template <class T, class... A> Ref<T> make_ref(A &&...args) {
+  return Ref<T>(new T(std::forward<A>(args)...));
+}
+
+} // namespace t4a::core

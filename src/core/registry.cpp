@@ -1,0 +1,127 @@
+#include "core/registry.hpp"
+
+#include <mutex>
+
+namespace t4a::core {
+
+namespace {
+constexpr uint32_t k_generation_mask = 0xFFFFFFu;
+constexpr uint64_t make_id(Kind kind, uint32_t generation, uint32_t index) {
+  return (static_cast<uint64_t>(kind) << 56) |
+         (static_cast<uint64_t>(generation & k_generation_mask) << 32) | index;
+}
+} // namespace
+
+Registry &Registry::instance() {
+  // Never destroyed: handles may be released by other libraries' static
+  // destructors at exit, and objects alive then are deliberately leaked.
+  static Registry *r = new Registry();
+  return *r;
+}
+
+const char *Registry::describe(HandleCheck c) {
+  switch (c) {
+  case HandleCheck::Ok: return "valid";
+  case HandleCheck::Null: return "the null handle";
+  case HandleCheck::WrongKind: return "a handle of another type";
+  case HandleCheck::Unknown: return "not a handle this library issued";
+  case HandleCheck::Stale: return "released (stale)";
+  }
+  return "invalid";
+}
+
+HandleCheck Registry::find(uint64_t id, Kind kind, uint32_t *index) const {
+  if (id == 0) return HandleCheck::Null;
+  if (kind_of(id) != kind) return HandleCheck::WrongKind;
+  uint32_t i = static_cast<uint32_t>(id);
+  uint32_t gen = static_cast<uint32_t>(id >> 32) & k_generation_mask;
+  if (i >= slots_.size() || gen == 0) return HandleCheck::Unknown;
+  const Slot &s = slots_[i];
+  if (gen > s.generation) return HandleCheck::Unknown;
+  if (s.obj == nullptr || s.generation != gen || s.obj->kind() != kind)
+    return HandleCheck::Stale;
+  *index = i;
+  return HandleCheck::Ok;
+}
+
+uint64_t Registry::insert(Ref<Object> obj) {
+  std::unique_lock lock(mu_);
+  uint32_t i;
+  if (!free_.empty()) {
+    i = free_.back();
+    free_.pop_back();
+  } else {
+    slots_.emplace_back();
+    i = static_cast<uint32_t>(slots_.size() - 1);
+  }
+  Slot &s = slots_[i];
+  Kind kind = obj->kind();
+  s.obj = obj.detach();
+  s.handle_refs = 1;
+  ++live_;
+  return make_id(kind, s.generation, i);
+}
+
+HandleCheck Registry::resolve(uint64_t id, Kind kind, Ref<Object> *out) const {
+  std::shared_lock lock(mu_);
+  uint32_t i = 0;
+  HandleCheck c = find(id, kind, &i);
+  if (c == HandleCheck::Ok) *out = Ref<Object>(slots_[i].obj);
+  return c;
+}
+
+HandleCheck Registry::resolve_many(const uint64_t *ids, Kind kind, size_t n,
+                                   Ref<Object> *out, size_t *bad_index) const {
+  std::shared_lock lock(mu_);
+  for (size_t k = 0; k < n; ++k) {
+    uint32_t i = 0;
+    HandleCheck c = find(ids[k], kind, &i);
+    if (c != HandleCheck::Ok) {
+      *bad_index = k;
+      for (size_t j = 0; j < k; ++j) out[j].reset();
+      return c;
+    }
+    out[k] = Ref<Object>(slots_[i].obj);
+  }
+  return HandleCheck::Ok;
+}
+
+HandleCheck Registry::retain(uint64_t id, Kind kind) {
+  std::unique_lock lock(mu_);
+  uint32_t i = 0;
+  HandleCheck c = find(id, kind, &i);
+  if (c == HandleCheck::Ok) ++slots_[i].handle_refs;
+  return c;
+}
+
+HandleCheck Registry::drop(uint64_t id, Kind kind, bool all,
+                           Ref<Object> *removed) {
+  std::unique_lock lock(mu_);
+  uint32_t i = 0;
+  HandleCheck c = find(id, kind, &i);
+  if (c != HandleCheck::Ok) return c;
+  Slot &s = slots_[i];
+  if (!all && --s.handle_refs > 0) return c;
+  s.handle_refs = 0;
+  *removed = Ref<Object>::adopt(s.obj);
+  s.obj = nullptr;
+  --live_;
+  // A generation that would wrap retires the slot: ids never repeat.
+  if (++s.generation <= k_generation_mask) free_.push_back(i);
+  return c;
+}
+
+HandleCheck Registry::release(uint64_t id, Kind kind, Ref<Object> *removed) {
+  return drop(id, kind, false, removed);
+}
+
+HandleCheck Registry::remove(uint64_t id, Kind kind, Ref<Object> *removed) {
+  return drop(id, kind, true, removed);
+}
+
+size_t Registry::live_count() const {
+  std::shared_lock lock(mu_);
+  return live_;
+}
+
+} // namespace t4a::core

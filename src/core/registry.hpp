@@ -1,0 +1,60 @@
+// The handle registry: maps generation-tagged 64-bit ids to objects.
+//
+// id = kind (8 bits) << 56 | generation (24 bits, never 0) << 32 | slot.
+// A slot's generation grows each time it is freed, so a stale id never
+// matches again; a slot whose generation would wrap is retired for good.
+// Each live slot holds one internal reference to its object plus the count
+// of handle references (_retain/_release). Lookups take a shared lock and
+// one atomic increment; insertion and removal take the exclusive lock.
+// Objects are destroyed outside the lock (by dropping the returned Ref).
+#pragma once
+
+#include <cstdint>
+#include <shared_mutex>
+#include <vector>
+
+#include "core/object.hpp"
+
+namespace t4a::core {
+
+enum class HandleCheck { Ok, Null, WrongKind, Unknown, Stale };
+
+class Registry {
+public:
+  static Registry &instance();
+
+  // Registers obj with a handle count of 1; returns its id.
+  uint64_t insert(Ref<Object> obj);
+  // Resolves id to a new internal reference, or reports why not.
+  HandleCheck resolve(uint64_t id, Kind kind, Ref<Object> *out) const;
+  // Resolves several ids under one lock (launch paths).
+  HandleCheck resolve_many(const uint64_t *ids, Kind kind, size_t n,
+                           Ref<Object> *out, size_t *bad_index) const;
+  HandleCheck retain(uint64_t id, Kind kind);
+  // Drops one handle reference; when none are left the slot is freed and
+  // its object reference moved to *removed.
+  HandleCheck release(uint64_t id, Kind kind, Ref<Object> *removed);
+  // Frees the slot whatever its handle count (destroy of unshared objects).
+  HandleCheck remove(uint64_t id, Kind kind, Ref<Object> *removed);
+
+  size_t live_count() const;
+
+  static Kind kind_of(uint64_t id) { return static_cast<Kind>(id >> 56); }
+  static const char *describe(HandleCheck c);
+
+private:
+  struct Slot {
+    uint32_t generation = 1;
+    uint32_t handle_refs = 0;
+    Object *obj = nullptr; // owns one reference while live
+  };
+  HandleCheck find(uint64_t id, Kind kind, uint32_t *index) const;
+  HandleCheck drop(uint64_t id, Kind kind, bool all, Ref<Object> *removed);
+
+  mutable std::shared_mutex mu_;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_;
+  size_t live_ = 0;
+};
+
+} // namespace t4a::core

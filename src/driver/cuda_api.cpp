@@ -1,0 +1,138 @@
+#include "driver/cuda_api.hpp"
+
+#include <mutex>
+
+#include "driver/library_loader.hpp"
+
+namespace t4a::driver {
+
+CudaTable g_cuda;
+
+const char *const k_entry_names[] = {
+#define X(name, required) #name,
+#include "driver/entry_points.def"
+#undef X
+};
+
+namespace {
+
+constexpr bool k_required[] = {
+#define X(name, required) (required) != 0,
+#include "driver/entry_points.def"
+#undef X
+};
+
+bool g_has[static_cast<int>(Entry::count_)] = {};
+
+struct State {
+  std::once_flag once;
+  LoadState state = LoadState::NoDriver;
+  std::string reason;
+  CUresult init_result = CUDA_SUCCESS; // cuInit's result once called
+};
+
+State &state() {
+  static State *s = new State(); // never destroyed: usable during exit
+  return *s;
+}
+
+// The libraries tried, in order. One place, one reason per name.
+std::vector<LibraryCandidate> driver_candidates() {
+  std::string override_path = env_or_empty("T4A_CUDA_DRIVER_PATH");
+  if (!override_path.empty())
+    return {{override_path, "T4A_CUDA_DRIVER_PATH"}};
+  return {
+      // The driver's soname: every Linux driver installation provides it.
+      {"libcuda.so.1", "the CUDA driver's soname"},
+      // The unversioned development name: some containers ship only this.
+      {"libcuda.so", "development symlink"},
+      // WSL2 keeps the driver outside the default search path.
+      {"/usr/lib/wsl/lib/libcuda.so.1", "WSL2 driver location"},
+  };
+}
+
+using GetProcAddress = CUresult (*)(const char *, void **, int, cuuint64_t,
+                                    CUdriverProcAddressQueryResult *);
+
+void do_load(State &s) {
+  LoadedLibrary lib = load_first(driver_candidates());
+  if (lib.handle == nullptr) {
+    s.reason = "no CUDA driver library could be loaded: " + lib.failure;
+    return;
+  }
+  auto gpa = reinterpret_cast<GetProcAddress>(
+      find_symbol(lib.handle, "cuGetProcAddress_v2"));
+  if (gpa == nullptr) {
+    s.reason = "'" + lib.path +
+               "' has no cuGetProcAddress_v2: a CUDA 12.0 or newer driver is "
+               "required";
+    return;
+  }
+  void **slots[] = {
+#define X(name, required) reinterpret_cast<void **>(&g_cuda.name),
+#include "driver/entry_points.def"
+#undef X
+  };
+  for (int i = 0; i < static_cast<int>(Entry::count_); ++i) {
+    void *fn = nullptr;
+    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    CUresult r = gpa(k_entry_names[i], &fn, CUDA_VERSION,
+                     CU_GET_PROC_ADDRESS_DEFAULT, &found);
+    if (r == CUDA_SUCCESS && found == CU_GET_PROC_ADDRESS_SUCCESS &&
+        fn != nullptr) {
+      *slots[i] = fn;
+      g_has[i] = true;
+      continue;
+    }
+    if (k_required[i]) {
+      s.reason = std::string("the CUDA driver '") + lib.path +
+                 "' lacks the required entry point " + k_entry_names[i] +
+                 " at CUDA version " + std::to_string(CUDA_VERSION) +
+                 (found == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                      ? " (the driver is older than this library's CUDA)"
+                      : " (symbol not found)");
+      return;
+    }
+  }
+  CUresult init = g_cuda.cuInit(0);
+  s.init_result = init;
+  if (init != CUDA_SUCCESS && init != CUDA_ERROR_NO_DEVICE) {
+    const char *name = nullptr;
+    const char *text = nullptr;
+    g_cuda.cuGetErrorName(init, &name);
+    g_cuda.cuGetErrorString(init, &text);
+    s.reason = "cuInit(0) failed in '" + lib.path + "' with " +
+               (name != nullptr ? name : "CUresult " + std::to_string(init)) +
+               " (" + (text != nullptr ? text : "no description") + ")";
+    return;
+  }
+  s.state = LoadState::Ready;
+}
+
+} // namespace
+
+LoadOutcome load() {
+  State &s = state();
+  std::call_once(s.once, [&] { do_load(s); });
+  return {s.state, &s.reason, s.init_result};
+}
+
+bool has(Entry e) { return g_has[static_cast<int>(e)]; }
+
+const char *error_name(CUresult r) {
+  const char *s = nullptr;
+  if (g_cuda.cuGetErrorName == nullptr || g_cuda.cuGetErrorName(r, &s) != CUDA_SUCCESS ||
+      s == nullptr)
+    return "";
+  return s;
+}
+
+const char *error_string(CUresult r) {
+  const char *s = nullptr;
+  if (g_cuda.cuGetErrorString == nullptr ||
+      g_cuda.cuGetErrorString(r, &s) != CUDA_SUCCESS || s == nullptr)
+    return "";
+  return s;
+}
+
+} // namespace t4a::driver

@@ -1,0 +1,116 @@
+// The CUDA driver: loaded with dlopen on first need, entry points resolved
+// through cuGetProcAddress at the CUDA version this library is built
+// against. This header is the only place above the driver layer's .cpp files
+// that names entry points: everything else calls the typed wrappers below,
+// which return a DrvResult carrying the CUresult and the entry point's name.
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+
+#include "driver/fault_injection.hpp"
+
+namespace t4a::driver {
+
+enum class Entry : int {
+#define X(name, required) name,
+#include "driver/entry_points.def"
+#undef X
+  count_
+};
+
+struct CudaTable {
+#define X(name, required) decltype(&::name) name = nullptr;
+#include "driver/entry_points.def"
+#undef X
+};
+
+extern CudaTable g_cuda;                         // valid once loaded
+extern const char *const k_entry_names[];        // indexed by Entry
+
+// The outcome of one driver call: the CUresult and which entry point.
+struct DrvResult {
+  CUresult code = CUDA_SUCCESS;
+  const char *entry = "";
+  explicit operator bool() const { return code == CUDA_SUCCESS; }
+};
+
+// Loading state. `load()` is idempotent and thread-safe; it returns
+// LoadState::Ready once libcuda is loaded, its required entry points are
+// resolved and cuInit succeeded (or reported no device).
+enum class LoadState { Ready, NoDriver };
+struct LoadOutcome {
+  LoadState state;
+  const std::string *reason; // when NoDriver: libraries tried, symbol, cuInit
+  CUresult init_result;      // cuInit's result (CUDA_ERROR_NO_DEVICE is Ready)
+};
+LoadOutcome load();
+// Whether an optional entry point was resolved.
+bool has(Entry e);
+// The driver's error name and description for a CUresult ("" if unknown).
+const char *error_name(CUresult r);
+const char *error_string(CUresult r);
+
+template <class F, class... A>
+inline DrvResult invoke(Entry e, F fn, A... args) {
+#if defined(T4A_TESTING)
+  if (fault::g_active.load(std::memory_order_relaxed)) {
+    fault::Decision d = fault::on_call(static_cast<int>(e));
+    if (d.mode == fault::Mode::Instead)
+      return {static_cast<CUresult>(d.result), k_entry_names[int(e)]};
+    if (d.mode == fault::Mode::After) {
+      (void)fn(args...);
+      return {static_cast<CUresult>(d.result), k_entry_names[int(e)]};
+    }
+  }
+#endif
+  return {fn(args...), k_entry_names[static_cast<int>(e)]};
+}
+
+#define T4A_CU(name, ...) invoke(Entry::name, g_cuda.name, __VA_ARGS__)
+
+// ---- Typed wrappers, grouped like the driver documentation. ----
+namespace cu {
+// Version management.
+inline DrvResult driver_get_version(int *v) { return T4A_CU(cuDriverGetVersion, v); }
+// Device management.
+inline DrvResult device_get_count(int *n) { return T4A_CU(cuDeviceGetCount, n); }
+inline DrvResult device_get(CUdevice *d, int ordinal) { return T4A_CU(cuDeviceGet, d, ordinal); }
+inline DrvResult device_get_name(char *buf, int len, CUdevice d) { return T4A_CU(cuDeviceGetName, buf, len, d); }
+inline DrvResult device_get_uuid(CUuuid *u, CUdevice d) { return T4A_CU(cuDeviceGetUuid, u, d); }
+inline DrvResult device_get_attribute(int *v, CUdevice_attribute a, CUdevice d) { return T4A_CU(cuDeviceGetAttribute, v, a, d); }
+inline DrvResult device_total_mem(size_t *bytes, CUdevice d) { return T4A_CU(cuDeviceTotalMem, bytes, d); }
+inline DrvResult device_can_access_peer(int *can, CUdevice d, CUdevice peer) { return T4A_CU(cuDeviceCanAccessPeer, can, d, peer); }
+// Primary context management.
+inline DrvResult primary_ctx_retain(CUcontext *c, CUdevice d) { return T4A_CU(cuDevicePrimaryCtxRetain, c, d); }
+inline DrvResult primary_ctx_release(CUdevice d) { return T4A_CU(cuDevicePrimaryCtxRelease, d); }
+inline DrvResult primary_ctx_get_state(CUdevice d, unsigned *flags, int *active) { return T4A_CU(cuDevicePrimaryCtxGetState, d, flags, active); }
+// Context management.
+inline DrvResult ctx_get_current(CUcontext *c) { return T4A_CU(cuCtxGetCurrent, c); }
+inline DrvResult ctx_set_current(CUcontext c) { return T4A_CU(cuCtxSetCurrent, c); }
+// Stream management.
+inline DrvResult stream_create(CUstream *s, unsigned flags) { return T4A_CU(cuStreamCreate, s, flags); }
+inline DrvResult stream_destroy(CUstream s) { return T4A_CU(cuStreamDestroy, s); }
+inline DrvResult stream_synchronize(CUstream s) { return T4A_CU(cuStreamSynchronize, s); }
+inline DrvResult stream_query(CUstream s) { return T4A_CU(cuStreamQuery, s); }
+inline DrvResult stream_wait_event(CUstream s, CUevent e, unsigned flags) { return T4A_CU(cuStreamWaitEvent, s, e, flags); }
+// Event management.
+inline DrvResult event_create(CUevent *e, unsigned flags) { return T4A_CU(cuEventCreate, e, flags); }
+inline DrvResult event_destroy(CUevent e) { return T4A_CU(cuEventDestroy, e); }
+inline DrvResult event_record(CUevent e, CUstream s) { return T4A_CU(cuEventRecord, e, s); }
+inline DrvResult event_query(CUevent e) { return T4A_CU(cuEventQuery, e); }
+inline DrvResult event_synchronize(CUevent e) { return T4A_CU(cuEventSynchronize, e); }
+// Stream-ordered memory allocator.
+inline DrvResult mem_pool_create(CUmemoryPool *p, const CUmemPoolProps *props) { return T4A_CU(cuMemPoolCreate, p, props); }
+inline DrvResult mem_pool_destroy(CUmemoryPool p) { return T4A_CU(cuMemPoolDestroy, p); }
+inline DrvResult mem_pool_set_attribute(CUmemoryPool p, CUmemPool_attribute a, void *v) { return T4A_CU(cuMemPoolSetAttribute, p, a, v); }
+inline DrvResult mem_pool_get_attribute(CUmemoryPool p, CUmemPool_attribute a, void *v) { return T4A_CU(cuMemPoolGetAttribute, p, a, v); }
+inline DrvResult mem_pool_trim_to(CUmemoryPool p, size_t keep) { return T4A_CU(cuMemPoolTrimTo, p, keep); }
+inline DrvResult mem_alloc_from_pool_async(CUdeviceptr *d, size_t bytes, CUmemoryPool p, CUstream s) { return T4A_CU(cuMemAllocFromPoolAsync, d, bytes, p, s); }
+inline DrvResult mem_free_async(CUdeviceptr d, CUstream s) { return T4A_CU(cuMemFreeAsync, d, s); }
+} // namespace cu
+
+#undef T4A_CU
+
+} // namespace t4a::driver

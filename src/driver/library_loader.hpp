@@ -1,0 +1,30 @@
+// Loading a shared library from an ordered list of candidates with dlopen,
+// remembering every name tried and the loader's reason for each failure.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace t4a::driver {
+
+struct LibraryCandidate {
+  std::string path; // what is passed to dlopen
+  std::string why;  // why it is on the list (for messages and docs)
+};
+
+struct LoadedLibrary {
+  void *handle = nullptr;   // dlopen handle; never closed (see design.md)
+  std::string path;         // the candidate that loaded
+  std::string failure;      // when handle is null: every name and reason
+};
+
+// Tries the candidates in order; the first that dlopens wins.
+LoadedLibrary load_first(const std::vector<LibraryCandidate> &candidates);
+
+// Resolves a symbol with dlsym; nullptr when absent.
+void *find_symbol(void *handle, const char *name);
+
+// Reads an environment variable; empty when unset.
+std::string env_or_empty(const char *name);
+
+} // namespace t4a::driver

@@ -1,0 +1,38 @@
+// NVRTC: loaded with dlopen on first compile (T4A_NVRTC_PATH, else the
+// newest supported libnvrtc: 13, then 12). Needs no driver and no device.
+#pragma once
+
+#include <nvrtc.h>
+
+#include <string>
+
+namespace t4a::driver {
+
+enum class NvrtcEntry : int {
+#define X(name, required) name,
+#include "driver/nvrtc_entry_points.def"
+#undef X
+  count_
+};
+
+struct NvrtcTable {
+#define X(name, required) decltype(&::name) name = nullptr;
+#include "driver/nvrtc_entry_points.def"
+#undef X
+};
+
+struct NvrtcState {
+  bool ready = false;
+  std::string reason; // when not ready: every library tried and why
+  std::string path;   // the library loaded
+  int major = 0;
+  int minor = 0;
+};
+
+// Loads NVRTC once (thread-safe); the returned state never changes after.
+const NvrtcState &nvrtc_load();
+// Valid once nvrtc_load().ready.
+const NvrtcTable &nvrtc();
+bool nvrtc_has(NvrtcEntry e);
+
+} // namespace t4a::driver
