@@ -262,8 +262,8 @@ typedef enum t4a_log_level {
  * @param user    the pointer given to t4a_set_log_callback().
  * @param level   the message's level (never #T4A_LOG_OFF).
  * @param message NUL-terminated, valid only during the call.
- * Called from whichever thread logs, never with an internal lock held. It
- * must not call t4a_set_log_callback().
+ * Called from whichever thread logs, never with an internal lock held, so
+ * it may call any t4acuda function.
  */
 typedef void (*t4a_log_fn)(void *user, int32_t level, const char *message);
 
@@ -382,7 +382,9 @@ typedef struct t4a_device_info {
 } t4a_device_info;
 
 /** Initializer for ::t4a_device_info. */
-#define T4A_DEVICE_INFO_INIT {sizeof(t4a_device_info)}
+#define T4A_DEVICE_INFO_INIT                                                   \
+  {sizeof(t4a_device_info), 0, {0}, {0}, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0},        \
+   {0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /**
  * @brief Fills `info` for device `ordinal`.
@@ -513,7 +515,8 @@ typedef struct t4a_runtime_info {
 } t4a_runtime_info;
 
 /** Initializer for ::t4a_runtime_info. */
-#define T4A_RUNTIME_INFO_INIT {sizeof(t4a_runtime_info)}
+#define T4A_RUNTIME_INFO_INIT                                                  \
+  {sizeof(t4a_runtime_info), 0, 0, NULL, NULL, NULL, 0}
 
 /**
  * @brief Describes a runtime.
@@ -541,7 +544,7 @@ typedef struct t4a_runtime_stats {
 } t4a_runtime_stats;
 
 /** Initializer for ::t4a_runtime_stats. */
-#define T4A_RUNTIME_STATS_INIT {sizeof(t4a_runtime_stats)}
+#define T4A_RUNTIME_STATS_INIT {sizeof(t4a_runtime_stats), 0, 0, 0}
 
 /**
  * @brief Reads a runtime's counters.

@@ -42,17 +42,20 @@ std::string format(const char *fmt, ...) {
 
 t4a_status fail_message(t4a_status status, std::string message,
                         int32_t driver_result, int32_t compiler_result) {
+  std::string full;
+  try {
+    full = std::string(tl_entry) + ": " + message;
+  } catch (...) { // out of host memory while reporting: keep the status
+  }
+  // Logged before it is recorded: a log callback that calls a failing
+  // t4acuda function cannot overwrite this failure's last error.
+  log(T4A_LOG_DEBUG, full.c_str());
   LastError &e = tl_last;
   e.status = status;
   e.driver_result = driver_result;
   e.compiler_result = compiler_result;
   e.entry_point = tl_entry;
-  try {
-    e.message = std::string(tl_entry) + ": " + message;
-  } catch (...) { // out of host memory while reporting: keep the status
-    e.message.clear();
-  }
-  log(T4A_LOG_DEBUG, e.message.c_str());
+  e.message.swap(full);
   return status;
 }
 

@@ -61,7 +61,13 @@ void log(int32_t level, const char *message) {
     user = s.user;
   }
   if (fn != nullptr) {
-    fn(user, level, message); // outside the lock
+    // Outside the lock. A callback that makes t4acuda log again on this
+    // thread is not re-entered (no unbounded recursion).
+    static thread_local bool tl_in_callback = false;
+    if (tl_in_callback) return;
+    tl_in_callback = true;
+    fn(user, level, message);
+    tl_in_callback = false;
   } else {
     std::fprintf(stderr, "t4acuda %s: %s\n", level_name(level), message);
   }

@@ -74,14 +74,19 @@ t4a_status Runtime::create(const t4a_runtime_options &o, Ref<Runtime> *out) {
 }
 
 void Runtime::mark_broken(DrvResult r, const char *what) {
-  std::lock_guard<std::mutex> lock(fault_mu_);
-  if (broken_.load(std::memory_order_relaxed)) return;
-  fault_message_ = format("device %d, %s: %s returned %s", ordinal_, what,
-                          r.entry, describe(r.code).c_str());
-  fault_result_ = static_cast<int32_t>(r.code);
-  broken_.store(true, std::memory_order_release);
+  std::string message;
+  {
+    std::lock_guard<std::mutex> lock(fault_mu_);
+    if (broken_.load(std::memory_order_relaxed)) return;
+    fault_message_ = format("device %d, %s: %s returned %s", ordinal_, what,
+                            r.entry, describe(r.code).c_str());
+    fault_result_ = static_cast<int32_t>(r.code);
+    broken_.store(true, std::memory_order_release);
+    message = fault_message_;
+  }
+  // Logged outside the lock: the log callback may call back into t4acuda.
   logf(T4A_LOG_ERROR, "runtime (domain %llu) is broken by a device fault: %s",
-       static_cast<unsigned long long>(domain_), fault_message_.c_str());
+       static_cast<unsigned long long>(domain_), message.c_str());
 }
 
 t4a_status Runtime::fail_op(DrvResult r, const char *what) {
@@ -91,12 +96,18 @@ t4a_status Runtime::fail_op(DrvResult r, const char *what) {
 
 t4a_status Runtime::check_usable() const {
   if (!broken_.load(std::memory_order_acquire)) return T4A_SUCCESS;
-  std::lock_guard<std::mutex> lock(fault_mu_);
+  std::string original;
+  int32_t result = 0;
+  {
+    std::lock_guard<std::mutex> lock(fault_mu_);
+    original = fault_message_;
+    result = fault_result_;
+  }
+  // Recorded outside the lock: recording may log through a user callback.
   return fail_message(T4A_ERROR_DEVICE_FAULT,
                       "the runtime is broken by an earlier device fault (" +
-                          fault_message_ +
-                          "); recovery needs a new process",
-                      fault_result_);
+                          original + "); recovery needs a new process",
+                      result);
 }
 
 t4a_status Runtime::synchronize(const char *what) {
