@@ -296,6 +296,21 @@ T4A_API t4a_status t4a_set_log_callback(t4a_log_fn fn, void *user,
 typedef struct t4a_runtime {
   uint64_t id; /**< generation-tagged id; #T4A_NULL_ID is the null handle. */
 } t4a_runtime;
+
+/** @brief A device buffer, owned by one runtime; reference counted. */
+typedef struct t4a_buffer {
+  uint64_t id; /**< generation-tagged id; #T4A_NULL_ID is the null handle. */
+} t4a_buffer;
+
+/** @brief Library-owned portable pinned host memory; reference counted. */
+typedef struct t4a_host_buffer {
+  uint64_t id; /**< generation-tagged id; #T4A_NULL_ID is the null handle. */
+} t4a_host_buffer;
+
+/** @brief A download in flight, delivered exactly once. */
+typedef struct t4a_download {
+  uint64_t id; /**< generation-tagged id; #T4A_NULL_ID is the null handle. */
+} t4a_download;
 /** @} */
 
 /* ------------------------------------------------------------------------ */
@@ -422,6 +437,13 @@ T4A_API t4a_status t4a_device_can_access_peer(int32_t ordinal, int32_t peer,
 /** Pool release threshold meaning "keep all freed memory until trimmed". */
 #define T4A_POOL_KEEP_ALL UINT64_MAX
 
+/** Default staging budget: pinned bytes a runtime may hold for transfers. */
+#define T4A_DEFAULT_STAGING_BYTES ((uint64_t)64 << 20)
+/** Default staging chunk size. */
+#define T4A_DEFAULT_STAGING_CHUNK_BYTES ((uint64_t)8 << 20)
+/** Staging copy threads: choose from the host's cores (at most 8). */
+#define T4A_STAGING_THREADS_AUTO 0
+
 /** @brief Options for t4a_runtime_create(). */
 typedef struct t4a_runtime_options {
   uint32_t struct_size; /**< sizeof(t4a_runtime_options) of the caller. */
@@ -429,11 +451,23 @@ typedef struct t4a_runtime_options {
   /** Bytes of freed memory the pool keeps across synchronizations
    *  (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`); default #T4A_POOL_KEEP_ALL. */
   uint64_t pool_release_threshold;
+  /** Total pinned staging memory for pageable transfers (the budget);
+   *  default #T4A_DEFAULT_STAGING_BYTES. At least one chunk. */
+  uint64_t staging_bytes;
+  /** Size of one staging chunk, the unit of pipelining; default
+   *  #T4A_DEFAULT_STAGING_CHUNK_BYTES; 4 KiB .. staging_bytes. */
+  uint64_t staging_chunk_bytes;
+  /** Host threads copying between pageable memory and staging, 1..64, or
+   *  #T4A_STAGING_THREADS_AUTO (half the host's cores, at most 8). */
+  int32_t staging_threads;
+  uint32_t reserved0; /**< zero. */
 } t4a_runtime_options;
 
 /** Initializer for ::t4a_runtime_options with the defaults. */
 #define T4A_RUNTIME_OPTIONS_INIT                                               \
-  {sizeof(t4a_runtime_options), 0, T4A_POOL_KEEP_ALL}
+  {sizeof(t4a_runtime_options), 0, T4A_POOL_KEEP_ALL,                          \
+   T4A_DEFAULT_STAGING_BYTES, T4A_DEFAULT_STAGING_CHUNK_BYTES,                 \
+   T4A_STAGING_THREADS_AUTO, 0}
 
 /**
  * @brief Creates a runtime on one device.
@@ -537,14 +571,38 @@ T4A_API t4a_status t4a_runtime_info_get(t4a_runtime runtime,
 typedef struct t4a_runtime_stats {
   uint32_t struct_size; /**< in: sizeof(t4a_runtime_stats) of the caller. */
   uint32_t reserved0;   /**< zero; keeps the counters 8-byte aligned. */
-  /** host waits on the runtime's stream (synchronize, destroy's drain). */
+  /** host waits on the runtime's stream or events (synchronize, drains,
+   *  staging waits, download waits). */
   uint64_t host_waits;
   /** pool trims done (t4a_runtime_trim()). */
   uint64_t trims;
+  uint64_t allocations;  /**< device buffers allocated (non-empty). */
+  uint64_t frees;        /**< device buffers freed (cuMemFreeAsync). */
+  uint64_t zero_fills;   /**< allocations zeroed by #T4A_BUFFER_ZERO. */
+  uint64_t fills;        /**< t4a_buffer_fill() operations. */
+  uint64_t device_copies; /**< t4a_buffer_copy() operations. */
+  uint64_t bytes_allocated;      /**< device bytes live now. */
+  uint64_t bytes_allocated_peak; /**< the most device bytes ever live. */
+  uint64_t uploads;          /**< host-to-device transfers. */
+  uint64_t downloads;        /**< device-to-host transfers. */
+  uint64_t bytes_uploaded;   /**< bytes moved host to device. */
+  uint64_t bytes_downloaded; /**< bytes moved device to host. */
+  uint64_t staging_bytes_in_use; /**< pinned staging bytes held now. */
+  uint64_t staging_bytes_peak;   /**< the most staging bytes ever held. */
+  /** host waits because the staging budget was exhausted. */
+  uint64_t staging_waits;
+  uint64_t events_recorded; /**< CUDA events recorded on the stream. */
+  /** allocations and staging chunks quarantined after a failure that
+   *  happened once work may have been enqueued (leaked, never freed). */
+  uint64_t quarantined;
+  /** device allocations leaked because completion was not proven. */
+  uint64_t leaked_allocations;
 } t4a_runtime_stats;
 
 /** Initializer for ::t4a_runtime_stats. */
-#define T4A_RUNTIME_STATS_INIT {sizeof(t4a_runtime_stats), 0, 0, 0}
+#define T4A_RUNTIME_STATS_INIT                                                 \
+  {sizeof(t4a_runtime_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
+   0, 0, 0, 0}
 
 /**
  * @brief Reads a runtime's counters.
@@ -557,6 +615,327 @@ typedef struct t4a_runtime_stats {
  */
 T4A_API t4a_status t4a_runtime_stats_get(t4a_runtime runtime,
                                          t4a_runtime_stats *stats);
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Device buffers                                                     */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+/** t4a_buffer_alloc() flag: zero the memory (a memset on the stream). */
+#define T4A_BUFFER_ZERO 0x1u
+
+/**
+ * @brief Allocates a device buffer from the runtime's pool, stream-ordered.
+ *
+ * `cuMemAllocFromPoolAsync` on the runtime's stream: the memory is ready for
+ * every operation enqueued on the runtime after this call; at least 256-byte
+ * aligned. Zero bytes gives a valid empty buffer (device pointer 0) whose
+ * use as a launch argument is rejected.
+ *
+ * @param[in]  runtime the owning runtime.
+ * @param[in]  bytes   size in bytes.
+ * @param[in]  flags   0 or #T4A_BUFFER_ZERO.
+ * @param[out] buffer  the new buffer (one reference); release it with
+ *                     t4a_buffer_release().
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE; #T4A_ERROR_INVALID_ARGUMENT
+ *         (NULL `buffer`, unknown flags); #T4A_ERROR_OUT_OF_MEMORY naming the
+ *         bytes requested (the runtime stays usable); #T4A_ERROR_DEVICE_FAULT;
+ *         #T4A_ERROR_DRIVER; #T4A_ERROR_REENTRANT.
+ * Never waits on the host. Thread-safe.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_buffer_alloc(t4a_runtime runtime, uint64_t bytes,
+                                    uint32_t flags, t4a_buffer *buffer);
+
+/**
+ * @brief Adds a reference to a buffer.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_buffer_retain(t4a_buffer buffer);
+
+/**
+ * @brief Drops a reference; the last one frees the memory, stream-ordered.
+ *
+ * The free is `cuMemFreeAsync` on the owning runtime's stream once no
+ * operation still holds the buffer: work enqueued earlier on that stream
+ * finishes first by stream order. No event, no host wait. If the runtime's
+ * completion can no longer be proven (device fault, failed drain) the memory
+ * is leaked and counted instead.
+ * @param[in] buffer the null handle is a successful no-op.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE (also for one release too
+ *         many). Thread-safe, from any thread.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_buffer_release(t4a_buffer buffer);
+
+/** @brief Facts about a buffer. */
+typedef struct t4a_buffer_info {
+  uint32_t struct_size;   /**< in: sizeof(t4a_buffer_info) of the caller. */
+  uint32_t reserved0;     /**< zero. */
+  uint64_t bytes;         /**< size in bytes. */
+  /** the `CUdeviceptr` (0 for an empty buffer), for interop: valid until
+   *  the buffer's last release; use it only in stream order with the
+   *  owning runtime's work. */
+  uint64_t device_pointer;
+  t4a_runtime runtime;    /**< the owning runtime (not retained). */
+  int32_t device_ordinal; /**< the owning runtime's device. */
+  uint32_t reserved1;     /**< zero. */
+} t4a_buffer_info;
+
+/** Initializer for ::t4a_buffer_info. */
+#define T4A_BUFFER_INFO_INIT {sizeof(t4a_buffer_info), 0, 0, 0, {0}, 0, 0}
+
+/**
+ * @brief Size, device pointer and owning runtime of a buffer.
+ * @param[in]     buffer the buffer.
+ * @param[in,out] info   set `info->struct_size` (#T4A_BUFFER_INFO_INIT).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT. No driver call.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_buffer_info_get(t4a_buffer buffer,
+                                       t4a_buffer_info *info);
+
+/**
+ * @brief Sets `bytes` bytes at `offset` to `value`, on the stream.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_WRONG_RUNTIME (buffer of another runtime);
+ *         #T4A_ERROR_INVALID_ARGUMENT (range past the end, overflow);
+ *         #T4A_ERROR_DEVICE_FAULT; #T4A_ERROR_DRIVER; #T4A_ERROR_REENTRANT.
+ * Never waits on the host.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_buffer_fill(t4a_runtime runtime, t4a_buffer buffer,
+                                   uint64_t offset, uint64_t bytes,
+                                   uint8_t value);
+
+/**
+ * @brief Copies between two buffers of one runtime, device to device.
+ *
+ * Ordered on the runtime's stream. Overlapping ranges of one buffer are
+ * rejected.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_WRONG_RUNTIME; #T4A_ERROR_INVALID_ARGUMENT (range past
+ *         either end, overflow, overlap); #T4A_ERROR_DEVICE_FAULT;
+ *         #T4A_ERROR_DRIVER; #T4A_ERROR_REENTRANT. Never waits on the host.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_buffer_copy(t4a_runtime runtime, t4a_buffer dst,
+                                   uint64_t dst_offset, t4a_buffer src,
+                                   uint64_t src_offset, uint64_t bytes);
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Host transfers                                                     */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+/**
+ * @brief Copies `bytes` from host memory `src` into `dst` at `offset`.
+ *
+ * Ordered on the runtime's stream. Returns once the source bytes are
+ * captured (copied into pinned staging): the caller may overwrite `src` at
+ * once. Large transfers are chunked and pipelined through the staging
+ * budget, with parallel host copies. Waits on the host only when the
+ * staging budget is exhausted, and then only for the oldest chunk (counted
+ * in ::t4a_runtime_stats::staging_waits).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_WRONG_RUNTIME; #T4A_ERROR_INVALID_ARGUMENT (NULL `src`
+ *         with bytes > 0, range past the end, overflow);
+ *         #T4A_ERROR_OUT_OF_HOST_MEMORY (no pinned staging);
+ *         #T4A_ERROR_ABANDONED (failed after part was enqueued: the staging
+ *         touched is quarantined); #T4A_ERROR_DEVICE_FAULT;
+ *         #T4A_ERROR_DRIVER; #T4A_ERROR_REENTRANT.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_buffer_upload(t4a_runtime runtime, t4a_buffer dst,
+                                     uint64_t offset, const void *src,
+                                     uint64_t bytes);
+
+/**
+ * @brief Enqueues a copy of `bytes` of `src` at `offset` to the host.
+ *
+ * The bytes are those the buffer holds at this point of the stream order.
+ * Deliver them once with t4a_download_poll() or t4a_download_wait();
+ * release the handle with t4a_download_release() (also undelivered: safe).
+ * @param[out] download the pending download.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_WRONG_RUNTIME; #T4A_ERROR_INVALID_ARGUMENT;
+ *         #T4A_ERROR_OUT_OF_MEMORY (no device memory for a snapshot);
+ *         #T4A_ERROR_OUT_OF_HOST_MEMORY; #T4A_ERROR_ABANDONED;
+ *         #T4A_ERROR_DEVICE_FAULT; #T4A_ERROR_DRIVER; #T4A_ERROR_REENTRANT.
+ * May wait on the host for the oldest staging chunk when the budget is
+ * exhausted.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_buffer_download(t4a_runtime runtime, t4a_buffer src,
+                                       uint64_t offset, uint64_t bytes,
+                                       t4a_download *download);
+
+/**
+ * @brief Delivers a download into `dst` if its copy has completed.
+ * @param[out] dst at least the download's size in bytes (may be NULL for a
+ *                 zero-byte download).
+ * @return #T4A_SUCCESS (delivered now); #T4A_NOT_READY (still in flight;
+ *         nothing written); #T4A_ERROR_INVALID_ARGUMENT (already delivered,
+ *         NULL `dst`); #T4A_ERROR_INVALID_HANDLE; #T4A_ERROR_DEVICE_FAULT;
+ *         #T4A_ERROR_DRIVER.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_download_poll(t4a_download download, void *dst);
+
+/**
+ * @brief Waits for a download's copy, then delivers it into `dst`.
+ *
+ * A counted host wait. The second delivery of a download is
+ * #T4A_ERROR_INVALID_ARGUMENT, never empty data.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_ARGUMENT;
+ *         #T4A_ERROR_INVALID_HANDLE; #T4A_ERROR_DEVICE_FAULT;
+ *         #T4A_ERROR_DRIVER.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_download_wait(t4a_download download, void *dst);
+
+/**
+ * @brief The size in bytes of a download.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (NULL `bytes`).
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_download_size(t4a_download download, uint64_t *bytes);
+
+/**
+ * @brief Releases a download, delivered or not; its staging and snapshot
+ *        are freed once the copy has completed.
+ * @param[in] download the null handle is a successful no-op.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_download_release(t4a_download download);
+
+/**
+ * @brief Copies `bytes` of `src` at `offset` to host memory `dst`, waiting.
+ *
+ * The synchronous convenience: ordered after earlier work on the stream,
+ * chunked and pipelined through staging with parallel host copies; returns
+ * when every byte is in `dst`.
+ * @return as t4a_buffer_download(), plus #T4A_ERROR_INVALID_ARGUMENT for a
+ *         NULL `dst` with bytes > 0.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_buffer_download_sync(t4a_runtime runtime,
+                                            t4a_buffer src, uint64_t offset,
+                                            void *dst, uint64_t bytes);
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Host buffers                                                       */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+/**
+ * @brief Allocates library-owned portable pinned host memory.
+ *
+ * `cuMemHostAlloc(CU_MEMHOSTALLOC_PORTABLE)`, made in `runtime`'s context
+ * and usable by every runtime. Transfers to or from it DMA directly,
+ * without staging.
+ * @param[in]  runtime supplies the context for the allocation.
+ * @param[in]  bytes   size; 0 gives an empty host buffer (NULL pointer).
+ * @param[out] host_buffer one reference; release with
+ *                         t4a_host_buffer_release().
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT; #T4A_ERROR_OUT_OF_HOST_MEMORY;
+ *         #T4A_ERROR_DEVICE_FAULT; #T4A_ERROR_DRIVER.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_host_buffer_alloc(t4a_runtime runtime, uint64_t bytes,
+                                         t4a_host_buffer *host_buffer);
+
+/**
+ * @brief Adds a reference to a host buffer.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_host_buffer_retain(t4a_host_buffer host_buffer);
+
+/**
+ * @brief Drops a reference. The memory is freed when the last reference is
+ *        gone and every transfer that uses it has completed.
+ * @param[in] host_buffer the null handle is a successful no-op.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_host_buffer_release(t4a_host_buffer host_buffer);
+
+/**
+ * @brief The host pointer and size of a host buffer.
+ *
+ * The memory stays valid while the caller holds a reference.
+ * @param[out] pointer the host address (NULL for an empty host buffer).
+ * @param[out] bytes   the size; may be NULL.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (NULL `pointer`).
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_host_buffer_pointer(t4a_host_buffer host_buffer,
+                                           void **pointer, uint64_t *bytes);
+
+/**
+ * @brief Enqueues a DMA from a host buffer into a device buffer.
+ *
+ * Asynchronous: the host buffer's bytes are read when the stream reaches the
+ * copy, so the caller must not change them until the runtime has
+ * synchronized. The host buffer is kept alive until the copy completes.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_WRONG_RUNTIME; #T4A_ERROR_INVALID_ARGUMENT (ranges);
+ *         #T4A_ERROR_DEVICE_FAULT; #T4A_ERROR_DRIVER; #T4A_ERROR_REENTRANT.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_buffer_upload_host(t4a_runtime runtime, t4a_buffer dst,
+                                          uint64_t dst_offset,
+                                          t4a_host_buffer src,
+                                          uint64_t src_offset, uint64_t bytes);
+
+/**
+ * @brief Enqueues a DMA from a device buffer into a host buffer.
+ *
+ * Asynchronous: read the host buffer only after the runtime has
+ * synchronized. The host buffer is kept alive until the copy completes.
+ * @return as t4a_buffer_upload_host().
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_buffer_download_host(t4a_runtime runtime,
+                                            t4a_buffer src,
+                                            uint64_t src_offset,
+                                            t4a_host_buffer dst,
+                                            uint64_t dst_offset,
+                                            uint64_t bytes);
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Process-wide counters                                              */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+/** @brief What the process has leaked on purpose (completion unproven). */
+typedef struct t4a_process_stats {
+  uint32_t struct_size; /**< in: sizeof(t4a_process_stats) of the caller. */
+  uint32_t reserved0;   /**< zero. */
+  uint64_t runtimes_live;             /**< runtimes not yet torn down. */
+  uint64_t runtimes_leaked;           /**< stream, pool, context leaked. */
+  uint64_t leaked_device_allocations; /**< device buffers never freed. */
+  uint64_t leaked_device_bytes;       /**< their bytes. */
+  uint64_t leaked_staging_bytes;      /**< pinned staging never freed. */
+  uint64_t leaked_host_buffers;       /**< host buffers never freed. */
+} t4a_process_stats;
+
+/** Initializer for ::t4a_process_stats. */
+#define T4A_PROCESS_STATS_INIT {sizeof(t4a_process_stats), 0, 0, 0, 0, 0, 0, 0}
+
+/**
+ * @brief Reads the process-wide counters. Needs no driver.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_ARGUMENT.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_process_stats_get(t4a_process_stats *stats);
 /** @} */
 
 #ifdef __cplusplus

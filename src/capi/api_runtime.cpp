@@ -24,7 +24,10 @@ T4A_API t4a_status t4a_runtime_create(const t4a_runtime_options *options,
     core::Ref<core::Runtime> rt;
     if (t4a_status s = core::Runtime::create(o, &rt); s != T4A_SUCCESS)
       return s;
-    runtime->id = core::Registry::instance().insert(std::move(rt));
+    core::Runtime *raw = rt.get();
+    uint64_t id = core::Registry::instance().insert(std::move(rt));
+    raw->set_handle_id(id);
+    runtime->id = id;
     return T4A_SUCCESS;
   });
 }
@@ -38,7 +41,7 @@ T4A_API t4a_status t4a_runtime_destroy(t4a_runtime runtime) {
     if (c != core::HandleCheck::Ok)
       return capi::bad_handle(c, runtime.id, "runtime");
     auto *rt = static_cast<core::Runtime *>(obj.get());
-    t4a_status s = rt->drain_for_destroy();
+    t4a_status s = rt->destroy();
     obj.reset(); // teardown runs when the last internal reference goes
     return s;
   });

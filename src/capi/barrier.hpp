@@ -31,7 +31,8 @@ template <class F> t4a_status guarded(const char *entry, F &&body) noexcept {
   }
 }
 
-#define T4A_ENTRY(body) ::t4a::capi::guarded(__func__, [&]() -> t4a_status body)
+#define T4A_ENTRY(...)                                                         \
+  ::t4a::capi::guarded(__func__, [&]() -> t4a_status __VA_ARGS__)
 
 // Resolves a handle id of kind K to a reference to T, or records
 // INVALID_HANDLE naming the argument, the id and why.
@@ -48,11 +49,36 @@ t4a_status resolve(uint64_t id, core::Kind kind, const char *arg,
   return T4A_SUCCESS;
 }
 
+
 inline t4a_status bad_handle(core::HandleCheck c, uint64_t id,
                              const char *arg) {
   return core::fail(T4A_ERROR_INVALID_HANDLE, "%s (id 0x%016llx) is %s", arg,
                     static_cast<unsigned long long>(id),
                     core::Registry::describe(c));
+}
+
+// Registers a new object and returns its id.
+template <class T> uint64_t publish(core::Ref<T> obj) {
+  return core::Registry::instance().insert(core::Ref<core::Object>(
+      core::Ref<core::Object>::adopt(obj.detach())));
+}
+
+// Drops one handle reference of kind K (the null id is a no-op); the
+// object goes when its last internal reference does.
+inline t4a_status release_handle(uint64_t id, core::Kind kind,
+                                 const char *arg) {
+  if (id == T4A_NULL_ID) return T4A_SUCCESS;
+  core::Ref<core::Object> removed;
+  core::HandleCheck c = core::Registry::instance().release(id, kind, &removed);
+  if (c != core::HandleCheck::Ok) return bad_handle(c, id, arg);
+  return T4A_SUCCESS;
+}
+
+inline t4a_status retain_handle(uint64_t id, core::Kind kind,
+                                const char *arg) {
+  core::HandleCheck c = core::Registry::instance().retain(id, kind);
+  if (c != core::HandleCheck::Ok) return bad_handle(c, id, arg);
+  return T4A_SUCCESS;
 }
 
 inline t4a_status null_arg(const char *arg) {

@@ -19,8 +19,11 @@ t4a_status ContextScope::enter(CUcontext target, const char *what) {
   return T4A_SUCCESS;
 }
 
-ContextScope::~ContextScope() {
+ContextScope::~ContextScope() { restore(); }
+
+void ContextScope::restore() {
   if (!switched_) return;
+  switched_ = false;
   if (auto r = cu::ctx_set_current(saved_); !r)
     logf(T4A_LOG_ERROR,
          "could not restore the caller's current context %p: %s returned %s",

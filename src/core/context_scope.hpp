@@ -19,6 +19,8 @@ public:
   // Saves the current context and makes `target` current; records the
   // failure (with `what`) and changes nothing when that fails.
   t4a_status enter(CUcontext target, const char *what);
+  // Restores the caller's context now (the destructor then does nothing).
+  void restore();
 
 private:
   CUcontext saved_ = nullptr;

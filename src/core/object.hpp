@@ -12,7 +12,11 @@ namespace t4a::core {
 
 // Object kinds; the value is stored in handle ids and must never change.
 enum class Kind : uint8_t {
+  Internal = 0, // never registered: events, staging chunks, snapshots
   Runtime = 1,
+  Buffer = 2,
+  HostBuffer = 3,
+  Download = 4,
   TestObject = 255, // test builds: registry stress objects
 };
 
@@ -26,8 +30,13 @@ public:
   Kind kind() const { return kind_; }
   void add_ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void drop_ref() {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) last_ref_dropped();
   }
+
+protected:
+  // Runs when the last reference goes; objects that are recycled rather
+  // than deleted (staging chunks) override it.
+  virtual void last_ref_dropped() { delete this; }
 
 private:
   std::atomic<uint32_t> refs_{0};

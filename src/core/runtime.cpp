@@ -15,15 +15,36 @@ using namespace t4a::driver;
 
 namespace {
 std::atomic<uint64_t> g_next_domain{1};
+
+// Runs a driver call of the teardown path; a driver already shut down (at
+// process exit) is not an error: the call is skipped silently.
+bool teardown_call(DrvResult r, const char *what, uint64_t domain) {
+  if (r || is_driver_gone(r.code)) return true;
+  logf(T4A_LOG_ERROR, "runtime (domain %llu) teardown, %s: %s returned %s",
+       static_cast<unsigned long long>(domain), what, r.entry,
+       describe(r.code).c_str());
+  return false;
 }
+} // namespace
 
 Runtime::Runtime() : Object(Kind::Runtime) {}
 
 t4a_status Runtime::create(const t4a_runtime_options &o, Ref<Runtime> *out) {
+  if (o.staging_chunk_bytes < 4096 || o.staging_chunk_bytes > o.staging_bytes)
+    return fail(T4A_ERROR_INVALID_ARGUMENT,
+                "options->staging_chunk_bytes is %llu; it must be at least "
+                "4096 and at most options->staging_bytes (%llu)",
+                static_cast<unsigned long long>(o.staging_chunk_bytes),
+                static_cast<unsigned long long>(o.staging_bytes));
+  if (o.staging_threads < 0 || o.staging_threads > 64)
+    return fail(T4A_ERROR_INVALID_ARGUMENT,
+                "options->staging_threads is %d; it must be 0 (automatic) or "
+                "1..64",
+                o.staging_threads);
   if (t4a_status s = require_driver(); s != T4A_SUCCESS) return s;
   Ref<Runtime> rt(new Runtime());
   rt->ordinal_ = o.device_ordinal;
-  rt->release_threshold_ = o.pool_release_threshold;
+  rt->options_ = o;
   if (t4a_status s = device_get(o.device_ordinal, "options->device_ordinal",
                                 &rt->device_);
       s != T4A_SUCCESS)
@@ -44,6 +65,7 @@ t4a_status Runtime::create(const t4a_runtime_options &o, Ref<Runtime> *out) {
     return fail_driver(r, "retaining the primary context of device %d",
                        o.device_ordinal);
   rt->ctx_retained_ = true;
+  ProcessCounters::instance().runtimes_live.add();
   ContextScope scope;
   if (t4a_status s = scope.enter(rt->ctx_, "creating a runtime");
       s != T4A_SUCCESS)
@@ -112,22 +134,61 @@ t4a_status Runtime::check_usable() const {
 
 t4a_status Runtime::synchronize(const char *what) {
   if (t4a_status s = check_usable(); s != T4A_SUCCESS) return s;
-  host_waits_.fetch_add(1, std::memory_order_relaxed);
-  if (auto r = cu::stream_synchronize(stream_); !r) return fail_op(r, what);
+  Epochs::Items retired;
+  uint64_t through = 0;
+  {
+    Admission adm(admission_);
+    if (adm.status() != T4A_SUCCESS) return adm.status();
+    // The open epoch is sealed so that the drain can retire it.
+    if (t4a_status s = epochs_.seal(*this); s != T4A_SUCCESS) return s;
+    through = epochs_.sealed_through();
+  }
+  counters_.host_waits.add();
+  if (auto r = cu::stream_synchronize(stream_); !r) {
+    drained_.store(false, std::memory_order_release);
+    return fail_op(r, what);
+  }
+  drained_.store(true, std::memory_order_release);
+  {
+    Admission adm(admission_);
+    if (adm.status() != T4A_SUCCESS) return adm.status();
+    epochs_.retire_through(*this, through, &retired);
+  }
+  return T4A_SUCCESS; // retired keepalives are dropped here, unlocked
+}
+
+t4a_status Runtime::destroy() {
+  t4a_status s = synchronize("draining the stream before destroy");
+  if (s != T4A_SUCCESS) {
+    drained_.store(false, std::memory_order_release);
+    return s;
+  }
+  // The drain proved everything complete: retire the open epoch too, which
+  // breaks reference cycles (a host buffer made by this runtime and kept
+  // alive by its epoch keeps the runtime alive).
+  Epochs::Items retired;
+  {
+    Admission adm(admission_);
+    if (adm.status() != T4A_SUCCESS) return adm.status();
+    epochs_.retire_all(*this, &retired);
+  }
   return T4A_SUCCESS;
 }
 
-t4a_status Runtime::drain_for_destroy() {
-  t4a_status s = synchronize("draining the stream before destroy");
-  drained_.store(s == T4A_SUCCESS, std::memory_order_release);
-  return s;
+t4a_status Runtime::delivery_stream(CUstream *out) {
+  if (delivery_ == nullptr) {
+    if (auto r = cu::stream_create(&delivery_, CU_STREAM_NON_BLOCKING); !r)
+      return fail_op(r, "creating the download delivery stream");
+  }
+  *out = delivery_;
+  return T4A_SUCCESS;
 }
 
 t4a_status Runtime::trim() {
   if (t4a_status s = check_usable(); s != T4A_SUCCESS) return s;
   if (auto r = cu::mem_pool_trim_to(pool_, 0); !r)
     return fail_op(r, "trimming the memory pool");
-  trims_.fetch_add(1, std::memory_order_relaxed);
+  counters_.trims.add();
   return T4A_SUCCESS;
 }
 
@@ -140,7 +201,7 @@ void Runtime::info(t4a_runtime_info *out) const {
   i.context = ctx_;
   i.stream = stream_;
   i.memory_pool = pool_;
-  i.pool_release_threshold = release_threshold_;
+  i.pool_release_threshold = options_.pool_release_threshold;
   write_struct(out, i);
 }
 
@@ -148,55 +209,63 @@ void Runtime::stats(t4a_runtime_stats *out) const {
   t4a_runtime_stats s;
   std::memset(&s, 0, sizeof s);
   s.struct_size = sizeof s;
-  s.host_waits = host_waits_.load(std::memory_order_relaxed);
-  s.trims = trims_.load(std::memory_order_relaxed);
+  counters_.fill(&s);
   write_struct(out, s);
-}
-
-// Runs a driver call of the teardown path; a driver already shut down (at
-// process exit) is not an error: the call is skipped silently.
-static bool teardown_call(DrvResult r, const char *what, uint64_t domain) {
-  if (r || is_driver_gone(r.code)) return true;
-  logf(T4A_LOG_ERROR, "runtime (domain %llu) teardown, %s: %s returned %s",
-       static_cast<unsigned long long>(domain), what, r.entry,
-       describe(r.code).c_str());
-  return false;
 }
 
 void Runtime::teardown() {
   if (!ctx_retained_) return;
-  if (!drained_.load(std::memory_order_acquire) ||
-      broken_.load(std::memory_order_acquire)) {
-    // Completion is not proven: the device may still use the stream's
-    // memory. Leak the stream, pool and context reference (R-RT-5).
+  ProcessCounters &pc = ProcessCounters::instance();
+  pc.runtimes_live.sub(1);
+  bool proven = !completion_unprovable();
+  ContextScope scope;
+  if (proven) {
+    // Work may have been enqueued after destroy's drain (frees of buffers
+    // released later): drain again; on an idle stream this is cheap.
+    CUcontext current = nullptr;
+    DrvResult g = cu::ctx_get_current(&current);
+    if (!g) { // the driver is gone (process exit) or unusable
+      teardown_call(g, "reading the current context", domain_);
+      proven = false;
+    } else if (scope.enter(ctx_, "runtime teardown") != T4A_SUCCESS) {
+      proven = false;
+    } else if (DrvResult r = cu::stream_synchronize(stream_); !r) {
+      teardown_call(r, "draining the stream", domain_);
+      proven = false;
+    }
+  }
+  if (!proven) {
+    // Completion is not proven: the device may still use this runtime's
+    // memory. Leak the stream, pool, staging and context reference
+    // (R-RT-5); keepalives are leaked with them.
+    epochs_.leak_all();
+    for (auto &p : parts_)
+      if (p) p->teardown(false);
+    pc.runtimes_leaked.add();
     logf(T4A_LOG_WARN,
          "runtime (domain %llu, device %d) destroyed without proven "
-         "completion: its stream, pool and context reference are leaked",
+         "completion: its stream, pool, staging and context reference are "
+         "leaked",
          static_cast<unsigned long long>(domain_), ordinal_);
     return;
   }
   {
-    ContextScope scope;
-    CUcontext current = nullptr;
-    DrvResult g = cu::ctx_get_current(&current);
-    if (!g) {
-      teardown_call(g, "reading the current context", domain_);
-      return; // the driver is gone or unusable: leak
-    }
-    if (scope.enter(ctx_, "runtime teardown") != T4A_SUCCESS) {
-      logf(T4A_LOG_ERROR,
-           "runtime (domain %llu) teardown could not make its context "
-           "current; stream and pool are leaked",
-           static_cast<unsigned long long>(domain_));
-      return;
-    }
-    if (pool_ != nullptr)
-      teardown_call(cu::mem_pool_destroy(pool_), "destroying the pool",
-                    domain_);
-    if (stream_ != nullptr)
-      teardown_call(cu::stream_destroy(stream_), "destroying the stream",
-                    domain_);
-  } // the caller's context is restored here, before the release below
+    Epochs::Items retired;
+    epochs_.retire_all(*this, &retired);
+  }
+  for (auto &p : parts_)
+    if (p) p->teardown(true);
+  for (auto &p : parts_) p.reset();
+  events_.destroy_all();
+  if (delivery_ != nullptr)
+    teardown_call(cu::stream_destroy(delivery_),
+                  "destroying the delivery stream", domain_);
+  if (pool_ != nullptr)
+    teardown_call(cu::mem_pool_destroy(pool_), "destroying the pool", domain_);
+  if (stream_ != nullptr)
+    teardown_call(cu::stream_destroy(stream_), "destroying the stream",
+                  domain_);
+  scope.restore();
   // Releasing our primary-context reference does not change which context
   // is current on this thread, so a context still current for another
   // runtime (or the caller) stays current (R-RT-7).

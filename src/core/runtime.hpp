@@ -1,17 +1,24 @@
 // A runtime: one device's primary context (retained), one non-blocking
-// stream, one explicit memory pool, one allocation-domain id (R-RT-1).
+// stream, one explicit memory pool, one allocation-domain id (R-RT-1), an
+// admission lock (R-RT-3), completion epochs (R-RT-4) and its counters.
 // Teardown (the destructor, run when the last reference goes) frees what
 // was created only when completion of all work was proven; otherwise it
-// leaks and logs (R-RT-5). A sticky driver error marks the runtime broken:
-// from then on its operations return DEVICE_FAULT naming the original fault
-// (R-RT-6).
+// leaks and counts (R-RT-5). A sticky driver error marks the runtime
+// broken: from then on its operations return DEVICE_FAULT naming the
+// original fault (R-RT-6).
 #pragma once
 
 #include <atomic>
 #include <cuda.h>
+#include <memory>
 #include <mutex>
 #include <string>
 
+#include "core/admission.hpp"
+#include "core/component.hpp"
+#include "core/counters.hpp"
+#include "core/epochs.hpp"
+#include "core/event_pool.hpp"
 #include "core/object.hpp"
 #include "driver/cuda_api.hpp"
 #include "t4acuda.h"
@@ -20,15 +27,18 @@ namespace t4a::core {
 
 class Runtime final : public Object {
 public:
+  // Parts owned by higher layers, created on first use under admission.
+  enum class Part { Staging = 0, CopyWorkers = 1, count_ };
+
   static t4a_status create(const t4a_runtime_options &options,
                            Ref<Runtime> *out);
   ~Runtime() override;
 
-  // Host wait for the stream (counted); marks broken on a sticky error.
+  // Host wait for the stream (counted); retires what it proves complete.
   t4a_status synchronize(const char *what);
   t4a_status trim();
-  // destroy: drain; remembers whether completion was proven for teardown.
-  t4a_status drain_for_destroy();
+  // t4a_runtime_destroy: drain, then retire (or, unproven, leak) epochs.
+  t4a_status destroy();
 
   void info(t4a_runtime_info *out) const;
   void stats(t4a_runtime_stats *out) const;
@@ -37,11 +47,33 @@ public:
   t4a_status check_usable() const;
   // Records a driver failure; a sticky one marks the runtime broken.
   t4a_status fail_op(driver::DrvResult r, const char *what);
+  // True once completion of enqueued work can no longer be proven (broken,
+  // or a drain failed): memory is then leaked instead of freed.
+  bool completion_unprovable() const {
+    return broken_.load(std::memory_order_acquire) ||
+           !drained_.load(std::memory_order_acquire);
+  }
 
   int32_t ordinal() const { return ordinal_; }
   CUcontext context() const { return ctx_; }
   CUstream stream() const { return stream_; }
+  CUmemoryPool pool() const { return pool_; }
   uint64_t domain() const { return domain_; }
+  uint64_t handle_id() const { return handle_id_; }
+  void set_handle_id(uint64_t id) { handle_id_ = id; }
+  const t4a_runtime_options &options() const { return options_; }
+
+  AdmissionLock &admission() { return admission_; }
+  RuntimeCounters &counters() { return counters_; }
+  EventPool &events() { return events_; }
+  Epochs &epochs() { return epochs_; } // under admission
+  RuntimeComponent *part(Part p) { return parts_[int(p)].get(); }
+  void set_part(Part p, std::unique_ptr<RuntimeComponent> c) {
+    parts_[int(p)] = std::move(c);
+  }
+  // The internal stream that drains download snapshots; created on first
+  // use, under admission, with the context current.
+  t4a_status delivery_stream(CUstream *out);
 
 private:
   Runtime();
@@ -52,21 +84,25 @@ private:
   CUdevice device_ = 0;
   CUcontext ctx_ = nullptr;
   CUstream stream_ = nullptr;
+  CUstream delivery_ = nullptr;
   CUmemoryPool pool_ = nullptr;
   uint64_t domain_ = 0;
-  uint64_t release_threshold_ = 0;
+  uint64_t handle_id_ = 0;
+  t4a_runtime_options options_{};
   bool ctx_retained_ = false;
 
-  // Completion of all enqueued work proven (set by a successful drain;
-  // true while nothing was ever enqueued).
+  AdmissionLock admission_;
+  RuntimeCounters counters_;
+  EventPool events_;
+  Epochs epochs_;
+  std::unique_ptr<RuntimeComponent> parts_[int(Part::count_)];
+
+  // False once a drain failed: completion is not proven.
   std::atomic<bool> drained_{true};
   std::atomic<bool> broken_{false};
   mutable std::mutex fault_mu_;
   std::string fault_message_;
   int32_t fault_result_ = 0;
-
-  std::atomic<uint64_t> host_waits_{0};
-  std::atomic<uint64_t> trims_{0};
 };
 
 } // namespace t4a::core

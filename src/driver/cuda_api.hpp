@@ -109,6 +109,13 @@ inline DrvResult mem_pool_get_attribute(CUmemoryPool p, CUmemPool_attribute a, v
 inline DrvResult mem_pool_trim_to(CUmemoryPool p, size_t keep) { return T4A_CU(cuMemPoolTrimTo, p, keep); }
 inline DrvResult mem_alloc_from_pool_async(CUdeviceptr *d, size_t bytes, CUmemoryPool p, CUstream s) { return T4A_CU(cuMemAllocFromPoolAsync, d, bytes, p, s); }
 inline DrvResult mem_free_async(CUdeviceptr d, CUstream s) { return T4A_CU(cuMemFreeAsync, d, s); }
+// Memory management.
+inline DrvResult memset_d8_async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { return T4A_CU(cuMemsetD8Async, d, v, n, s); }
+inline DrvResult memcpy_htod_async(CUdeviceptr d, const void *h, size_t n, CUstream s) { return T4A_CU(cuMemcpyHtoDAsync, d, h, n, s); }
+inline DrvResult memcpy_dtoh_async(void *h, CUdeviceptr d, size_t n, CUstream s) { return T4A_CU(cuMemcpyDtoHAsync, h, d, n, s); }
+inline DrvResult memcpy_dtod_async(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return T4A_CU(cuMemcpyDtoDAsync, dst, src, n, s); }
+inline DrvResult mem_host_alloc(void **p, size_t n, unsigned flags) { return T4A_CU(cuMemHostAlloc, p, n, flags); }
+inline DrvResult mem_free_host(void *p) { return T4A_CU(cuMemFreeHost, p); }
 } // namespace cu
 
 #undef T4A_CU

@@ -1,0 +1,345 @@
+// t4acuda-bench: times each t4acuda operation against the raw CUDA driver
+// call it wraps, in the same process, alternating, at least 5 repetitions;
+// prints medians and ratios as a table and writes JSON.
+//
+//   t4acuda-bench [--json PATH] [--reps N] [--quick]
+//
+// The raw calls go through the benchmark's own dlopen of libcuda (never
+// through t4acuda), on the same runtime's stream, pool and context.
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "t4acuda.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+#define DRV_FN(name) decltype(&::name) name = nullptr
+struct Raw {
+  DRV_FN(cuCtxSetCurrent);
+  DRV_FN(cuStreamSynchronize);
+  DRV_FN(cuMemAllocFromPoolAsync);
+  DRV_FN(cuMemFreeAsync);
+  DRV_FN(cuMemcpyHtoDAsync);
+  DRV_FN(cuMemcpyDtoHAsync);
+  DRV_FN(cuMemcpyDtoDAsync);
+  DRV_FN(cuMemcpyHtoD);
+  DRV_FN(cuMemcpyDtoH);
+  DRV_FN(cuMemHostAlloc);
+  DRV_FN(cuMemFreeHost);
+} raw;
+
+bool load_raw() {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) return false;
+  using Gpa = CUresult (*)(const char *, void **, int, cuuint64_t,
+                           CUdriverProcAddressQueryResult *);
+  auto gpa = reinterpret_cast<Gpa>(dlsym(h, "cuGetProcAddress_v2"));
+  if (gpa == nullptr) return false;
+  bool ok = true;
+  auto get = [&](const char *name, void **slot) {
+    CUdriverProcAddressQueryResult q{};
+    if (gpa(name, slot, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) !=
+            CUDA_SUCCESS ||
+        *slot == nullptr) {
+      std::fprintf(stderr, "bench: cannot resolve %s\n", name);
+      ok = false;
+    }
+  };
+#define GET(name) get(#name, reinterpret_cast<void **>(&raw.name))
+  GET(cuCtxSetCurrent);
+  GET(cuStreamSynchronize);
+  GET(cuMemAllocFromPoolAsync);
+  GET(cuMemFreeAsync);
+  GET(cuMemcpyHtoDAsync);
+  GET(cuMemcpyDtoHAsync);
+  GET(cuMemcpyDtoDAsync);
+  GET(cuMemcpyHtoD);
+  GET(cuMemcpyDtoH);
+  GET(cuMemHostAlloc);
+  GET(cuMemFreeHost);
+#undef GET
+  return ok;
+}
+
+void check(t4a_status s, const char *what) {
+  if (s == T4A_SUCCESS) return;
+  char msg[2048];
+  size_t needed = 0;
+  t4a_last_error_message(msg, sizeof msg, &needed);
+  std::fprintf(stderr, "bench: %s failed: %s: %s\n", what, t4a_status_name(s),
+               msg);
+  std::exit(1);
+}
+
+void check_cu(CUresult r, const char *what) {
+  if (r == CUDA_SUCCESS) return;
+  std::fprintf(stderr, "bench: %s failed: CUresult %d\n", what, int(r));
+  std::exit(1);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Row {
+  std::string name;
+  std::string unit; // "us" (lower is better) or "GB/s" (higher is better)
+  double ours;
+  double raw;
+  double ratio; // ours/raw for us, ours/raw for GB/s too (see target)
+  std::string target;
+  bool met;
+};
+std::vector<Row> rows;
+
+// Times `iters` calls of f, returns seconds.
+double time_loop(int iters, const std::function<void()> &f) {
+  auto t0 = Clock::now();
+  for (int i = 0; i < iters; ++i) f();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Latency row: per-call microseconds, alternating ours/raw for `reps`.
+void latency(const std::string &name, int reps, int iters,
+             const std::function<void()> &ours,
+             const std::function<void()> &raw_op,
+             const std::function<void()> &settle, double max_ratio) {
+  std::vector<double> a, b;
+  for (int w = 0; w < 2; ++w) { // warm-up
+    time_loop(iters / 4 + 1, ours);
+    settle();
+    time_loop(iters / 4 + 1, raw_op);
+    settle();
+  }
+  for (int r = 0; r < reps; ++r) {
+    a.push_back(time_loop(iters, ours) * 1e6 / iters);
+    settle();
+    b.push_back(time_loop(iters, raw_op) * 1e6 / iters);
+    settle();
+  }
+  double ma = median(a), mb = median(b);
+  char target[64];
+  std::snprintf(target, sizeof target, "<= %.2fx", max_ratio);
+  rows.push_back({name, "us", ma, mb, ma / mb, target, ma / mb <= max_ratio});
+}
+
+// Bandwidth row: GB/s of one transfer of `bytes` including its completion.
+void bandwidth(const std::string &name, int reps, uint64_t bytes,
+               const std::function<void()> &ours,
+               const std::function<void()> &raw_op, double min_ratio) {
+  std::vector<double> a, b;
+  ours();
+  raw_op();
+  for (int r = 0; r < reps; ++r) {
+    a.push_back(bytes / time_loop(1, ours) / 1e9);
+    b.push_back(bytes / time_loop(1, raw_op) / 1e9);
+  }
+  double ma = median(a), mb = median(b);
+  char target[64];
+  std::snprintf(target, sizeof target, ">= %.2fx", min_ratio);
+  rows.push_back(
+      {name, "GB/s", ma, mb, ma / mb, target, ma / mb >= min_ratio});
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const char *json_path = nullptr;
+  int reps = 7;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = std::max(5, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--quick")) quick = true;
+  }
+  int32_t count = 0;
+  if (t4a_device_count(&count) != T4A_SUCCESS || count == 0 || !load_raw()) {
+    std::printf("t4acuda-bench: no GPU available; nothing measured\n");
+    return 0;
+  }
+  t4a_device_info dev = T4A_DEVICE_INFO_INIT;
+  check(t4a_device_info_get(0, &dev), "device info");
+  int32_t driver = 0;
+  check(t4a_driver_version(&driver), "driver version");
+  unsigned cores = std::thread::hardware_concurrency();
+
+  t4a_runtime rt{};
+  t4a_runtime_options opts = T4A_RUNTIME_OPTIONS_INIT;
+  check(t4a_runtime_create(&opts, &rt), "runtime create");
+  t4a_runtime_info info = T4A_RUNTIME_INFO_INIT;
+  check(t4a_runtime_info_get(rt, &info), "runtime info");
+  auto stream = static_cast<CUstream>(info.stream);
+  auto pool = static_cast<CUmemoryPool>(info.memory_pool);
+  check_cu(raw.cuCtxSetCurrent(static_cast<CUcontext>(info.context)),
+           "cuCtxSetCurrent");
+  auto sync = [&] { check_cu(raw.cuStreamSynchronize(stream), "sync"); };
+
+  // ---- alloc + release ----
+  for (uint64_t size : {uint64_t(1) << 10, uint64_t(1) << 20,
+                        uint64_t(64) << 20}) {
+    char name[64];
+    std::snprintf(name, sizeof name, "alloc+release %s",
+                  size < (1u << 20) ? "1 KiB"
+                                    : (size < (64u << 20) ? "1 MiB" : "64 MiB"));
+    latency(
+        name, reps, quick ? 2000 : 20000,
+        [&] {
+          t4a_buffer b{};
+          check(t4a_buffer_alloc(rt, size, 0, &b), "alloc");
+          check(t4a_buffer_release(b), "release");
+        },
+        [&] {
+          CUdeviceptr p = 0;
+          check_cu(raw.cuMemAllocFromPoolAsync(&p, size, pool, stream),
+                   "raw alloc");
+          check_cu(raw.cuMemFreeAsync(p, stream), "raw free");
+        },
+        sync, 1.25);
+  }
+
+  // ---- transfers at 256 MiB ----
+  const uint64_t n = quick ? (uint64_t(32) << 20) : (uint64_t(256) << 20);
+  t4a_buffer dbuf{}, dbuf2{};
+  check(t4a_buffer_alloc(rt, n, 0, &dbuf), "alloc");
+  check(t4a_buffer_alloc(rt, n, 0, &dbuf2), "alloc");
+  t4a_buffer_info binfo = T4A_BUFFER_INFO_INIT, binfo2 = T4A_BUFFER_INFO_INIT;
+  check(t4a_buffer_info_get(dbuf, &binfo), "buffer info");
+  check(t4a_buffer_info_get(dbuf2, &binfo2), "buffer info");
+  CUdeviceptr dptr = binfo.device_pointer, dptr2 = binfo2.device_pointer;
+  t4a_host_buffer hb{};
+  check(t4a_host_buffer_alloc(rt, n, &hb), "host buffer");
+  void *hptr = nullptr;
+  check(t4a_host_buffer_pointer(hb, &hptr, nullptr), "host pointer");
+  void *raw_pinned = nullptr;
+  check_cu(raw.cuMemHostAlloc(&raw_pinned, n, CU_MEMHOSTALLOC_PORTABLE),
+           "raw pinned");
+  std::vector<unsigned char> pageable(n), pageable_out(n);
+  for (uint64_t i = 0; i < n; ++i) pageable[i] = static_cast<unsigned char>(i);
+  std::memset(hptr, 1, n);
+  std::memset(raw_pinned, 1, n);
+
+  bandwidth(
+      "host-buffer upload 256 MiB", reps, n,
+      [&] {
+        check(t4a_buffer_upload_host(rt, dbuf, 0, hb, 0, n), "upload_host");
+        check(t4a_runtime_synchronize(rt), "sync");
+      },
+      [&] {
+        check_cu(raw.cuMemcpyHtoDAsync(dptr, raw_pinned, n, stream), "raw");
+        sync();
+      },
+      0.95);
+  bandwidth(
+      "host-buffer download 256 MiB", reps, n,
+      [&] {
+        check(t4a_buffer_download_host(rt, dbuf, 0, hb, 0, n), "dl_host");
+        check(t4a_runtime_synchronize(rt), "sync");
+      },
+      [&] {
+        check_cu(raw.cuMemcpyDtoHAsync(raw_pinned, dptr, n, stream), "raw");
+        sync();
+      },
+      0.95);
+  double up_target = cores >= 8 ? 3.0 : 1.0;
+  double down_target = cores >= 8 ? 2.0 : 1.0;
+  bandwidth(
+      "pageable upload 256 MiB", reps, n,
+      [&] {
+        check(t4a_buffer_upload(rt, dbuf, 0, pageable.data(), n), "upload");
+        check(t4a_runtime_synchronize(rt), "sync");
+      },
+      [&] { check_cu(raw.cuMemcpyHtoD(dptr, pageable.data(), n), "raw"); },
+      up_target);
+  bandwidth(
+      "pageable download 256 MiB", reps, n,
+      [&] {
+        check(t4a_buffer_download_sync(rt, dbuf, 0, pageable_out.data(), n),
+              "download_sync");
+      },
+      [&] { check_cu(raw.cuMemcpyDtoH(pageable_out.data(), dptr, n), "raw"); },
+      down_target);
+  // pending download: enqueue + wait
+  bandwidth(
+      "pending download 256 MiB", reps, n,
+      [&] {
+        t4a_download d{};
+        check(t4a_buffer_download(rt, dbuf, 0, n, &d), "download");
+        check(t4a_download_wait(d, pageable_out.data()), "wait");
+        check(t4a_download_release(d), "release");
+      },
+      [&] { check_cu(raw.cuMemcpyDtoH(pageable_out.data(), dptr, n), "raw"); },
+      1.0);
+  bandwidth(
+      "device copy 256 MiB", reps, 2 * n,
+      [&] {
+        check(t4a_buffer_copy(rt, dbuf2, 0, dbuf, 0, n), "copy");
+        check(t4a_runtime_synchronize(rt), "sync");
+      },
+      [&] {
+        check_cu(raw.cuMemcpyDtoDAsync(dptr2, dptr, n, stream), "raw");
+        sync();
+      },
+      0.95);
+
+  t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
+  check(t4a_runtime_stats_get(rt, &st), "stats");
+
+  std::printf("\nt4acuda-bench: %s, driver %d.%d, %u host cores, %d reps "
+              "(medians)\n",
+              dev.name, driver / 1000, (driver % 1000) / 10, cores, reps);
+  std::printf("%-32s %12s %12s %8s %9s %s\n", "operation", "t4acuda", "raw",
+              "ratio", "target", "met");
+  for (const Row &r : rows)
+    std::printf("%-32s %9.3f %-4s %7.3f %-4s %7.3f %9s %s\n", r.name.c_str(),
+                r.ours, r.unit.c_str(), r.raw, r.unit.c_str(), r.ratio,
+                r.target.c_str(), r.met ? "yes" : "NO");
+  std::printf("counters: host_waits %llu staging_waits %llu events %llu "
+              "staging_peak %llu\n",
+              (unsigned long long)st.host_waits,
+              (unsigned long long)st.staging_waits,
+              (unsigned long long)st.events_recorded,
+              (unsigned long long)st.staging_bytes_peak);
+
+  if (json_path != nullptr) {
+    FILE *f = std::fopen(json_path, "w");
+    if (f != nullptr) {
+      std::fprintf(f,
+                   "{\n  \"device\": \"%s\",\n  \"driver\": %d,\n  "
+                   "\"host_cores\": %u,\n  \"reps\": %d,\n  \"rows\": [\n",
+                   dev.name, driver, cores, reps);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const Row &r = rows[i];
+        std::fprintf(f,
+                     "    {\"operation\": \"%s\", \"unit\": \"%s\", "
+                     "\"t4acuda\": %.4f, \"raw\": %.4f, \"ratio\": %.4f, "
+                     "\"target\": \"%s\", \"met\": %s}%s\n",
+                     r.name.c_str(), r.unit.c_str(), r.ours, r.raw, r.ratio,
+                     r.target.c_str(), r.met ? "true" : "false",
+                     i + 1 < rows.size() ? "," : "");
+      }
+      std::fprintf(f, "  ]\n}\n");
+      std::fclose(f);
+    }
+  }
+  check(t4a_buffer_release(dbuf), "release");
+  check(t4a_buffer_release(dbuf2), "release");
+  check(t4a_host_buffer_release(hb), "release");
+  raw.cuMemFreeHost(raw_pinned);
+  check(t4a_runtime_destroy(rt), "destroy");
+  return 0;
+}

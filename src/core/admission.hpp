@@ -1,0 +1,55 @@
+// Admission: every enqueuing operation of a runtime runs reserve -> enqueue
+// -> commit holding the runtime's admission lock, so operations are admitted
+// one at a time and the stream sees them in one order (R-RT-3). A thread
+// that already holds the lock (a log callback calling back into the same
+// runtime) gets REENTRANT instead of deadlocking (R-ABI-8).
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "core/error.hpp"
+
+namespace t4a::core {
+
+class AdmissionLock {
+public:
+  std::mutex mu;
+  std::atomic<std::thread::id> owner{};
+};
+
+class Admission {
+public:
+  explicit Admission(AdmissionLock &lock) : lock_(lock) {
+    if (lock_.owner.load(std::memory_order_relaxed) ==
+        std::this_thread::get_id()) {
+      status_ = fail(T4A_ERROR_REENTRANT,
+                     "this thread is already inside an operation of this "
+                     "runtime (called from a callback); waiting would "
+                     "deadlock");
+      return;
+    }
+    lock_.mu.lock();
+    lock_.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    held_ = true;
+  }
+  ~Admission() { unlock(); }
+  Admission(const Admission &) = delete;
+  Admission &operator=(const Admission &) = delete;
+
+  t4a_status status() const { return status_; }
+  void unlock() {
+    if (!held_) return;
+    lock_.owner.store(std::thread::id(), std::memory_order_relaxed);
+    lock_.mu.unlock();
+    held_ = false;
+  }
+
+private:
+  AdmissionLock &lock_;
+  t4a_status status_ = T4A_SUCCESS;
+  bool held_ = false;
+};
+
+} // namespace t4a::core

@@ -1,0 +1,15 @@
+// A part of a runtime owned by a higher layer (the memory layer's staging
+// ring and copy workers). The runtime holds it type-erased so core does not
+// depend on memory; teardown tells it whether completion was proven.
+#pragma once
+
+namespace t4a::core {
+
+class RuntimeComponent {
+public:
+  virtual ~RuntimeComponent() = default;
+  // Frees what it owns when `completion_proven`, else leaks and counts.
+  virtual void teardown(bool completion_proven) = 0;
+};
+
+} // namespace t4a::core

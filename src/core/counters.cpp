@@ -1,0 +1,41 @@
+#include "core/counters.hpp"
+
+namespace t4a::core {
+
+void RuntimeCounters::fill(t4a_runtime_stats *s) const {
+  s->host_waits = host_waits.get();
+  s->trims = trims.get();
+  s->allocations = allocations.get();
+  s->frees = frees.get();
+  s->zero_fills = zero_fills.get();
+  s->fills = fills.get();
+  s->device_copies = device_copies.get();
+  s->bytes_allocated = bytes_allocated.now.load(std::memory_order_relaxed);
+  s->bytes_allocated_peak = bytes_allocated.peak.load(std::memory_order_relaxed);
+  s->uploads = uploads.get();
+  s->downloads = downloads.get();
+  s->bytes_uploaded = bytes_uploaded.get();
+  s->bytes_downloaded = bytes_downloaded.get();
+  s->staging_bytes_in_use = staging_bytes.now.load(std::memory_order_relaxed);
+  s->staging_bytes_peak = staging_bytes.peak.load(std::memory_order_relaxed);
+  s->staging_waits = staging_waits.get();
+  s->events_recorded = events_recorded.get();
+  s->quarantined = quarantined.get();
+  s->leaked_allocations = leaked_allocations.get();
+}
+
+ProcessCounters &ProcessCounters::instance() {
+  static ProcessCounters *p = new ProcessCounters(); // never destroyed
+  return *p;
+}
+
+void ProcessCounters::fill(t4a_process_stats *s) const {
+  s->runtimes_live = runtimes_live.get();
+  s->runtimes_leaked = runtimes_leaked.get();
+  s->leaked_device_allocations = leaked_device_allocations.get();
+  s->leaked_device_bytes = leaked_device_bytes.get();
+  s->leaked_staging_bytes = leaked_staging_bytes.get();
+  s->leaked_host_buffers = leaked_host_buffers.get();
+}
+
+} // namespace t4a::core

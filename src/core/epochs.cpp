@@ -1,0 +1,72 @@
+#include "core/epochs.hpp"
+
+#include "core/runtime.hpp"
+
+namespace t4a::core {
+
+using namespace t4a::driver;
+
+void Epochs::keep(Ref<Object> obj) {
+  if (!open_.empty() && open_.back().get() == obj.get()) return;
+  open_.push_back(std::move(obj));
+}
+
+t4a_status Epochs::seal(Runtime &rt) {
+  if (open_.empty()) return T4A_SUCCESS;
+  CUevent e = nullptr;
+  if (t4a_status s = rt.events().take(&e); s != T4A_SUCCESS) return s;
+  if (auto r = cu::event_record(e, rt.stream()); !r) {
+    rt.events().give_back(e);
+    return rt.fail_op(r, "recording the event that seals a completion epoch");
+  }
+  rt.counters().events_recorded.add();
+  sealed_.push_back(Sealed{next_seq_++, e, std::move(open_)});
+  open_.clear();
+  return T4A_SUCCESS;
+}
+
+void Epochs::retire_front(Runtime &rt, Items *out) {
+  Sealed &s = sealed_.front();
+  for (auto &item : s.items) out->push_back(std::move(item));
+  rt.events().give_back(s.event);
+  sealed_.pop_front();
+}
+
+t4a_status Epochs::poll(Runtime &rt, Items *out) {
+  while (!sealed_.empty()) {
+    DrvResult r = cu::event_query(sealed_.front().event);
+    if (r.code == CUDA_ERROR_NOT_READY) return T4A_SUCCESS;
+    if (!r) return rt.fail_op(r, "querying a completion epoch");
+    retire_front(rt, out);
+  }
+  return T4A_SUCCESS;
+}
+
+t4a_status Epochs::wait_oldest(Runtime &rt, Items *out) {
+  if (sealed_.empty()) return T4A_SUCCESS;
+  rt.counters().host_waits.add();
+  if (auto r = cu::event_synchronize(sealed_.front().event); !r)
+    return rt.fail_op(r, "waiting for the oldest completion epoch");
+  retire_front(rt, out);
+  return T4A_SUCCESS;
+}
+
+void Epochs::retire_through(Runtime &rt, uint64_t seq, Items *out) {
+  while (!sealed_.empty() && sealed_.front().seq <= seq) retire_front(rt, out);
+}
+
+void Epochs::retire_all(Runtime &rt, Items *out) {
+  while (!sealed_.empty()) retire_front(rt, out);
+  for (auto &item : open_) out->push_back(std::move(item));
+  open_.clear();
+}
+
+void Epochs::leak_all() {
+  for (auto &s : sealed_)
+    for (auto &item : s.items) (void)item.detach();
+  sealed_.clear();
+  for (auto &item : open_) (void)item.detach();
+  open_.clear();
+}
+
+} // namespace t4a::core

@@ -1,0 +1,29 @@
+// Recycled CUDA events (timing disabled) of one runtime. Creating an event
+// costs more than recording one, so events are taken from and given back
+// to a free list. Thread-safe.
+#pragma once
+
+#include <cuda.h>
+
+#include <mutex>
+#include <vector>
+
+#include "t4acuda.h"
+
+namespace t4a::core {
+
+class EventPool {
+public:
+  // Gets an event (creating one if none is free); the runtime's context
+  // must be current.
+  t4a_status take(CUevent *out);
+  void give_back(CUevent e);
+  // Destroys the free events (teardown with completion proven).
+  void destroy_all();
+
+private:
+  std::mutex mu_;
+  std::vector<CUevent> free_;
+};
+
+} // namespace t4a::core

@@ -1,0 +1,153 @@
+#include "memory/buffer.hpp"
+
+#include "core/context_scope.hpp"
+#include "core/op_scope.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "driver/result_class.hpp"
+
+namespace t4a::memory {
+
+using namespace t4a::driver;
+using core::fail;
+
+Buffer::Buffer(core::Runtime &rt)
+    : Object(core::Kind::Buffer), rt_(&rt) {}
+
+t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
+                        const char *what) {
+  CUdeviceptr p = 0;
+  DrvResult r = cu::mem_alloc_from_pool_async(&p, bytes, rt.pool(), rt.stream());
+  if (r.code == CUDA_ERROR_OUT_OF_MEMORY)
+    return core::fail_message(
+        T4A_ERROR_OUT_OF_MEMORY,
+        core::format("%s: %llu bytes (%.2f GiB) requested from the pool of "
+                     "device %d, which cannot provide them (%s returned %s); "
+                     "the runtime stays usable",
+                     what, static_cast<unsigned long long>(bytes),
+                     static_cast<double>(bytes) / (1024.0 * 1024 * 1024),
+                     rt.ordinal(), r.entry, core::describe(r.code).c_str()),
+        static_cast<int32_t>(r.code));
+  if (!r) return rt.fail_op(r, what);
+  rt.counters().allocations.add();
+  rt.counters().bytes_allocated.add(bytes);
+  *out = p;
+  return T4A_SUCCESS;
+}
+
+void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
+  if (ptr == 0) return;
+  core::RuntimeCounters &c = rt.counters();
+  c.bytes_allocated.sub(bytes);
+  core::ProcessCounters &pc = core::ProcessCounters::instance();
+  if (rt.completion_unprovable()) {
+    c.leaked_allocations.add();
+    pc.leaked_device_allocations.add();
+    pc.leaked_device_bytes.add(bytes);
+    return;
+  }
+  core::ContextScope scope;
+  DrvResult r{};
+  if (scope.enter(rt.context(), "freeing device memory") == T4A_SUCCESS)
+    r = cu::mem_free_async(ptr, rt.stream());
+  else
+    r = DrvResult{CUDA_ERROR_INVALID_CONTEXT, "cuCtxSetCurrent"};
+  if (r) {
+    c.frees.add();
+    return;
+  }
+  if (is_sticky(r.code)) (void)rt.fail_op(r, "freeing device memory");
+  c.leaked_allocations.add();
+  pc.leaked_device_allocations.add();
+  pc.leaked_device_bytes.add(bytes);
+  if (!is_driver_gone(r.code))
+    core::logf(T4A_LOG_WARN,
+               "device memory %#llx (%llu bytes) of device %d is leaked: %s "
+               "returned %s",
+               static_cast<unsigned long long>(ptr),
+               static_cast<unsigned long long>(bytes), rt.ordinal(), r.entry,
+               core::describe(r.code).c_str());
+}
+
+t4a_status Buffer::alloc(core::Runtime &rt, uint64_t bytes, uint32_t flags,
+                         core::Ref<Buffer> *out) {
+  core::Ref<Buffer> b(new Buffer(rt));
+  b->bytes_ = bytes;
+  if (bytes == 0) { // a valid empty buffer: no memory, pointer 0
+    *out = std::move(b);
+    return T4A_SUCCESS;
+  }
+  core::Epochs::Items retired; // dropped after the admission below
+  core::OpScope op(rt, "allocating a buffer");
+  if (op.status() != T4A_SUCCESS) return op.status();
+  // Retirement is polled here, amortized: one query per 64 allocations,
+  // and only while sealed epochs are outstanding.
+  if (rt.epochs().has_sealed() && (rt.counters().allocations.get() & 63) == 0)
+    if (t4a_status s = rt.epochs().poll(rt, &retired); s != T4A_SUCCESS)
+      return s;
+  if (t4a_status s = device_alloc(rt, bytes, &b->ptr_, "allocating a buffer");
+      s != T4A_SUCCESS)
+    return s;
+  if (flags & T4A_BUFFER_ZERO) {
+    if (auto r = cu::memset_d8_async(b->ptr_, 0, bytes, rt.stream()); !r) {
+      // The allocation was enqueued; whether the memset was is unknown.
+      b->quarantine();
+      t4a_status s = rt.fail_op(r, "zeroing a new buffer");
+      if (s == T4A_ERROR_DEVICE_FAULT) return s;
+      return core::fail_message(
+          T4A_ERROR_ABANDONED,
+          core::format("zeroing a new buffer of %llu bytes failed after its "
+                       "allocation was enqueued (%s returned %s); the "
+                       "allocation is quarantined",
+                       static_cast<unsigned long long>(bytes), r.entry,
+                       core::describe(r.code).c_str()),
+          static_cast<int32_t>(r.code));
+    }
+    rt.counters().zero_fills.add();
+  }
+  *out = std::move(b);
+  return T4A_SUCCESS;
+}
+
+void Buffer::quarantine() {
+  if (quarantined_ || ptr_ == 0) return;
+  quarantined_ = true;
+  rt_->counters().quarantined.add();
+  rt_->counters().bytes_allocated.sub(bytes_);
+  core::ProcessCounters::instance().leaked_device_allocations.add();
+  core::ProcessCounters::instance().leaked_device_bytes.add(bytes_);
+}
+
+Buffer::~Buffer() {
+  if (!quarantined_) device_free(*rt_, ptr_, bytes_);
+}
+
+t4a_status check_range(const char *arg, uint64_t offset, uint64_t bytes,
+                       uint64_t size) {
+  if (offset > UINT64_MAX - bytes)
+    return fail(T4A_ERROR_INVALID_ARGUMENT,
+                "%s: offset %llu + bytes %llu overflows 64 bits", arg,
+                static_cast<unsigned long long>(offset),
+                static_cast<unsigned long long>(bytes));
+  if (offset + bytes > size)
+    return fail(T4A_ERROR_INVALID_ARGUMENT,
+                "%s: the range [%llu, %llu) goes past the end of the buffer "
+                "(%llu bytes)",
+                arg, static_cast<unsigned long long>(offset),
+                static_cast<unsigned long long>(offset + bytes),
+                static_cast<unsigned long long>(size));
+  return T4A_SUCCESS;
+}
+
+t4a_status check_owner(const char *arg, const Buffer &b,
+                       const core::Runtime &rt) {
+  if (&b.runtime() == &rt) return T4A_SUCCESS;
+  return fail(T4A_ERROR_WRONG_RUNTIME,
+              "%s belongs to runtime domain %llu (device %d), not to the "
+              "runtime given (domain %llu, device %d)",
+              arg, static_cast<unsigned long long>(b.runtime().domain()),
+              b.runtime().ordinal(),
+              static_cast<unsigned long long>(rt.domain()), rt.ordinal());
+}
+
+} // namespace t4a::memory

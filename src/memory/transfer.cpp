@@ -1,0 +1,239 @@
+#include "memory/transfer.hpp"
+
+#include <algorithm>
+#include <deque>
+
+#include "core/op_scope.hpp"
+#include "memory/copy_workers.hpp"
+#include "memory/staging_ring.hpp"
+
+namespace t4a::memory {
+
+using namespace t4a::driver;
+
+namespace {
+// Keepalives of the open epoch are sealed once there are this many, so
+// that they retire without a synchronize.
+constexpr size_t k_open_epoch_limit = 256;
+
+void relieve_open_epoch(core::Runtime &rt) {
+  if (rt.epochs().open_items() >= k_open_epoch_limit)
+    (void)rt.epochs().seal(rt);
+}
+} // namespace
+
+t4a_status enqueue_failure(core::Runtime &rt, DrvResult r,
+                           bool enqueued_before, const char *what) {
+  t4a_status s = rt.fail_op(r, what);
+  if (s == T4A_ERROR_DEVICE_FAULT || !enqueued_before) return s;
+  return core::fail_message(
+      T4A_ERROR_ABANDONED,
+      core::format("%s: %s returned %s after earlier parts were enqueued; "
+                   "the outcome is unknown and the staging touched is "
+                   "quarantined",
+                   what, r.entry, core::describe(r.code).c_str()),
+      static_cast<int32_t>(r.code));
+}
+
+t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
+                  const void *src, uint64_t bytes) {
+  core::OpScope op(rt, "uploading");
+  if (op.status() != T4A_SUCCESS) return op.status();
+  if (bytes > 0) {
+    StagingRing &ring = StagingRing::of(rt);
+    CopyWorkers &workers = CopyWorkers::of(rt);
+    const auto *in = static_cast<const unsigned char *>(src);
+    bool enqueued = false;
+    for (uint64_t done = 0; done < bytes;) {
+      size_t len = static_cast<size_t>(
+          std::min<uint64_t>(ring.chunk_bytes(), bytes - done));
+      Span span;
+      bool blocked = false;
+      if (t4a_status s = ring.reserve(len, &span, &blocked); s != T4A_SUCCESS)
+        return s == T4A_ERROR_DEVICE_FAULT || !enqueued
+                   ? s
+                   : core::fail(T4A_ERROR_ABANDONED,
+                                "uploading: staging failed after %llu of "
+                                "%llu bytes were enqueued",
+                                static_cast<unsigned long long>(done),
+                                static_cast<unsigned long long>(bytes));
+      if (blocked)
+        return core::fail(T4A_ERROR_INTERNAL,
+                          "uploading: staging reported no chunk to wait for");
+      workers.copy(span.host, in + done, len);
+      if (auto r = cu::memcpy_htod_async(dst.ptr() + offset + done, span.host,
+                                         len, rt.stream());
+          !r) {
+        ring.quarantine(*span.chunk);
+        return enqueue_failure(rt, r, enqueued,
+                               "uploading from staging to the device");
+      }
+      rt.epochs().keep(std::move(span.chunk));
+      enqueued = true;
+      done += len;
+    }
+    relieve_open_epoch(rt);
+  }
+  rt.counters().uploads.add();
+  rt.counters().bytes_uploaded.add(bytes);
+  return T4A_SUCCESS;
+}
+
+t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
+                        unsigned char *dst, uint64_t bytes) {
+  StagingRing &ring = StagingRing::of(rt);
+  CopyWorkers &workers = CopyWorkers::of(rt);
+  struct Stage {
+    Span span;
+    CUevent event;
+    uint64_t offset;
+  };
+  std::deque<Stage> stages;
+  bool enqueued = false;
+  // On failure, chunks whose copies were enqueued may still be written by
+  // the device: quarantine them rather than reuse them.
+  auto abandon = [&](t4a_status s) {
+    for (Stage &st : stages) {
+      ring.quarantine(*st.span.chunk);
+      rt.events().give_back(st.event);
+    }
+    stages.clear();
+    return s;
+  };
+  auto drain_front = [&]() -> t4a_status {
+    Stage &st = stages.front();
+    rt.counters().host_waits.add();
+    if (auto r = cu::event_synchronize(st.event); !r)
+      return abandon(rt.fail_op(r, "waiting for a staged download chunk"));
+    workers.copy(dst + st.offset, st.span.host, st.span.bytes);
+    rt.events().give_back(st.event);
+    stages.pop_front();
+    return T4A_SUCCESS;
+  };
+  for (uint64_t done = 0; done < bytes;) {
+    size_t len = static_cast<size_t>(
+        std::min<uint64_t>(ring.chunk_bytes(), bytes - done));
+    Span span;
+    for (;;) {
+      if (stages.size() >= ring.capacity_chunks())
+        if (t4a_status s = drain_front(); s != T4A_SUCCESS) return s;
+      bool blocked = false;
+      if (t4a_status s = ring.reserve(len, &span, &blocked); s != T4A_SUCCESS)
+        return abandon(s);
+      if (!blocked) break;
+      if (stages.empty())
+        return core::fail(T4A_ERROR_INTERNAL,
+                          "downloading: staging reported no chunk to wait "
+                          "for");
+      if (t4a_status s = drain_front(); s != T4A_SUCCESS) return s;
+    }
+    if (auto r = cu::memcpy_dtoh_async(span.host, src + done, len, stream);
+        !r) {
+      ring.quarantine(*span.chunk);
+      return abandon(enqueue_failure(rt, r, enqueued,
+                                     "downloading from the device to staging"));
+    }
+    enqueued = true;
+    CUevent e = nullptr;
+    if (t4a_status s = rt.events().take(&e); s != T4A_SUCCESS) {
+      ring.quarantine(*span.chunk);
+      return abandon(s);
+    }
+    if (auto r = cu::event_record(e, stream); !r) {
+      rt.events().give_back(e);
+      ring.quarantine(*span.chunk);
+      return abandon(enqueue_failure(rt, r, true,
+                                     "recording a staged download chunk"));
+    }
+    rt.counters().events_recorded.add();
+    stages.push_back(Stage{std::move(span), e, done});
+    done += len;
+  }
+  while (!stages.empty())
+    if (t4a_status s = drain_front(); s != T4A_SUCCESS) return s;
+  return T4A_SUCCESS;
+}
+
+t4a_status download_sync(core::Runtime &rt, Buffer &src, uint64_t offset,
+                         void *dst, uint64_t bytes) {
+  core::OpScope op(rt, "downloading");
+  if (op.status() != T4A_SUCCESS) return op.status();
+  if (bytes > 0) {
+    if (t4a_status s = d2h_pipeline(rt, rt.stream(), src.ptr() + offset,
+                                    static_cast<unsigned char *>(dst), bytes);
+        s != T4A_SUCCESS)
+      return s;
+  }
+  rt.counters().downloads.add();
+  rt.counters().bytes_downloaded.add(bytes);
+  return T4A_SUCCESS;
+}
+
+t4a_status upload_host(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
+                       HostBuffer &src, uint64_t src_offset, uint64_t bytes) {
+  core::OpScope op(rt, "uploading from a host buffer");
+  if (op.status() != T4A_SUCCESS) return op.status();
+  if (bytes > 0) {
+    DrvResult r = cu::memcpy_htod_async(dst.ptr() + dst_offset,
+                                        src.data() + src_offset, bytes,
+                                        rt.stream());
+    // Kept alive until the stream proves the DMA done, failed or not.
+    rt.epochs().keep(core::Ref<core::Object>(&src));
+    if (!r)
+      return enqueue_failure(rt, r, false, "uploading from a host buffer");
+    relieve_open_epoch(rt);
+  }
+  rt.counters().uploads.add();
+  rt.counters().bytes_uploaded.add(bytes);
+  return T4A_SUCCESS;
+}
+
+t4a_status download_host(core::Runtime &rt, Buffer &src, uint64_t src_offset,
+                         HostBuffer &dst, uint64_t dst_offset,
+                         uint64_t bytes) {
+  core::OpScope op(rt, "downloading into a host buffer");
+  if (op.status() != T4A_SUCCESS) return op.status();
+  if (bytes > 0) {
+    DrvResult r = cu::memcpy_dtoh_async(dst.data() + dst_offset,
+                                        src.ptr() + src_offset, bytes,
+                                        rt.stream());
+    rt.epochs().keep(core::Ref<core::Object>(&dst));
+    if (!r)
+      return enqueue_failure(rt, r, false, "downloading into a host buffer");
+    relieve_open_epoch(rt);
+  }
+  rt.counters().downloads.add();
+  rt.counters().bytes_downloaded.add(bytes);
+  return T4A_SUCCESS;
+}
+
+t4a_status fill(core::Runtime &rt, Buffer &b, uint64_t offset, uint64_t bytes,
+                uint8_t value) {
+  core::OpScope op(rt, "filling a buffer");
+  if (op.status() != T4A_SUCCESS) return op.status();
+  if (bytes > 0) {
+    if (auto r = cu::memset_d8_async(b.ptr() + offset, value, bytes,
+                                     rt.stream());
+        !r)
+      return enqueue_failure(rt, r, false, "filling a buffer");
+  }
+  rt.counters().fills.add();
+  return T4A_SUCCESS;
+}
+
+t4a_status copy(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
+                Buffer &src, uint64_t src_offset, uint64_t bytes) {
+  core::OpScope op(rt, "copying between buffers");
+  if (op.status() != T4A_SUCCESS) return op.status();
+  if (bytes > 0) {
+    if (auto r = cu::memcpy_dtod_async(dst.ptr() + dst_offset,
+                                       src.ptr() + src_offset, bytes,
+                                       rt.stream());
+        !r)
+      return enqueue_failure(rt, r, false, "copying between buffers");
+  }
+  rt.counters().device_copies.add();
+  return T4A_SUCCESS;
+}
+
+} // namespace t4a::memory

@@ -1,0 +1,40 @@
+// Host transfers (R-XFER) and in-runtime device operations (R-MEM-3):
+// pageable uploads through staging, synchronous pipelined downloads, host
+// buffer DMA, fills and device-to-device copies. Each function admits one
+// operation on the runtime (reserve -> enqueue -> commit).
+#pragma once
+
+#include <cstdint>
+
+#include "memory/buffer.hpp"
+#include "memory/host_buffer.hpp"
+
+namespace t4a::memory {
+
+t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
+                  const void *src, uint64_t bytes);
+t4a_status download_sync(core::Runtime &rt, Buffer &src, uint64_t offset,
+                         void *dst, uint64_t bytes);
+t4a_status upload_host(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
+                       HostBuffer &src, uint64_t src_offset, uint64_t bytes);
+t4a_status download_host(core::Runtime &rt, Buffer &src, uint64_t src_offset,
+                         HostBuffer &dst, uint64_t dst_offset, uint64_t bytes);
+t4a_status fill(core::Runtime &rt, Buffer &b, uint64_t offset, uint64_t bytes,
+                uint8_t value);
+t4a_status copy(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
+                Buffer &src, uint64_t src_offset, uint64_t bytes);
+
+// The device-to-host pipeline through staging on `stream`: chunk copies
+// enqueued ahead up to the staging budget, each followed by an event; the
+// host copies each chunk out (in parallel) once its event completes. Under
+// admission with the runtime's context current.
+t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
+                        unsigned char *dst, uint64_t bytes);
+
+// The status of a failure reported by an enqueue call: DEVICE_FAULT for a
+// sticky error, ABANDONED when earlier parts of the operation were already
+// enqueued (its outcome is unknown), else the driver error.
+t4a_status enqueue_failure(core::Runtime &rt, driver::DrvResult r,
+                           bool enqueued_before, const char *what);
+
+} // namespace t4a::memory
