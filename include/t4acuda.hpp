@@ -336,6 +336,247 @@ private:
   t4a_runtime handle_{T4A_NULL_ID};
 };
 
+
+// ---------------------------------------------------------------------------
+// Buffers, host buffers, downloads
+// ---------------------------------------------------------------------------
+
+namespace detail {
+/** A reference-counted C handle: copying retains, destruction releases. */
+template <class H, t4a_status (*Retain)(H), t4a_status (*Release)(H)>
+class Shared {
+public:
+  /** The null handle. */
+  Shared() noexcept = default;
+  /** The null handle. */
+  Shared(std::nullptr_t) noexcept {}
+  /** Takes over one reference the caller owns. */
+  explicit Shared(H adopt) noexcept : h_(adopt) {}
+  /** Retains: both objects hold a reference. */
+  Shared(const Shared &o) noexcept : h_(o.h_) {
+    if (h_.id != T4A_NULL_ID) (void)Retain(h_);
+  }
+  /** Moves the reference; `o` becomes null. */
+  Shared(Shared &&o) noexcept : h_(o.release()) {}
+  /** Releases the held reference, then retains `o`'s. */
+  Shared &operator=(const Shared &o) noexcept {
+    if (this != &o) {
+      Shared copy(o);
+      std::swap(h_, copy.h_);
+    }
+    return *this;
+  }
+  /** Releases the held reference, then takes `o`'s. */
+  Shared &operator=(Shared &&o) noexcept {
+    if (this != &o) {
+      reset();
+      h_ = o.release();
+    }
+    return *this;
+  }
+  /** Releases the reference; never throws. */
+  ~Shared() { reset(); }
+  /** The C handle (still owned by this object). */
+  H get() const noexcept { return h_; }
+  /** True unless null. */
+  explicit operator bool() const noexcept { return h_.id != T4A_NULL_ID; }
+  /** Hands the reference to the caller, who must release it. */
+  H release() noexcept {
+    H h = h_;
+    h_ = H{T4A_NULL_ID};
+    return h;
+  }
+  /** Releases the reference now; the object becomes null. */
+  void reset() noexcept {
+    if (h_.id != T4A_NULL_ID) (void)Release(release());
+  }
+
+private:
+  H h_{T4A_NULL_ID};
+};
+} // namespace detail
+
+/**
+ * @brief A device buffer (t4a_buffer_alloc()); copying retains.
+ *
+ * The last release frees the memory in stream order (t4a_buffer_release()).
+ */
+class Buffer
+    : public detail::Shared<t4a_buffer, t4a_buffer_retain, t4a_buffer_release> {
+public:
+  using Shared::Shared;
+  /** Allocates without throwing (t4a_buffer_alloc()). */
+  static t4a_status alloc(RuntimeView rt, uint64_t bytes, uint32_t flags,
+                          Buffer &out, std::nothrow_t) noexcept {
+    t4a_buffer h{T4A_NULL_ID};
+    t4a_status s = t4a_buffer_alloc(rt.get(), bytes, flags, &h);
+    if (s == T4A_SUCCESS) out = Buffer(h);
+    return s;
+  }
+  /** Facts about the buffer (t4a_buffer_info_get()); non-throwing. */
+  t4a_status info(t4a_buffer_info &out, std::nothrow_t) const noexcept {
+    out = t4a_buffer_info T4A_BUFFER_INFO_INIT;
+    return t4a_buffer_info_get(get(), &out);
+  }
+#if T4A_HPP_EXCEPTIONS
+  /** Allocates (t4a_buffer_alloc()). @throws Error */
+  Buffer(RuntimeView rt, uint64_t bytes, uint32_t flags = 0) {
+    t4a_buffer h{T4A_NULL_ID};
+    check(t4a_buffer_alloc(rt.get(), bytes, flags, &h));
+    *this = Buffer(h);
+  }
+  /** Facts about the buffer (t4a_buffer_info_get()). @throws Error */
+  t4a_buffer_info info() const {
+    t4a_buffer_info out = T4A_BUFFER_INFO_INIT;
+    check(t4a_buffer_info_get(get(), &out));
+    return out;
+  }
+  /** Size in bytes. @throws Error */
+  uint64_t size() const { return info().bytes; }
+  /** The device pointer, for interop. @throws Error */
+  uint64_t device_pointer() const { return info().device_pointer; }
+#endif
+};
+
+/** @brief Pinned host memory (t4a_host_buffer_alloc()); copying retains. */
+class HostBuffer
+    : public detail::Shared<t4a_host_buffer, t4a_host_buffer_retain,
+                            t4a_host_buffer_release> {
+public:
+  using Shared::Shared;
+  /** Allocates without throwing (t4a_host_buffer_alloc()). */
+  static t4a_status alloc(RuntimeView rt, uint64_t bytes, HostBuffer &out,
+                          std::nothrow_t) noexcept {
+    t4a_host_buffer h{T4A_NULL_ID};
+    t4a_status s = t4a_host_buffer_alloc(rt.get(), bytes, &h);
+    if (s == T4A_SUCCESS) out = HostBuffer(h);
+    return s;
+  }
+  /** The host memory and size (t4a_host_buffer_pointer()); non-throwing. */
+  t4a_status data(void *&pointer, uint64_t &bytes,
+                  std::nothrow_t) const noexcept {
+    return t4a_host_buffer_pointer(get(), &pointer, &bytes);
+  }
+#if T4A_HPP_EXCEPTIONS
+  /** Allocates (t4a_host_buffer_alloc()). @throws Error */
+  HostBuffer(RuntimeView rt, uint64_t bytes) {
+    t4a_host_buffer h{T4A_NULL_ID};
+    check(t4a_host_buffer_alloc(rt.get(), bytes, &h));
+    *this = HostBuffer(h);
+  }
+  /** The host memory (t4a_host_buffer_pointer()). @throws Error */
+  void *data() const {
+    void *p = nullptr;
+    check(t4a_host_buffer_pointer(get(), &p, nullptr));
+    return p;
+  }
+#endif
+};
+
+/** @brief A pending download (t4a_buffer_download()); move-only. */
+class Download {
+public:
+  /** The null download. */
+  Download() noexcept = default;
+  /** Takes ownership of a C handle. */
+  explicit Download(t4a_download adopt) noexcept : h_(adopt) {}
+  Download(const Download &) = delete;
+  Download &operator=(const Download &) = delete;
+  /** Moves ownership. */
+  Download(Download &&o) noexcept : h_(o.release()) {}
+  /** Releases the held download, then takes `o`'s. */
+  Download &operator=(Download &&o) noexcept {
+    if (this != &o) {
+      reset();
+      h_ = o.release();
+    }
+    return *this;
+  }
+  /** Releases (t4a_download_release()), delivered or not. */
+  ~Download() { reset(); }
+  /** The C handle. */
+  t4a_download get() const noexcept { return h_; }
+  /** Hands the handle to the caller. */
+  t4a_download release() noexcept {
+    t4a_download h = h_;
+    h_ = t4a_download{T4A_NULL_ID};
+    return h;
+  }
+  /** Releases now. */
+  void reset() noexcept {
+    if (h_.id != T4A_NULL_ID) (void)t4a_download_release(release());
+  }
+  /** Delivers if complete (t4a_download_poll()): SUCCESS or NOT_READY. */
+  t4a_status poll(void *dst, std::nothrow_t) noexcept {
+    return t4a_download_poll(h_, dst);
+  }
+  /** Waits and delivers (t4a_download_wait()); non-throwing. */
+  t4a_status wait(void *dst, std::nothrow_t) noexcept {
+    return t4a_download_wait(h_, dst);
+  }
+#if T4A_HPP_EXCEPTIONS
+  /** Delivers if complete (t4a_download_poll()); true when delivered.
+   *  @throws Error */
+  bool poll(void *dst) {
+    t4a_status s = t4a_download_poll(h_, dst);
+    if (s == T4A_NOT_READY) return false;
+    check(s);
+    return true;
+  }
+  /** Waits and delivers (t4a_download_wait()). @throws Error */
+  void wait(void *dst) { check(t4a_download_wait(h_, dst)); }
+#endif
+
+private:
+  t4a_download h_{T4A_NULL_ID};
+};
+
+/** @brief Pinned-staged upload (t4a_buffer_upload()); non-throwing. */
+inline t4a_status upload(RuntimeView rt, const Buffer &dst, uint64_t offset,
+                         const void *src, uint64_t bytes,
+                         std::nothrow_t) noexcept {
+  return t4a_buffer_upload(rt.get(), dst.get(), offset, src, bytes);
+}
+/** @brief Synchronous download (t4a_buffer_download_sync());
+ *  non-throwing. */
+inline t4a_status download(RuntimeView rt, const Buffer &src, uint64_t offset,
+                           void *dst, uint64_t bytes,
+                           std::nothrow_t) noexcept {
+  return t4a_buffer_download_sync(rt.get(), src.get(), offset, dst, bytes);
+}
+#if T4A_HPP_EXCEPTIONS
+/** @brief Pinned-staged upload (t4a_buffer_upload()). @throws Error */
+inline void upload(RuntimeView rt, const Buffer &dst, uint64_t offset,
+                   const void *src, uint64_t bytes) {
+  check(t4a_buffer_upload(rt.get(), dst.get(), offset, src, bytes));
+}
+/** @brief Synchronous download (t4a_buffer_download_sync()).
+ *  @throws Error */
+inline void download(RuntimeView rt, const Buffer &src, uint64_t offset,
+                     void *dst, uint64_t bytes) {
+  check(t4a_buffer_download_sync(rt.get(), src.get(), offset, dst, bytes));
+}
+/** @brief Enqueues a pending download (t4a_buffer_download()).
+ *  @throws Error */
+inline Download download_async(RuntimeView rt, const Buffer &src,
+                               uint64_t offset, uint64_t bytes) {
+  t4a_download h{T4A_NULL_ID};
+  check(t4a_buffer_download(rt.get(), src.get(), offset, bytes, &h));
+  return Download(h);
+}
+/** @brief Fills bytes (t4a_buffer_fill()). @throws Error */
+inline void fill(RuntimeView rt, const Buffer &b, uint64_t offset,
+                 uint64_t bytes, uint8_t value) {
+  check(t4a_buffer_fill(rt.get(), b.get(), offset, bytes, value));
+}
+/** @brief Device-to-device copy (t4a_buffer_copy()). @throws Error */
+inline void copy(RuntimeView rt, const Buffer &dst, uint64_t dst_offset,
+                 const Buffer &src, uint64_t src_offset, uint64_t bytes) {
+  check(t4a_buffer_copy(rt.get(), dst.get(), dst_offset, src.get(),
+                        src_offset, bytes));
+}
+#endif
+
 } // namespace t4a
 
 #endif /* T4ACUDA_HPP */
