@@ -52,7 +52,9 @@ t4a_status resolve(uint64_t id, core::Kind kind, const char *arg,
 
 inline t4a_status bad_handle(core::HandleCheck c, uint64_t id,
                              const char *arg) {
-  return core::fail(T4A_ERROR_INVALID_HANDLE, "%s (id 0x%016llx) is %s", arg,
+  return core::fail(c == core::HandleCheck::Saturated
+                        ? T4A_ERROR_INVALID_ARGUMENT
+                        : T4A_ERROR_INVALID_HANDLE, "%s (id 0x%016llx) is %s", arg,
                     static_cast<unsigned long long>(id),
                     core::Registry::describe(c));
 }

@@ -65,9 +65,11 @@ void log(int32_t level, const char *message) {
     // thread is not re-entered (no unbounded recursion).
     static thread_local bool tl_in_callback = false;
     if (tl_in_callback) return;
-    tl_in_callback = true;
+    struct Guard {
+      Guard() { tl_in_callback = true; }
+      ~Guard() { tl_in_callback = false; }
+    } guard;
     fn(user, level, message);
-    tl_in_callback = false;
   } else {
     std::fprintf(stderr, "t4acuda %s: %s\n", level_name(level), message);
   }

@@ -26,6 +26,8 @@ const char *Registry::describe(HandleCheck c) {
   case HandleCheck::WrongKind: return "a handle of another type";
   case HandleCheck::Unknown: return "not a handle this library issued";
   case HandleCheck::Stale: return "released (stale)";
+  case HandleCheck::Saturated:
+    return "retained 4294967295 times already (no more references fit)";
   }
   return "invalid";
 }
@@ -90,7 +92,9 @@ HandleCheck Registry::retain(uint64_t id, Kind kind) {
   std::unique_lock lock(mu_);
   uint32_t i = 0;
   HandleCheck c = find(id, kind, &i);
-  if (c == HandleCheck::Ok) ++slots_[i].handle_refs;
+  if (c != HandleCheck::Ok) return c;
+  if (slots_[i].handle_refs == UINT32_MAX) return HandleCheck::Saturated;
+  ++slots_[i].handle_refs;
   return c;
 }
 

@@ -17,7 +17,7 @@
 
 namespace t4a::core {
 
-enum class HandleCheck { Ok, Null, WrongKind, Unknown, Stale };
+enum class HandleCheck { Ok, Null, WrongKind, Unknown, Stale, Saturated };
 
 class Registry {
 public:

@@ -63,8 +63,7 @@ static void die(const char *what, CUresult r) {
 /* Loads libcuda into gpu_cu; on failure writes why into `why`. */
 static int load_driver(char *why, size_t cap) {
   const char *path = getenv("T4A_CUDA_DRIVER_PATH");
-  if (path == NULL || path[0] == '\0')
-    path = "libcuda.so.1";
+  if (path == NULL || path[0] == '\0') path = "libcuda.so.1";
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (lib == NULL) {
     snprintf(why, cap, "dlopen(\"%s\"): %s", path, dlerror());
@@ -80,9 +79,10 @@ static int load_driver(char *why, size_t cap) {
 #define GPU_RESOLVE(name)                                                      \
   {                                                                            \
     void *fn = NULL;                                                           \
-    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND; \
-    CUresult r = gpa(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT,    \
-                     &found);                                                  \
+    CUdriverProcAddressQueryResult found =                                     \
+        CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;                                  \
+    CUresult r =                                                               \
+        gpa(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &found);    \
     if (r != CUDA_SUCCESS || found != CU_GET_PROC_ADDRESS_SUCCESS ||           \
         fn == NULL) {                                                          \
       snprintf(why, cap,                                                       \
@@ -97,8 +97,7 @@ static int load_driver(char *why, size_t cap) {
 #undef GPU_RESOLVE
   CUresult r = gpu_cu.cuInit(0);
   if (r != CUDA_SUCCESS) {
-    snprintf(why, cap, "cuInit(0) returned %s (%d)", gpu_error_name(r),
-             (int)r);
+    snprintf(why, cap, "cuInit(0) returned %s (%d)", gpu_error_name(r), (int)r);
     return 0;
   }
   return 1;
@@ -109,13 +108,11 @@ static int load_driver(char *why, size_t cap) {
 static long required_devices(const char **raw) {
   const char *v = getenv("T4A_REQUIRE_GPU");
   *raw = v != NULL ? v : "";
-  if (v == NULL || v[0] == '\0')
-    return 0;
+  if (v == NULL || v[0] == '\0') return 0;
   char *end = NULL;
   errno = 0;
   long n = strtol(v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0')
-    return 1;
+  if (errno != 0 || end == v || *end != '\0') return 1;
   return n;
 }
 
@@ -166,46 +163,40 @@ int gpu_lane_require(int min_devices) {
 CUcontext gpu_current(void) {
   CUcontext ctx = NULL;
   CUresult r = gpu_cu.cuCtxGetCurrent(&ctx);
-  if (r != CUDA_SUCCESS)
-    die("cuCtxGetCurrent", r);
+  if (r != CUDA_SUCCESS) die("cuCtxGetCurrent", r);
   return ctx;
 }
 
 void gpu_set_current(CUcontext ctx) {
   CUresult r = gpu_cu.cuCtxSetCurrent(ctx);
-  if (r != CUDA_SUCCESS)
-    die("cuCtxSetCurrent", r);
+  if (r != CUDA_SUCCESS) die("cuCtxSetCurrent", r);
 }
 
 CUdevice gpu_device(int ordinal) {
   CUdevice dev = 0;
   CUresult r = gpu_cu.cuDeviceGet(&dev, ordinal);
-  if (r != CUDA_SUCCESS)
-    die("cuDeviceGet", r);
+  if (r != CUDA_SUCCESS) die("cuDeviceGet", r);
   return dev;
 }
 
 CUcontext gpu_primary_retain(int ordinal) {
   CUcontext ctx = NULL;
   CUresult r = gpu_cu.cuDevicePrimaryCtxRetain(&ctx, gpu_device(ordinal));
-  if (r != CUDA_SUCCESS)
-    die("cuDevicePrimaryCtxRetain", r);
+  if (r != CUDA_SUCCESS) die("cuDevicePrimaryCtxRetain", r);
   return ctx;
 }
 
 void gpu_primary_release(int ordinal) {
   CUresult r = gpu_cu.cuDevicePrimaryCtxRelease(gpu_device(ordinal));
-  if (r != CUDA_SUCCESS)
-    die("cuDevicePrimaryCtxRelease", r);
+  if (r != CUDA_SUCCESS) die("cuDevicePrimaryCtxRelease", r);
 }
 
 int gpu_primary_active(int ordinal) {
   unsigned int flags = 0;
   int active = 0;
-  CUresult r = gpu_cu.cuDevicePrimaryCtxGetState(gpu_device(ordinal), &flags,
-                                                 &active);
-  if (r != CUDA_SUCCESS)
-    die("cuDevicePrimaryCtxGetState", r);
+  CUresult r =
+      gpu_cu.cuDevicePrimaryCtxGetState(gpu_device(ordinal), &flags, &active);
+  if (r != CUDA_SUCCESS) die("cuDevicePrimaryCtxGetState", r);
   return active;
 }
 
@@ -222,23 +213,20 @@ CUcontext gpu_context_create(int ordinal) {
 #else
   CUresult r = gpu_cu.cuCtxCreate(&ctx, 0, dev);
 #endif
-  if (r != CUDA_SUCCESS)
-    die("cuCtxCreate", r);
+  if (r != CUDA_SUCCESS) die("cuCtxCreate", r);
   gpu_set_current(ctx);
   return ctx;
 }
 
 void gpu_context_destroy(CUcontext ctx) {
   CUresult r = gpu_cu.cuCtxDestroy(ctx);
-  if (r != CUDA_SUCCESS)
-    die("cuCtxDestroy", r);
+  if (r != CUDA_SUCCESS) die("cuCtxDestroy", r);
 }
 
 CUresult gpu_alloc_free(size_t bytes) {
   CUdeviceptr p = 0;
   CUresult r = gpu_cu.cuMemAlloc(&p, bytes);
-  if (r != CUDA_SUCCESS)
-    return r;
+  if (r != CUDA_SUCCESS) return r;
   return gpu_cu.cuMemFree(p);
 }
 

@@ -1,0 +1,143 @@
+/*
+ * Host lane: t4acuda.h is self-contained, strict C11 (compiled with
+ * -std=c11 -pedantic -Wall -Wextra -Werror) and links. Uses every *_INIT
+ * macro (a test fails when the header gains one this file does not use)
+ * and checks the defaults and layout they promise.
+ * SPDX-License-Identifier: MIT OR Apache-2.0
+ */
+#include "t4acuda.h" /* first: it must need nothing before it */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ABI layout: handles are 8 bytes, statuses 32 bits, every struct starts
+ * with its size. */
+_Static_assert(sizeof(t4a_runtime) == 8, "handles are 8 bytes");
+_Static_assert(sizeof(t4a_status) == 4, "t4a_status is 32 bits");
+_Static_assert(T4A_NULL_ID == 0, "the null id is 0");
+_Static_assert(offsetof(t4a_error_info, struct_size) == 0, "size first");
+_Static_assert(offsetof(t4a_device_info, struct_size) == 0, "size first");
+_Static_assert(offsetof(t4a_runtime_options, struct_size) == 0, "size first");
+_Static_assert(offsetof(t4a_runtime_info, struct_size) == 0, "size first");
+_Static_assert(offsetof(t4a_runtime_stats, struct_size) == 0, "size first");
+_Static_assert(T4A_VERSION_NUMBER == T4A_VERSION_MAJOR * 10000 +
+                                         T4A_VERSION_MINOR * 100 +
+                                         T4A_VERSION_PATCH,
+               "version number");
+
+/* Every initializer is a constant expression usable at file scope. */
+static const t4a_error_info k_error_info = T4A_ERROR_INFO_INIT;
+static const t4a_device_info k_device_info = T4A_DEVICE_INFO_INIT;
+static const t4a_runtime_options k_runtime_options = T4A_RUNTIME_OPTIONS_INIT;
+static const t4a_runtime_info k_runtime_info = T4A_RUNTIME_INFO_INIT;
+static const t4a_runtime_stats k_runtime_stats = T4A_RUNTIME_STATS_INIT;
+static const char k_version[] = T4A_VERSION_STRING;
+
+static void test_init_macros(void **state) {
+  /* ...and at block scope. */
+  t4a_error_info error_info = T4A_ERROR_INFO_INIT;
+  t4a_device_info device_info = T4A_DEVICE_INFO_INIT;
+  t4a_runtime_options runtime_options = T4A_RUNTIME_OPTIONS_INIT;
+  t4a_runtime_info runtime_info = T4A_RUNTIME_INFO_INIT;
+  t4a_runtime_stats runtime_stats = T4A_RUNTIME_STATS_INIT;
+  (void)state;
+  assert_int_equal(error_info.struct_size, sizeof(t4a_error_info));
+  assert_int_equal(error_info.status, T4A_SUCCESS);
+  assert_null(error_info.entry_point);
+  assert_int_equal(device_info.struct_size, sizeof(t4a_device_info));
+  assert_int_equal(device_info.ordinal, 0);
+  assert_int_equal(device_info.name[0], '\0');
+  assert_int_equal(runtime_options.struct_size, sizeof(t4a_runtime_options));
+  assert_int_equal(runtime_options.device_ordinal, 0);
+  assert_true(runtime_options.pool_release_threshold == T4A_POOL_KEEP_ALL);
+  assert_true(T4A_POOL_KEEP_ALL == UINT64_MAX);
+  assert_int_equal(runtime_info.struct_size, sizeof(t4a_runtime_info));
+  assert_null(runtime_info.context);
+  assert_int_equal(runtime_stats.struct_size, sizeof(t4a_runtime_stats));
+  assert_int_equal(runtime_stats.host_waits, 0);
+  assert_memory_equal(&k_error_info, &error_info, sizeof error_info);
+  assert_int_equal(k_device_info.struct_size, device_info.struct_size);
+  assert_memory_equal(&k_runtime_options, &runtime_options,
+                      sizeof runtime_options);
+  assert_int_equal(k_runtime_info.struct_size, runtime_info.struct_size);
+  assert_int_equal(k_runtime_stats.struct_size, runtime_stats.struct_size);
+}
+
+static void test_version_macros_and_link(void **state) {
+  char expected[32];
+  (void)state;
+  snprintf(expected, sizeof expected, "%d.%d.%d", T4A_VERSION_MAJOR,
+           T4A_VERSION_MINOR, T4A_VERSION_PATCH);
+  assert_string_equal(k_version, expected);
+  /* Linked: the library answers with the header's version. */
+  assert_int_equal(t4a_version(), T4A_VERSION_NUMBER);
+  assert_string_equal(t4a_version_string(), T4A_VERSION_STRING);
+  assert_string_equal(t4a_status_name(T4A_SUCCESS), "T4A_SUCCESS");
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  char *text;
+  long n;
+  if (f == NULL)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  text = malloc((size_t)n + 1);
+  if (text != NULL) {
+    size_t got = fread(text, 1, (size_t)n, f);
+    text[got] = '\0';
+  }
+  fclose(f);
+  return text;
+}
+
+/* Every `#define T4A_<NAME>_INIT` of the header is used above. */
+static void test_every_init_macro_used(void **state) {
+  char *header = read_file(T4A_TEST_SOURCE_DIR "/include/t4acuda.h");
+  char *self = read_file(T4A_TEST_SOURCE_DIR "/tests/host/header_c11.c");
+  const char *p;
+  int found = 0;
+  (void)state;
+  assert_non_null(header);
+  assert_non_null(self);
+  for (p = strstr(header, "#define T4A_"); p != NULL;
+       p = strstr(p + 1, "#define T4A_")) {
+    char name[128], use[160];
+    size_t n = 0;
+    const char *q = p + strlen("#define ");
+    while (n + 1 < sizeof name &&
+           (q[n] == '_' || (q[n] >= 'A' && q[n] <= 'Z') ||
+            (q[n] >= '0' && q[n] <= '9')))
+      ++n;
+    memcpy(name, q, n);
+    name[n] = '\0';
+    if (n < 5 || strcmp(name + n - 5, "_INIT") != 0)
+      continue;
+    ++found;
+    snprintf(use, sizeof use, "= %s;", name);
+    if (strstr(self, use) == NULL)
+      fail_msg("%s is not used in header_c11.c", name);
+  }
+  assert_true(found >= 5); /* the five of 0.1.0 at least */
+  free(header);
+  free(self);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_init_macros),
+      cmocka_unit_test(test_version_macros_and_link),
+      cmocka_unit_test(test_every_init_macro_used),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,703 @@
+/*
+ * Host lane, table-driven over every exported function (SPEC §5):
+ *   - the list of exports is read from the built library (nm -D); an export
+ *     without a row, or a row naming a symbol that is not exported, fails;
+ *   - without a driver (T4A_CUDA_DRIVER_PATH points at a file that does not
+ *     exist), every function that needs one returns NO_DRIVER naming the
+ *     path, context-free functions work, and functions taking a runtime
+ *     handle reject it (INVALID_HANDLE) before touching the driver;
+ *   - every function taking a handle rejects null, forged, wrong-kind,
+ *     released and stale handles with INVALID_HANDLE naming the argument.
+ * The t4a_testing_* rows exist when the library has them (T4A_TESTING).
+ * SPDX-License-Identifier: MIT OR Apache-2.0
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host_support.h"
+#include "t4acuda.h"
+#if defined(T4A_TEST_HAVE_TESTING)
+#include "t4acuda_testing.h"
+#endif
+
+#define DRIVER_PATH "/nonexistent/libcuda.so.1"
+#define SENTINEL32 INT32_C(0x5A5A5A5A)
+#define SENTINEL_ID UINT64_C(0xA5A5A5A5A5A5A5A5)
+
+/* Handle id layout (src/core/registry.hpp): kind (8 bits) << 56 |
+ * generation (24 bits, never 0) << 32 | slot (32 bits). Kinds from
+ * src/core/object.hpp. */
+#define KIND_RUNTIME 1u
+#define KIND_TEST_OBJECT 255u
+#define MAKE_ID(kind, gen, slot)                                               \
+  (((uint64_t)(kind) << 56) | ((uint64_t)((gen)&0xFFFFFFu) << 32) |            \
+   (uint64_t)(uint32_t)(slot))
+#define WITH_KIND(id, kind)                                                    \
+  (((id) & ~(UINT64_C(0xFF) << 56)) | ((uint64_t)(kind) << 56))
+
+/* ---- shared checks ------------------------------------------------------ */
+
+static void read_last(t4a_error_info *info, char *message, size_t capacity) {
+  size_t needed = 0;
+  info->struct_size = sizeof *info;
+  assert_int_equal(t4a_last_error(info), T4A_SUCCESS);
+  assert_int_equal(t4a_last_error_message(message, capacity, &needed),
+                   T4A_SUCCESS);
+  assert_true(needed <= capacity);
+}
+
+static void expect_message_contains(const char *message, const char *part) {
+  if (!t4a_test_contains(message, part))
+    fail_msg("message \"%s\" does not contain \"%s\"", message, part);
+}
+
+/* `s` is NO_DRIVER, recorded for `entry` with a message naming the path. */
+static void expect_no_driver(t4a_status s, const char *entry) {
+  t4a_error_info info;
+  char message[2048];
+  if (s != T4A_ERROR_NO_DRIVER)
+    fail_msg("%s gave %s, expected T4A_ERROR_NO_DRIVER", entry,
+             t4a_status_name(s));
+  read_last(&info, message, sizeof message);
+  assert_int_equal(info.status, T4A_ERROR_NO_DRIVER);
+  assert_string_equal(info.entry_point, entry);
+  assert_int_equal(info.driver_result, 0); /* cuInit never ran */
+  assert_int_equal(info.compiler_result, 0);
+  expect_message_contains(message, DRIVER_PATH);
+  expect_message_contains(message, "T4A_CUDA_DRIVER_PATH");
+  expect_message_contains(message, entry);
+}
+
+/* `s` is INVALID_HANDLE for `entry`, naming `arg` and the id. */
+static void expect_bad_handle(t4a_status s, const char *entry, const char *arg,
+                              uint64_t id) {
+  t4a_error_info info;
+  char message[2048], hex[32];
+  if (s != T4A_ERROR_INVALID_HANDLE)
+    fail_msg("%s(0x%016" PRIx64 ") gave %s, expected "
+             "T4A_ERROR_INVALID_HANDLE",
+             entry, id, t4a_status_name(s));
+  read_last(&info, message, sizeof message);
+  assert_int_equal(info.status, T4A_ERROR_INVALID_HANDLE);
+  assert_string_equal(info.entry_point, entry);
+  assert_int_equal(info.driver_result, 0);
+  expect_message_contains(message, arg);
+  snprintf(hex, sizeof hex, "0x%016" PRIx64, id);
+  expect_message_contains(message, hex);
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+typedef enum category {
+  NEEDS_DRIVER, /* must return NO_DRIVER without a driver */
+  HANDLE_FIRST, /* takes a runtime: without a driver none can exist, and a
+                   forged one is rejected before the driver is touched */
+  CONTEXT_FREE, /* works without a driver: its own check */
+  TESTING_ONLY  /* t4a_testing_*: its own check */
+} category;
+
+typedef struct row {
+  const char *name;
+  category cat;
+  /* Without a driver: the row's check (NULL for HANDLE_FIRST: the
+   * handle check below with a forged runtime is the check). */
+  void (*check)(void);
+  /* Calls the function with handle `id` and otherwise valid arguments;
+   * NULL when it takes no handle. Must only be given invalid ids. */
+  t4a_status (*with_handle)(uint64_t id);
+  uint8_t kind;    /* kind byte of the handle it takes */
+  const char *arg; /* the handle argument's name in messages */
+  int null_ok;     /* the null handle is a successful no-op */
+} row;
+
+/* -- needs a driver -- */
+
+static void check_runtime_create(void) {
+  t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
+  t4a_runtime rt = {SENTINEL_ID};
+  expect_no_driver(t4a_runtime_create(&o, &rt), "t4a_runtime_create");
+  assert_int_equal(rt.id, SENTINEL_ID);
+  expect_no_driver(t4a_runtime_create(NULL, &rt), "t4a_runtime_create");
+  assert_int_equal(rt.id, SENTINEL_ID);
+}
+
+static void check_device_count(void) {
+  int32_t n = SENTINEL32;
+  expect_no_driver(t4a_device_count(&n), "t4a_device_count");
+  assert_int_equal(n, SENTINEL32);
+}
+
+static void check_device_info_get(void) {
+  t4a_device_info info, copy;
+  memset(&info, 0x5A, sizeof info);
+  info.struct_size = sizeof info;
+  memcpy(&copy, &info, sizeof info);
+  expect_no_driver(t4a_device_info_get(0, &info), "t4a_device_info_get");
+  assert_memory_equal(&info, &copy, sizeof info);
+}
+
+static void check_device_can_access_peer(void) {
+  int32_t can = SENTINEL32;
+  expect_no_driver(t4a_device_can_access_peer(0, 1, &can),
+                   "t4a_device_can_access_peer");
+  assert_int_equal(can, SENTINEL32);
+  expect_no_driver(t4a_device_can_access_peer(0, 0, &can),
+                   "t4a_device_can_access_peer");
+  assert_int_equal(can, SENTINEL32);
+}
+
+static void check_driver_version(void) {
+  int32_t v = SENTINEL32;
+  expect_no_driver(t4a_driver_version(&v), "t4a_driver_version");
+  assert_int_equal(v, SENTINEL32);
+}
+
+/* -- context-free -- */
+
+static void check_version(void) {
+  assert_int_equal(t4a_version(), T4A_VERSION_NUMBER);
+}
+
+static void check_version_string(void) {
+  assert_string_equal(t4a_version_string(), T4A_VERSION_STRING);
+}
+
+static void check_built_cuda_version(void) {
+  /* CUDA_VERSION of the toolkit the library was built with: 12.0 or newer
+   * (cuGetProcAddress_v2), major*1000 + minor*10. */
+  int32_t v = t4a_built_cuda_version();
+  assert_true(v >= 12000);
+  assert_int_equal(v % 10, 0);
+}
+
+static void check_status_name(void) {
+  assert_string_equal(t4a_status_name(T4A_ERROR_NO_DRIVER),
+                      "T4A_ERROR_NO_DRIVER");
+}
+
+static void check_status_description(void) {
+  assert_string_equal(t4a_status_description(T4A_ERROR_NO_DRIVER),
+                      "no usable CUDA driver was found");
+}
+
+static void check_last_error(void) {
+  t4a_error_info info = T4A_ERROR_INFO_INIT;
+  int32_t n;
+  (void)t4a_device_count(&n);
+  assert_int_equal(t4a_last_error(&info), T4A_SUCCESS);
+  assert_int_equal(info.status, T4A_ERROR_NO_DRIVER);
+  assert_string_equal(info.entry_point, "t4a_device_count");
+}
+
+static void check_last_error_message(void) {
+  char message[2048];
+  size_t needed = 0;
+  int32_t n;
+  (void)t4a_device_count(&n);
+  assert_int_equal(t4a_last_error_message(NULL, 0, &needed), T4A_SUCCESS);
+  assert_true(needed > sizeof DRIVER_PATH);
+  assert_true(needed <= sizeof message);
+  assert_int_equal(t4a_last_error_message(message, needed, NULL), T4A_SUCCESS);
+  assert_int_equal(strlen(message) + 1, needed);
+  expect_message_contains(message, DRIVER_PATH);
+}
+
+static void check_last_error_clear(void) {
+  t4a_error_info info = T4A_ERROR_INFO_INIT;
+  int32_t n;
+  (void)t4a_device_count(&n);
+  t4a_last_error_clear();
+  assert_int_equal(t4a_last_error(&info), T4A_SUCCESS);
+  assert_int_equal(info.status, T4A_SUCCESS);
+  assert_string_equal(info.entry_point, "");
+}
+
+typedef struct log_record {
+  int calls;
+  char message[2048];
+} log_record;
+
+static void record_log(void *user, int32_t level, const char *message) {
+  log_record *r = user;
+  (void)level;
+  ++r->calls;
+  snprintf(r->message, sizeof r->message, "%s", message);
+}
+
+static void check_set_log_callback(void) {
+  log_record r;
+  int32_t n;
+  memset(&r, 0, sizeof r);
+  unsetenv("T4A_LOG");
+  assert_int_equal(t4a_set_log_callback(record_log, &r, T4A_LOG_DEBUG),
+                   T4A_SUCCESS);
+  (void)t4a_device_count(&n);
+  assert_int_equal(t4a_set_log_callback(NULL, NULL, T4A_LOG_WARN), T4A_SUCCESS);
+  assert_int_equal(r.calls, 1);
+  expect_message_contains(r.message, "t4a_device_count");
+  expect_message_contains(r.message, DRIVER_PATH);
+}
+
+static void check_nvrtc_version(void) {
+  /* NVRTC needs no driver: SUCCESS, or NO_COMPILER where no NVRTC is
+   * installed (tests/host/test_nvrtc.c requires one); never NO_DRIVER. */
+  int32_t major = SENTINEL32, minor = SENTINEL32;
+  t4a_status s = t4a_nvrtc_version(&major, &minor);
+  if (s == T4A_SUCCESS) {
+    assert_true(major >= 12);
+    assert_true(minor >= 0 && minor < 100);
+  } else {
+    assert_int_equal(s, T4A_ERROR_NO_COMPILER);
+    assert_int_equal(major, SENTINEL32);
+    assert_int_equal(minor, SENTINEL32);
+  }
+}
+
+/* -- runtime handle wrappers -- */
+
+static t4a_status call_runtime_destroy(uint64_t id) {
+  t4a_runtime rt = {id};
+  return t4a_runtime_destroy(rt);
+}
+
+static t4a_status call_runtime_synchronize(uint64_t id) {
+  t4a_runtime rt = {id};
+  return t4a_runtime_synchronize(rt);
+}
+
+static t4a_status call_runtime_trim(uint64_t id) {
+  t4a_runtime rt = {id};
+  return t4a_runtime_trim(rt);
+}
+
+static t4a_status call_runtime_info_get(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_runtime_info info, copy;
+  t4a_status s;
+  memset(&info, 0x5A, sizeof info);
+  info.struct_size = sizeof info;
+  memcpy(&copy, &info, sizeof info);
+  s = t4a_runtime_info_get(rt, &info);
+  if (s != T4A_SUCCESS)
+    assert_memory_equal(&info, &copy, sizeof info);
+  return s;
+}
+
+static t4a_status call_runtime_stats_get(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_runtime_stats stats, copy;
+  t4a_status s;
+  memset(&stats, 0x5A, sizeof stats);
+  stats.struct_size = sizeof stats;
+  memcpy(&copy, &stats, sizeof stats);
+  s = t4a_runtime_stats_get(rt, &stats);
+  if (s != T4A_SUCCESS)
+    assert_memory_equal(&stats, &copy, sizeof stats);
+  return s;
+}
+
+/* -- testing-only -- */
+
+#if defined(T4A_TEST_HAVE_TESTING)
+static void check_testing_fault_arm(void) {
+  assert_int_equal(
+      t4a_testing_fault_arm("cuInit", 1, 999, T4A_TESTING_FAULT_INSTEAD),
+      T4A_SUCCESS);
+  assert_int_equal(
+      t4a_testing_fault_arm("cuNoSuchEntry", 1, 999, T4A_TESTING_FAULT_INSTEAD),
+      T4A_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(
+      t4a_testing_fault_arm("cuInit", 0, 999, T4A_TESTING_FAULT_INSTEAD),
+      T4A_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(t4a_testing_fault_arm("cuInit", 1, 999, 0),
+                   T4A_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(t4a_testing_fault_arm(NULL, 1, 999, T4A_TESTING_FAULT_AFTER),
+                   T4A_ERROR_INVALID_ARGUMENT);
+  t4a_testing_fault_reset();
+}
+
+static void check_testing_fault_reset(void) {
+  int32_t n;
+  t4a_testing_count_calls(1);
+  (void)t4a_device_count(&n);
+  t4a_testing_fault_reset();
+  assert_int_equal(t4a_testing_call_count("cuDeviceGetCount"), 0);
+  assert_int_equal(t4a_testing_call_count("cuInit"), 0);
+}
+
+static void check_testing_count_calls(void) {
+  int32_t n;
+  t4a_testing_fault_reset();
+  t4a_testing_count_calls(1);
+  /* Without a driver no driver entry point is ever called. */
+  expect_no_driver(t4a_device_count(&n), "t4a_device_count");
+  assert_int_equal(t4a_testing_call_count("cuDeviceGetCount"), 0);
+  t4a_testing_count_calls(0);
+  t4a_testing_fault_reset();
+}
+
+static void check_testing_call_count(void) {
+  t4a_testing_fault_reset();
+  assert_int_equal(t4a_testing_call_count("cuInit"), 0);
+  assert_int_equal(t4a_testing_call_count("cuStreamSynchronize"), 0);
+  assert_int_equal(t4a_testing_call_count("cuNoSuchEntry"), -1);
+  assert_int_equal(t4a_testing_call_count(NULL), -1);
+}
+
+static void check_testing_objects(void) {
+  uint64_t start = t4a_testing_live_handles();
+  uint64_t id = SENTINEL_ID, value = SENTINEL_ID;
+  assert_int_equal(t4a_testing_object_create(77, &id), T4A_SUCCESS);
+  assert_int_not_equal(id, T4A_NULL_ID);
+  assert_int_equal(id >> 56, KIND_TEST_OBJECT);
+  assert_int_equal(t4a_testing_live_handles(), start + 1);
+  assert_int_equal(t4a_testing_object_value(id, &value), T4A_SUCCESS);
+  assert_int_equal(value, 77);
+  assert_int_equal(t4a_testing_object_retain(id), T4A_SUCCESS);
+  assert_int_equal(t4a_testing_object_release(id), T4A_SUCCESS);
+  assert_int_equal(t4a_testing_live_handles(), start + 1);
+  assert_int_equal(t4a_testing_object_release(id), T4A_SUCCESS);
+  assert_int_equal(t4a_testing_live_handles(), start);
+  value = SENTINEL_ID;
+  expect_bad_handle(t4a_testing_object_value(id, &value),
+                    "t4a_testing_object_value", "object", id);
+  assert_int_equal(value, SENTINEL_ID);
+  assert_int_equal(t4a_testing_object_value(id, NULL),
+                   T4A_ERROR_INVALID_ARGUMENT);
+  id = SENTINEL_ID;
+  assert_int_equal(t4a_testing_object_create(1, NULL),
+                   T4A_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(t4a_testing_live_handles(), start);
+}
+
+static t4a_status call_object_retain(uint64_t id) {
+  return t4a_testing_object_retain(id);
+}
+
+static t4a_status call_object_release(uint64_t id) {
+  return t4a_testing_object_release(id);
+}
+
+static t4a_status call_object_value(uint64_t id) {
+  uint64_t value = SENTINEL_ID;
+  t4a_status s = t4a_testing_object_value(id, &value);
+  if (s != T4A_SUCCESS)
+    assert_int_equal(value, SENTINEL_ID);
+  return s;
+}
+#endif
+
+#define ROW(name, cat, check)                                                  \
+  { #name, cat, check, NULL, 0, NULL, 0 }
+#define RUNTIME_ROW(verb, null_ok)                                             \
+  {                                                                            \
+    "t4a_runtime_" #verb, HANDLE_FIRST, NULL, call_runtime_##verb,             \
+        KIND_RUNTIME, "runtime", null_ok                                       \
+  }
+
+static const row k_rows[] = {
+    /* versions and status names */
+    ROW(t4a_version, CONTEXT_FREE, check_version),
+    ROW(t4a_version_string, CONTEXT_FREE, check_version_string),
+    ROW(t4a_built_cuda_version, CONTEXT_FREE, check_built_cuda_version),
+    ROW(t4a_status_name, CONTEXT_FREE, check_status_name),
+    ROW(t4a_status_description, CONTEXT_FREE, check_status_description),
+    /* last error and logging */
+    ROW(t4a_last_error, CONTEXT_FREE, check_last_error),
+    ROW(t4a_last_error_message, CONTEXT_FREE, check_last_error_message),
+    ROW(t4a_last_error_clear, CONTEXT_FREE, check_last_error_clear),
+    ROW(t4a_set_log_callback, CONTEXT_FREE, check_set_log_callback),
+    /* driver, compiler, devices */
+    ROW(t4a_nvrtc_version, CONTEXT_FREE, check_nvrtc_version),
+    ROW(t4a_driver_version, NEEDS_DRIVER, check_driver_version),
+    ROW(t4a_device_count, NEEDS_DRIVER, check_device_count),
+    ROW(t4a_device_info_get, NEEDS_DRIVER, check_device_info_get),
+    ROW(t4a_device_can_access_peer, NEEDS_DRIVER, check_device_can_access_peer),
+    /* runtimes */
+    ROW(t4a_runtime_create, NEEDS_DRIVER, check_runtime_create),
+    RUNTIME_ROW(destroy, 1),
+    RUNTIME_ROW(synchronize, 0),
+    RUNTIME_ROW(trim, 0),
+    RUNTIME_ROW(info_get, 0),
+    RUNTIME_ROW(stats_get, 0),
+#if defined(T4A_TEST_HAVE_TESTING)
+    /* test-only entry points */
+    ROW(t4a_testing_fault_arm, TESTING_ONLY, check_testing_fault_arm),
+    ROW(t4a_testing_fault_reset, TESTING_ONLY, check_testing_fault_reset),
+    ROW(t4a_testing_count_calls, TESTING_ONLY, check_testing_count_calls),
+    ROW(t4a_testing_call_count, TESTING_ONLY, check_testing_call_count),
+    ROW(t4a_testing_object_create, TESTING_ONLY, check_testing_objects),
+    {"t4a_testing_object_retain", TESTING_ONLY, check_testing_objects,
+     call_object_retain, KIND_TEST_OBJECT, "object", 0},
+    {"t4a_testing_object_release", TESTING_ONLY, check_testing_objects,
+     call_object_release, KIND_TEST_OBJECT, "object", 1},
+    {"t4a_testing_object_value", TESTING_ONLY, check_testing_objects,
+     call_object_value, KIND_TEST_OBJECT, "object", 0},
+    ROW(t4a_testing_live_handles, TESTING_ONLY, check_testing_objects),
+#endif
+};
+#define ROW_COUNT (sizeof k_rows / sizeof k_rows[0])
+
+/* ---- exports vs rows ---------------------------------------------------- */
+
+#define MAX_SYMBOLS 512
+static t4a_test_symbol g_symbols[MAX_SYMBOLS];
+static long g_symbol_count = -1;
+
+static void load_exports(void) {
+  char why[1024];
+  if (g_symbol_count >= 0)
+    return;
+  g_symbol_count = t4a_test_read_dynamic_symbols(
+      T4A_TEST_LIBRARY_PATH, g_symbols, MAX_SYMBOLS, why, sizeof why);
+  if (g_symbol_count < 0)
+    fail_msg("cannot list the exports: %s", why);
+  if (g_symbol_count > MAX_SYMBOLS)
+    fail_msg("%ld symbols: raise MAX_SYMBOLS", g_symbol_count);
+}
+
+static int is_exported_function(const char *name) {
+  long i;
+  for (i = 0; i < g_symbol_count; ++i)
+    if (g_symbols[i].type == 'T' && strcmp(g_symbols[i].name, name) == 0)
+      return 1;
+  return 0;
+}
+
+static const row *find_row(const char *name) {
+  size_t i;
+  for (i = 0; i < ROW_COUNT; ++i)
+    if (strcmp(k_rows[i].name, name) == 0)
+      return &k_rows[i];
+  return NULL;
+}
+
+static void test_every_export_has_a_row(void **state) {
+  int missing = 0, functions = 0;
+  long i;
+  (void)state;
+  load_exports();
+  for (i = 0; i < g_symbol_count; ++i) {
+    if (g_symbols[i].type != 'T')
+      continue;
+    ++functions;
+    if (find_row(g_symbols[i].name) == NULL) {
+      print_error("exported %s has no row in %s\n", g_symbols[i].name,
+                  __FILE__);
+      ++missing;
+    }
+  }
+  assert_true(is_exported_function("t4a_version")); /* nm really worked */
+  assert_true(functions > 0);
+  assert_int_equal(missing, 0);
+}
+
+static void test_every_row_is_exported(void **state) {
+  int has_testing = 0, stray = 0;
+  long i;
+  size_t r;
+  (void)state;
+  load_exports();
+  for (i = 0; i < g_symbol_count; ++i)
+    if (t4a_test_starts_with(g_symbols[i].name, "t4a_testing_"))
+      has_testing = 1;
+  for (r = 0; r < ROW_COUNT; ++r) {
+    const row *w = &k_rows[r];
+    if (is_exported_function(w->name))
+      continue;
+    if (w->cat == TESTING_ONLY && !has_testing)
+      continue;
+    print_error("row %s names a function the library does not export\n",
+                w->name);
+    ++stray;
+  }
+  for (r = 0; r < ROW_COUNT; ++r) /* one row per function */
+    assert_ptr_equal(find_row(k_rows[r].name), &k_rows[r]);
+  assert_int_equal(stray, 0);
+}
+
+/* ---- per-row tests ------------------------------------------------------ */
+
+/* A forged runtime id: no runtime can exist without a driver. */
+#define FORGED_RUNTIME MAKE_ID(KIND_RUNTIME, 1, 0)
+
+static void run_no_driver_row(void **state) {
+  const row *w = *state;
+  switch (w->cat) {
+  case NEEDS_DRIVER:
+  case CONTEXT_FREE:
+  case TESTING_ONLY:
+    w->check();
+    break;
+  case HANDLE_FIRST:
+    expect_bad_handle(w->with_handle(FORGED_RUNTIME), w->name, w->arg,
+                      FORGED_RUNTIME);
+    break;
+  }
+}
+
+static uint64_t g_rng = UINT64_C(0x9E3779B97F4A7C15);
+static uint64_t next_random(void) { /* xorshift64: fixed, reproducible */
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return g_rng;
+}
+
+static void expect_rejected(const row *w, uint64_t id) {
+  expect_bad_handle(w->with_handle(id), w->name, w->arg, id);
+}
+
+static void run_handle_row(void **state) {
+  const row *w = *state;
+  const uint64_t forged[] = {
+      UINT64_C(0xFFFFFFFFFFFFFFFF),
+      UINT64_C(0x0000000100000000), /* kind 0 */
+      MAKE_ID(0x7F, 1, 0),          /* no such kind */
+      MAKE_ID(w->kind, 0, 0),       /* generation 0 is never issued */
+      MAKE_ID(w->kind, 0, 5),
+      MAKE_ID(w->kind, 1, 0),
+      MAKE_ID(w->kind, 1, 0x7FFFFFFF),
+      MAKE_ID(w->kind, 0xFFFFFF, 0),
+      MAKE_ID(w->kind, 0xFFFFFF, 0xFFFFFFFF),
+      MAKE_ID(w->kind, 2, 0xFFFFFFFF),
+      MAKE_ID(w->kind, 0x123456, 3),
+  };
+  uint64_t base_live = 0;
+  size_t k;
+  int i;
+
+  /* null */
+  {
+    t4a_status s = w->with_handle(T4A_NULL_ID);
+    if (w->null_ok) {
+      assert_int_equal(s, T4A_SUCCESS);
+    } else {
+      expect_bad_handle(s, w->name, w->arg, T4A_NULL_ID);
+      {
+        t4a_error_info info;
+        char message[2048];
+        read_last(&info, message, sizeof message);
+        expect_message_contains(message, "null");
+      }
+    }
+  }
+  /* forged, fixed and random (with any kind byte and with this kind) */
+  for (k = 0; k < sizeof forged / sizeof forged[0]; ++k)
+    expect_rejected(w, forged[k]);
+  for (i = 0; i < 64; ++i) {
+    uint64_t id = next_random();
+    if (id == T4A_NULL_ID)
+      continue;
+    expect_rejected(w, id);
+    expect_rejected(w, WITH_KIND(id, w->kind));
+  }
+
+#if defined(T4A_TEST_HAVE_TESTING)
+  base_live = t4a_testing_live_handles();
+  {
+    uint64_t live = 0, gone = 0, reused = 0, value = 0;
+    /* A live object this row must not disturb. */
+    assert_int_equal(t4a_testing_object_create(1001, &live), T4A_SUCCESS);
+    /* A released one. */
+    assert_int_equal(t4a_testing_object_create(1002, &gone), T4A_SUCCESS);
+    assert_int_equal(t4a_testing_object_release(gone), T4A_SUCCESS);
+    /* Another object, most likely in the released one's slot (the
+     * registry reuses slots): the old id must stay stale. */
+    assert_int_equal(t4a_testing_object_create(1003, &reused), T4A_SUCCESS);
+    assert_int_not_equal(reused, gone);
+
+    if (w->kind == KIND_RUNTIME) {
+      /* Handles of another kind, live or not. */
+      expect_rejected(w, live);
+      expect_rejected(w, gone);
+      expect_rejected(w, reused);
+      /* Their ids with the kind byte rewritten to this kind. */
+      expect_rejected(w, WITH_KIND(live, KIND_RUNTIME));
+      expect_rejected(w, WITH_KIND(gone, KIND_RUNTIME));
+      expect_rejected(w, WITH_KIND(reused, KIND_RUNTIME));
+    } else {
+      expect_rejected(w, gone);                          /* released */
+      expect_rejected(w, WITH_KIND(live, KIND_RUNTIME)); /* another kind */
+      expect_rejected(w, WITH_KIND(reused, KIND_RUNTIME));
+      expect_rejected(w, live + (UINT64_C(1) << 32)); /* future generation */
+    }
+    /* Nothing was disturbed: the live objects still hold their values and
+     * exactly one handle reference each. */
+    assert_int_equal(t4a_testing_object_value(live, &value), T4A_SUCCESS);
+    assert_int_equal(value, 1001);
+    assert_int_equal(t4a_testing_object_value(reused, &value), T4A_SUCCESS);
+    assert_int_equal(value, 1003);
+    assert_int_equal(t4a_testing_object_release(live), T4A_SUCCESS);
+    assert_int_equal(t4a_testing_object_release(reused), T4A_SUCCESS);
+    assert_int_equal(t4a_testing_object_value(live, &value),
+                     T4A_ERROR_INVALID_HANDLE);
+    assert_int_equal(t4a_testing_object_value(reused, &value),
+                     T4A_ERROR_INVALID_HANDLE);
+    /* Released ids stay rejected by this row too. */
+    expect_rejected(w, w->kind == KIND_RUNTIME ? WITH_KIND(live, KIND_RUNTIME)
+                                               : live);
+  }
+  assert_int_equal(t4a_testing_live_handles(), base_live);
+#else
+  (void)base_live;
+#endif
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static void test_runs_without_driver(void **state) {
+  const char *v = getenv("T4A_CUDA_DRIVER_PATH");
+  (void)state;
+  assert_non_null(v);
+  assert_string_equal(v, DRIVER_PATH);
+}
+
+int main(void) {
+  static struct CMUnitTest no_driver[ROW_COUNT];
+  static struct CMUnitTest handles[ROW_COUNT];
+  static char names[ROW_COUNT][160];
+  const struct CMUnitTest coverage[] = {
+      cmocka_unit_test(test_runs_without_driver),
+      cmocka_unit_test(test_every_export_has_a_row),
+      cmocka_unit_test(test_every_row_is_exported),
+  };
+  size_t i, n_handles = 0;
+  int failed = 0;
+
+  /* Before any t4acuda call: no driver can be loaded from here. */
+  if (setenv("T4A_CUDA_DRIVER_PATH", DRIVER_PATH, 1) != 0)
+    return 1;
+
+  for (i = 0; i < ROW_COUNT; ++i) {
+    no_driver[i].name = k_rows[i].name;
+    no_driver[i].test_func = run_no_driver_row;
+    no_driver[i].initial_state = (void *)&k_rows[i];
+    if (k_rows[i].with_handle != NULL) {
+      snprintf(names[n_handles], sizeof names[n_handles], "%s (bad handles)",
+               k_rows[i].name);
+      handles[n_handles].name = names[n_handles];
+      handles[n_handles].test_func = run_handle_row;
+      handles[n_handles].initial_state = (void *)&k_rows[i];
+      ++n_handles;
+    }
+  }
+  failed += cmocka_run_group_tests_name("exports", coverage, NULL, NULL);
+  /* cmocka_run_group_tests_name takes an array of fixed size; these are
+   * filled at run time, so call the function it expands to. */
+  failed +=
+      _cmocka_run_group_tests("no_driver", no_driver, ROW_COUNT, NULL, NULL);
+  failed += _cmocka_run_group_tests("handles", handles, n_handles, NULL, NULL);
+  return failed == 0 ? 0 : 1;
+}
