@@ -161,11 +161,13 @@ int main(int argc, char **argv) {
   const char *json_path = nullptr;
   int reps = 7;
   bool quick = false;
+  bool sweep = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
       reps = std::max(5, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--sweep")) sweep = true;
   }
   int32_t count = 0;
   if (t4a_device_count(&count) != T4A_SUCCESS || count == 0 || !load_raw()) {
@@ -295,6 +297,44 @@ int main(int argc, char **argv) {
         sync();
       },
       0.95);
+
+  if (sweep) {
+    // Pageable transfer bandwidth over staging threads and chunk sizes, to
+    // choose the defaults (printed only; not part of the table).
+    std::printf("\nsweep: pageable 256 MiB, GB/s (upload / download)\n");
+    for (int threads : {4, 8, 12, 16}) {
+      for (uint64_t chunk : {uint64_t(4) << 20, uint64_t(8) << 20,
+                             uint64_t(16) << 20}) {
+        t4a_runtime_options so = T4A_RUNTIME_OPTIONS_INIT;
+        so.staging_threads = threads;
+        so.staging_chunk_bytes = chunk;
+        so.staging_bytes = 8 * chunk;
+        t4a_runtime srt{};
+        check(t4a_runtime_create(&so, &srt), "sweep runtime");
+        t4a_buffer sb{};
+        check(t4a_buffer_alloc(srt, n, 0, &sb), "sweep alloc");
+        std::vector<double> up, down;
+        for (int r = 0; r < 5; ++r) {
+          up.push_back(n / time_loop(1, [&] {
+                         check(t4a_buffer_upload(srt, sb, 0, pageable.data(),
+                                                 n),
+                               "upload");
+                         check(t4a_runtime_synchronize(srt), "sync");
+                       }) / 1e9);
+          down.push_back(n / time_loop(1, [&] {
+                           check(t4a_buffer_download_sync(
+                                     srt, sb, 0, pageable_out.data(), n),
+                                 "download");
+                         }) / 1e9);
+        }
+        std::printf("  threads %2d chunk %2llu MiB: %6.2f / %6.2f\n", threads,
+                    (unsigned long long)(chunk >> 20), median(up),
+                    median(down));
+        check(t4a_buffer_release(sb), "release");
+        check(t4a_runtime_destroy(srt), "destroy");
+      }
+    }
+  }
 
   t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
   check(t4a_runtime_stats_get(rt, &st), "stats");

@@ -13,22 +13,19 @@
 namespace t4a::capi {
 
 template <class F> t4a_status guarded(const char *entry, F &&body) noexcept {
-  core::EntryScope scope(entry);
+  t4a_status s;
   try {
-    return body();
+    s = body();
   } catch (const std::bad_alloc &) {
-    return core::fail_message(T4A_ERROR_OUT_OF_HOST_MEMORY,
-                              "out of host memory");
+    s = core::fail_quietly(T4A_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
   } catch (const std::exception &e) {
-    try {
-      return core::fail(T4A_ERROR_INTERNAL, "internal error: %s", e.what());
-    } catch (...) {
-      return T4A_ERROR_INTERNAL;
-    }
+    s = core::fail_quietly(T4A_ERROR_INTERNAL, e.what());
   } catch (...) {
-    return core::fail_message(T4A_ERROR_INTERNAL,
-                              "internal error: unknown exception");
+    s = core::fail_quietly(T4A_ERROR_INTERNAL, "unknown exception");
   }
+  if (s != T4A_SUCCESS && s != T4A_NOT_READY) [[unlikely]]
+    core::finish_failure(entry, s);
+  return s;
 }
 
 #define T4A_ENTRY(...)                                                         \

@@ -7,16 +7,22 @@ namespace t4a::core {
 
 using namespace t4a::driver;
 
-t4a_status ContextScope::enter(CUcontext target, const char *what) {
+t4a_status ContextScope::enter(CUcontext target, const char *what,
+                               bool record) {
   CUcontext current = nullptr;
-  if (auto r = cu::ctx_get_current(&current); !r)
-    return fail_driver(r, "%s: reading the current context", what);
-  if (current == target) return T4A_SUCCESS;
-  if (auto r = cu::ctx_set_current(target); !r)
+  DrvResult r = cu::ctx_get_current(&current);
+  if (r && current == target) return T4A_SUCCESS;
+  if (r) r = cu::ctx_set_current(target);
+  if (r) {
+    saved_ = current;
+    switched_ = true;
+    return T4A_SUCCESS;
+  }
+  if (record)
     return fail_driver(r, "%s: making the runtime's context current", what);
-  saved_ = current;
-  switched_ = true;
-  return T4A_SUCCESS;
+  logf(T4A_LOG_WARN, "%s: making the runtime's context current: %s returned %s",
+       what, r.entry, describe(r.code).c_str());
+  return status_for(r.code);
 }
 
 ContextScope::~ContextScope() { restore(); }

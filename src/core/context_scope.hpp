@@ -18,7 +18,9 @@ public:
 
   // Saves the current context and makes `target` current; records the
   // failure (with `what`) and changes nothing when that fails.
-  t4a_status enter(CUcontext target, const char *what);
+  // `record` false (teardown paths): a failure is logged, not recorded as
+  // the thread's last error.
+  t4a_status enter(CUcontext target, const char *what, bool record = true);
   // Restores the caller's context now (the destructor then does nothing).
   void restore();
 

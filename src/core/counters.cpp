@@ -10,8 +10,8 @@ void RuntimeCounters::fill(t4a_runtime_stats *s) const {
   s->zero_fills = zero_fills.get();
   s->fills = fills.get();
   s->device_copies = device_copies.get();
-  s->bytes_allocated = bytes_allocated.now.load(std::memory_order_relaxed);
-  s->bytes_allocated_peak = bytes_allocated.peak.load(std::memory_order_relaxed);
+  s->bytes_allocated = device_bytes.now();
+  s->bytes_allocated_peak = device_bytes.peak.get();
   s->uploads = uploads.get();
   s->downloads = downloads.get();
   s->bytes_uploaded = bytes_uploaded.get();

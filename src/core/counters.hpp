@@ -12,6 +12,12 @@ namespace t4a::core {
 struct Counter {
   std::atomic<uint64_t> v{0};
   void add(uint64_t n = 1) { v.fetch_add(n, std::memory_order_relaxed); }
+  // For counters only ever written under the runtime's admission lock: a
+  // plain load and store (no locked read-modify-write); readers still get
+  // a whole value.
+  void bump(uint64_t n = 1) {
+    v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
   void sub(uint64_t n) { v.fetch_sub(n, std::memory_order_relaxed); }
   uint64_t get() const { return v.load(std::memory_order_relaxed); }
 };
@@ -30,11 +36,25 @@ struct Level {
   void sub(uint64_t n) { now.fetch_sub(n, std::memory_order_relaxed); }
 };
 
+// Device bytes: allocated under admission (bump), freed from any thread
+// (add); live = allocated - freed; the peak is taken at allocation.
+struct DeviceBytes {
+  Counter allocated_total, freed_total, peak;
+  void allocate(uint64_t n) { // under admission
+    allocated_total.bump(n);
+    uint64_t live = now();
+    if (live > peak.get()) peak.v.store(live, std::memory_order_relaxed);
+  }
+  void free(uint64_t n) { freed_total.add(n); }
+  uint64_t now() const { return allocated_total.get() - freed_total.get(); }
+};
+
 struct RuntimeCounters {
   Counter host_waits, trims, allocations, frees, zero_fills, fills,
       device_copies, uploads, downloads, bytes_uploaded, bytes_downloaded,
       staging_waits, events_recorded, quarantined, leaked_allocations;
-  Level bytes_allocated, staging_bytes;
+  DeviceBytes device_bytes;
+  Level staging_bytes;
   void fill(t4a_runtime_stats *s) const;
 };
 

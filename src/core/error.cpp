@@ -10,7 +10,6 @@ namespace t4a::core {
 
 namespace {
 thread_local LastError tl_last;
-thread_local const char *tl_entry = "";
 
 std::string vformat(const char *fmt, va_list ap) {
   char small[256];
@@ -27,10 +26,30 @@ std::string vformat(const char *fmt, va_list ap) {
 } // namespace
 
 LastError &last_error() { return tl_last; }
-const char *current_entry() { return tl_entry; }
 
-EntryScope::EntryScope(const char *name) : saved_(tl_entry) { tl_entry = name; }
-EntryScope::~EntryScope() { tl_entry = saved_; }
+void finish_failure(const char *entry, t4a_status status) {
+  LastError &e = tl_last;
+  if (!e.pending || e.status != status) {
+    // A path that returned an error without recording one: record the
+    // status itself so the last error always matches what was returned.
+    e.status = status;
+    e.driver_result = 0;
+    e.compiler_result = 0;
+    e.message = t4a_status_description(status);
+  }
+  e.pending = false;
+  e.entry_point = entry;
+  try {
+    e.message.insert(0, std::string(entry) + ": ");
+  } catch (...) { // out of host memory while reporting: keep the status
+  }
+  if (!log_enabled(T4A_LOG_DEBUG)) return;
+  // A log callback may call a failing t4acuda function on this thread:
+  // keep this failure's record and put it back after logging.
+  LastError saved = e;
+  log(T4A_LOG_DEBUG, saved.message.c_str());
+  tl_last = std::move(saved);
+}
 
 std::string format(const char *fmt, ...) {
   va_list ap;
@@ -42,21 +61,26 @@ std::string format(const char *fmt, ...) {
 
 t4a_status fail_message(t4a_status status, std::string message,
                         int32_t driver_result, int32_t compiler_result) {
-  std::string full;
-  try {
-    full = std::string(tl_entry) + ": " + message;
-  } catch (...) { // out of host memory while reporting: keep the status
-  }
-  // Logged before it is recorded: a log callback that calls a failing
-  // t4acuda function cannot overwrite this failure's last error.
-  log(T4A_LOG_DEBUG, full.c_str());
   LastError &e = tl_last;
   e.status = status;
   e.driver_result = driver_result;
   e.compiler_result = compiler_result;
-  e.entry_point = tl_entry;
-  e.message.swap(full);
+  e.entry_point = "";
+  e.message.swap(message);
+  e.pending = true;
   return status;
+}
+
+t4a_status fail_quietly(t4a_status status, const char *what) noexcept {
+  try {
+    return fail_message(status, std::string("internal: ") + what);
+  } catch (...) {
+    LastError &e = tl_last;
+    e.status = status;
+    e.pending = true;
+    e.message.clear();
+    return status;
+  }
 }
 
 t4a_status fail(t4a_status status, const char *fmt, ...) {

@@ -19,24 +19,17 @@ struct LastError {
   int32_t compiler_result = 0;
   const char *entry_point = "";
   std::string message;
+  // Recorded by fail*() but not yet stamped with the entry point's name.
+  bool pending = false;
 };
 
 LastError &last_error();
 
-// The public entry point now running on this thread (set by EntryScope).
-const char *current_entry();
-
-// Sets the current entry point's name for the lifetime of the scope.
-class EntryScope {
-public:
-  explicit EntryScope(const char *name);
-  ~EntryScope();
-  EntryScope(const EntryScope &) = delete;
-  EntryScope &operator=(const EntryScope &) = delete;
-
-private:
-  const char *saved_;
-};
+// Called by the exception barrier when an entry point returns an error:
+// stamps the thread's last error with the entry point's name (prefixing the
+// message), then logs it at debug level. The success path of an entry point
+// touches no thread-local state.
+void finish_failure(const char *entry, t4a_status status);
 
 #if defined(__GNUC__)
 #define T4A_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
@@ -59,6 +52,10 @@ t4a_status fail_driver(driver::DrvResult r, const char *fmt, ...)
 t4a_status fail_message(t4a_status status, std::string message,
                         int32_t driver_result = 0,
                         int32_t compiler_result = 0);
+
+// Records a failure from an exception handler; never throws (when even
+// the message cannot be stored, the status alone is kept).
+t4a_status fail_quietly(t4a_status status, const char *what) noexcept;
 
 // Maps a CUresult to a status: OUT_OF_MEMORY, DEVICE_FAULT for sticky
 // errors, NO_DRIVER when the driver is gone, NO_DEVICE, NOT_READY, DRIVER.

@@ -47,7 +47,7 @@ HandleCheck Registry::find(uint64_t id, Kind kind, uint32_t *index) const {
 }
 
 uint64_t Registry::insert(Ref<Object> obj) {
-  std::unique_lock lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   uint32_t i;
   if (!free_.empty()) {
     i = free_.back();
@@ -65,7 +65,7 @@ uint64_t Registry::insert(Ref<Object> obj) {
 }
 
 HandleCheck Registry::resolve(uint64_t id, Kind kind, Ref<Object> *out) const {
-  std::shared_lock lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   uint32_t i = 0;
   HandleCheck c = find(id, kind, &i);
   if (c == HandleCheck::Ok) *out = Ref<Object>(slots_[i].obj);
@@ -74,7 +74,7 @@ HandleCheck Registry::resolve(uint64_t id, Kind kind, Ref<Object> *out) const {
 
 HandleCheck Registry::resolve_many(const uint64_t *ids, Kind kind, size_t n,
                                    Ref<Object> *out, size_t *bad_index) const {
-  std::shared_lock lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   for (size_t k = 0; k < n; ++k) {
     uint32_t i = 0;
     HandleCheck c = find(ids[k], kind, &i);
@@ -89,7 +89,7 @@ HandleCheck Registry::resolve_many(const uint64_t *ids, Kind kind, size_t n,
 }
 
 HandleCheck Registry::retain(uint64_t id, Kind kind) {
-  std::unique_lock lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   uint32_t i = 0;
   HandleCheck c = find(id, kind, &i);
   if (c != HandleCheck::Ok) return c;
@@ -100,7 +100,7 @@ HandleCheck Registry::retain(uint64_t id, Kind kind) {
 
 HandleCheck Registry::drop(uint64_t id, Kind kind, bool all,
                            Ref<Object> *removed) {
-  std::unique_lock lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   uint32_t i = 0;
   HandleCheck c = find(id, kind, &i);
   if (c != HandleCheck::Ok) return c;
@@ -124,7 +124,7 @@ HandleCheck Registry::remove(uint64_t id, Kind kind, Ref<Object> *removed) {
 }
 
 size_t Registry::live_count() const {
-  std::shared_lock lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return live_;
 }
 

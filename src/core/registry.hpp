@@ -10,7 +10,7 @@
 #pragma once
 
 #include <cstdint>
-#include <shared_mutex>
+#include <mutex>
 #include <vector>
 
 #include "core/object.hpp"
@@ -51,7 +51,7 @@ private:
   HandleCheck find(uint64_t id, Kind kind, uint32_t *index) const;
   HandleCheck drop(uint64_t id, Kind kind, bool all, Ref<Object> *removed);
 
-  mutable std::shared_mutex mu_;
+  mutable std::mutex mu_;
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
   size_t live_ = 0;

@@ -134,7 +134,9 @@ t4a_status Runtime::check_usable() const {
 
 t4a_status Runtime::synchronize(const char *what) {
   if (t4a_status s = check_usable(); s != T4A_SUCCESS) return s;
-  Epochs::Items retired;
+  Epochs::Items retired; // dropped last, after the context is restored
+  ContextScope scope;    // sealing may create an event
+  if (t4a_status s = scope.enter(ctx_, what); s != T4A_SUCCESS) return s;
   uint64_t through = 0;
   {
     Admission adm(admission_);
@@ -186,6 +188,10 @@ t4a_status Runtime::delivery_stream(CUstream *out) {
 
 t4a_status Runtime::trim() {
   if (t4a_status s = check_usable(); s != T4A_SUCCESS) return s;
+  ContextScope scope;
+  if (t4a_status s = scope.enter(ctx_, "trimming the memory pool");
+      s != T4A_SUCCESS)
+    return s;
   if (auto r = cu::mem_pool_trim_to(pool_, 0); !r)
     return fail_op(r, "trimming the memory pool");
   counters_.trims.add();
@@ -222,12 +228,8 @@ void Runtime::teardown() {
   if (proven) {
     // Work may have been enqueued after destroy's drain (frees of buffers
     // released later): drain again; on an idle stream this is cheap.
-    CUcontext current = nullptr;
-    DrvResult g = cu::ctx_get_current(&current);
-    if (!g) { // the driver is gone (process exit) or unusable
-      teardown_call(g, "reading the current context", domain_);
-      proven = false;
-    } else if (scope.enter(ctx_, "runtime teardown") != T4A_SUCCESS) {
+    if (scope.enter(ctx_, "runtime teardown", false) != T4A_SUCCESS) {
+      // The driver is gone (process exit) or unusable: leak.
       proven = false;
     } else if (DrvResult r = cu::stream_synchronize(stream_); !r) {
       teardown_call(r, "draining the stream", domain_);

@@ -11,6 +11,14 @@ namespace t4a::memory {
 using namespace t4a::driver;
 using core::fail;
 
+using BufferBlocks = core::BlockCache<sizeof(Buffer)>;
+
+void *Buffer::operator new(size_t size) {
+  return size == sizeof(Buffer) ? BufferBlocks::take() : ::operator new(size);
+}
+
+void Buffer::operator delete(void *p) noexcept { BufferBlocks::give(p); }
+
 Buffer::Buffer(core::Runtime &rt)
     : Object(core::Kind::Buffer), rt_(&rt) {}
 
@@ -29,8 +37,8 @@ t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
                      rt.ordinal(), r.entry, core::describe(r.code).c_str()),
         static_cast<int32_t>(r.code));
   if (!r) return rt.fail_op(r, what);
-  rt.counters().allocations.add();
-  rt.counters().bytes_allocated.add(bytes);
+  rt.counters().allocations.bump(); // under admission
+  rt.counters().device_bytes.allocate(bytes);
   *out = p;
   return T4A_SUCCESS;
 }
@@ -38,7 +46,7 @@ t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
 void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
   if (ptr == 0) return;
   core::RuntimeCounters &c = rt.counters();
-  c.bytes_allocated.sub(bytes);
+  c.device_bytes.free(bytes);
   core::ProcessCounters &pc = core::ProcessCounters::instance();
   if (rt.completion_unprovable()) {
     c.leaked_allocations.add();
@@ -48,7 +56,7 @@ void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
   }
   core::ContextScope scope;
   DrvResult r{};
-  if (scope.enter(rt.context(), "freeing device memory") == T4A_SUCCESS)
+  if (scope.enter(rt.context(), "freeing device memory", false) == T4A_SUCCESS)
     r = cu::mem_free_async(ptr, rt.stream());
   else
     r = DrvResult{CUDA_ERROR_INVALID_CONTEXT, "cuCtxSetCurrent"};
@@ -103,7 +111,7 @@ t4a_status Buffer::alloc(core::Runtime &rt, uint64_t bytes, uint32_t flags,
                        core::describe(r.code).c_str()),
           static_cast<int32_t>(r.code));
     }
-    rt.counters().zero_fills.add();
+    rt.counters().zero_fills.bump();
   }
   *out = std::move(b);
   return T4A_SUCCESS;
@@ -113,7 +121,7 @@ void Buffer::quarantine() {
   if (quarantined_ || ptr_ == 0) return;
   quarantined_ = true;
   rt_->counters().quarantined.add();
-  rt_->counters().bytes_allocated.sub(bytes_);
+  rt_->counters().device_bytes.free(bytes_);
   core::ProcessCounters::instance().leaked_device_allocations.add();
   core::ProcessCounters::instance().leaked_device_bytes.add(bytes_);
 }

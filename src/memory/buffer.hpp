@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "core/block_cache.hpp"
 #include "core/object.hpp"
 #include "core/runtime.hpp"
 
@@ -29,6 +30,11 @@ public:
   uint64_t bytes() const { return bytes_; }
   // Never free this memory (a failure after enqueue touched it).
   void quarantine();
+
+  // Buffers are made and destroyed on the allocation path: their memory
+  // comes from a per-thread block cache.
+  static void *operator new(size_t size);
+  static void operator delete(void *p) noexcept;
 
 private:
   explicit Buffer(core::Runtime &rt);

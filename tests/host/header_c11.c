@@ -21,6 +21,9 @@
 /* ABI layout: handles are 8 bytes, statuses 32 bits, every struct starts
  * with its size. */
 _Static_assert(sizeof(t4a_runtime) == 8, "handles are 8 bytes");
+_Static_assert(sizeof(t4a_buffer) == 8, "handles are 8 bytes");
+_Static_assert(sizeof(t4a_host_buffer) == 8, "handles are 8 bytes");
+_Static_assert(sizeof(t4a_download) == 8, "handles are 8 bytes");
 _Static_assert(sizeof(t4a_status) == 4, "t4a_status is 32 bits");
 _Static_assert(T4A_NULL_ID == 0, "the null id is 0");
 _Static_assert(offsetof(t4a_error_info, struct_size) == 0, "size first");
@@ -28,6 +31,36 @@ _Static_assert(offsetof(t4a_device_info, struct_size) == 0, "size first");
 _Static_assert(offsetof(t4a_runtime_options, struct_size) == 0, "size first");
 _Static_assert(offsetof(t4a_runtime_info, struct_size) == 0, "size first");
 _Static_assert(offsetof(t4a_runtime_stats, struct_size) == 0, "size first");
+_Static_assert(offsetof(t4a_buffer_info, struct_size) == 0, "size first");
+_Static_assert(offsetof(t4a_process_stats, struct_size) == 0, "size first");
+/* No hidden padding in the structs of this version (reserved fields fill
+ * the gaps), so a caller's zeroed struct has no indeterminate bytes and
+ * the 64-bit fields are 8-byte aligned. */
+_Static_assert(sizeof(t4a_runtime_options) ==
+                   4 + 4 + 8 + 8 + 8 + 4 + 4,
+               "t4a_runtime_options has no padding");
+_Static_assert(offsetof(t4a_runtime_options, staging_bytes) == 16,
+               "the 0.1.0 foundation fields come first, unchanged");
+_Static_assert(sizeof(t4a_runtime_stats) == 4 + 4 + 19 * 8,
+               "t4a_runtime_stats has no padding");
+_Static_assert(offsetof(t4a_runtime_stats, trims) == 16,
+               "the 0.1.0 foundation counters come first, unchanged");
+_Static_assert(sizeof(t4a_buffer_info) == 4 + 4 + 8 + 8 + 8 + 4 + 4,
+               "t4a_buffer_info has no padding");
+_Static_assert(offsetof(t4a_buffer_info, runtime) == 24, "layout");
+_Static_assert(sizeof(t4a_process_stats) == 4 + 4 + 6 * 8,
+               "t4a_process_stats has no padding");
+/* Constants are integer constant expressions with the documented values. */
+_Static_assert(T4A_BUFFER_ZERO == 0x1u, "T4A_BUFFER_ZERO");
+_Static_assert(T4A_DEFAULT_STAGING_BYTES == 64u * 1024u * 1024u,
+               "default staging budget: 64 MiB");
+_Static_assert(T4A_DEFAULT_STAGING_CHUNK_BYTES == 8u * 1024u * 1024u,
+               "default staging chunk: 8 MiB");
+_Static_assert(T4A_DEFAULT_STAGING_CHUNK_BYTES >= 4096 &&
+                   T4A_DEFAULT_STAGING_CHUNK_BYTES <=
+                       T4A_DEFAULT_STAGING_BYTES,
+               "the default chunk is valid for the default budget");
+_Static_assert(T4A_STAGING_THREADS_AUTO == 0, "automatic thread count");
 _Static_assert(T4A_VERSION_NUMBER == T4A_VERSION_MAJOR * 10000 +
                                          T4A_VERSION_MINOR * 100 +
                                          T4A_VERSION_PATCH,
@@ -39,6 +72,10 @@ static const t4a_device_info k_device_info = T4A_DEVICE_INFO_INIT;
 static const t4a_runtime_options k_runtime_options = T4A_RUNTIME_OPTIONS_INIT;
 static const t4a_runtime_info k_runtime_info = T4A_RUNTIME_INFO_INIT;
 static const t4a_runtime_stats k_runtime_stats = T4A_RUNTIME_STATS_INIT;
+static const t4a_buffer_info k_buffer_info = T4A_BUFFER_INFO_INIT;
+static const t4a_process_stats k_process_stats = T4A_PROCESS_STATS_INIT;
+/* The buffer flag is usable where a constant is needed. */
+static const uint32_t k_buffer_flags = T4A_BUFFER_ZERO;
 static const char k_version[] = T4A_VERSION_STRING;
 
 static void test_init_macros(void **state) {
@@ -48,6 +85,8 @@ static void test_init_macros(void **state) {
   t4a_runtime_options runtime_options = T4A_RUNTIME_OPTIONS_INIT;
   t4a_runtime_info runtime_info = T4A_RUNTIME_INFO_INIT;
   t4a_runtime_stats runtime_stats = T4A_RUNTIME_STATS_INIT;
+  t4a_buffer_info buffer_info = T4A_BUFFER_INFO_INIT;
+  t4a_process_stats process_stats = T4A_PROCESS_STATS_INIT;
   (void)state;
   assert_int_equal(error_info.struct_size, sizeof(t4a_error_info));
   assert_int_equal(error_info.status, T4A_SUCCESS);
@@ -63,12 +102,41 @@ static void test_init_macros(void **state) {
   assert_null(runtime_info.context);
   assert_int_equal(runtime_stats.struct_size, sizeof(t4a_runtime_stats));
   assert_int_equal(runtime_stats.host_waits, 0);
+  assert_int_equal(runtime_options.staging_bytes, T4A_DEFAULT_STAGING_BYTES);
+  assert_int_equal(runtime_options.staging_bytes, UINT64_C(67108864));
+  assert_int_equal(runtime_options.staging_chunk_bytes,
+                   T4A_DEFAULT_STAGING_CHUNK_BYTES);
+  assert_int_equal(runtime_options.staging_chunk_bytes, UINT64_C(8388608));
+  assert_int_equal(runtime_options.staging_threads, T4A_STAGING_THREADS_AUTO);
+  assert_int_equal(runtime_options.reserved0, 0);
+  assert_int_equal(runtime_stats.leaked_allocations, 0);
+  assert_int_equal(runtime_stats.staging_bytes_peak, 0);
+  assert_int_equal(buffer_info.struct_size, sizeof(t4a_buffer_info));
+  assert_int_equal(buffer_info.reserved0, 0);
+  assert_int_equal(buffer_info.bytes, 0);
+  assert_int_equal(buffer_info.device_pointer, 0);
+  assert_int_equal(buffer_info.runtime.id, T4A_NULL_ID);
+  assert_int_equal(buffer_info.device_ordinal, 0);
+  assert_int_equal(buffer_info.reserved1, 0);
+  assert_int_equal(process_stats.struct_size, sizeof(t4a_process_stats));
+  assert_int_equal(process_stats.reserved0, 0);
+  assert_int_equal(process_stats.runtimes_live, 0);
+  assert_int_equal(process_stats.runtimes_leaked, 0);
+  assert_int_equal(process_stats.leaked_device_allocations, 0);
+  assert_int_equal(process_stats.leaked_device_bytes, 0);
+  assert_int_equal(process_stats.leaked_staging_bytes, 0);
+  assert_int_equal(process_stats.leaked_host_buffers, 0);
+  assert_int_equal(k_buffer_flags, 1);
   assert_memory_equal(&k_error_info, &error_info, sizeof error_info);
   assert_int_equal(k_device_info.struct_size, device_info.struct_size);
   assert_memory_equal(&k_runtime_options, &runtime_options,
                       sizeof runtime_options);
   assert_int_equal(k_runtime_info.struct_size, runtime_info.struct_size);
   assert_int_equal(k_runtime_stats.struct_size, runtime_stats.struct_size);
+  /* Structs without padding compare whole. */
+  assert_memory_equal(&k_runtime_stats, &runtime_stats, sizeof runtime_stats);
+  assert_memory_equal(&k_buffer_info, &buffer_info, sizeof buffer_info);
+  assert_memory_equal(&k_process_stats, &process_stats, sizeof process_stats);
 }
 
 static void test_version_macros_and_link(void **state) {
@@ -128,7 +196,7 @@ static void test_every_init_macro_used(void **state) {
     if (strstr(self, use) == NULL)
       fail_msg("%s is not used in header_c11.c", name);
   }
-  assert_true(found >= 5); /* the five of 0.1.0 at least */
+  assert_true(found >= 7); /* the seven of 0.1.0 at least */
   free(header);
   free(self);
 }

@@ -4,10 +4,15 @@
  *     without a row, or a row naming a symbol that is not exported, fails;
  *   - without a driver (T4A_CUDA_DRIVER_PATH points at a file that does not
  *     exist), every function that needs one returns NO_DRIVER naming the
- *     path, context-free functions work, and functions taking a runtime
- *     handle reject it (INVALID_HANDLE) before touching the driver;
+ *     path, context-free functions work (t4a_process_stats_get reports a
+ *     fresh process: all zeros), and functions taking a handle reject it
+ *     (INVALID_HANDLE) before touching the driver: every runtime, buffer,
+ *     host buffer and download needs a driver to exist, so without one no
+ *     handle of theirs can be valid;
  *   - every function taking a handle rejects null, forged, wrong-kind,
- *     released and stale handles with INVALID_HANDLE naming the argument.
+ *     released and stale handles with INVALID_HANDLE naming the argument
+ *     (for functions taking several handles, the first one checked: the
+ *     runtime), and leaves its out-parameters untouched.
  * The t4a_testing_* rows exist when the library has them (T4A_TESTING).
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
@@ -39,6 +44,9 @@
  * generation (24 bits, never 0) << 32 | slot (32 bits). Kinds from
  * src/core/object.hpp. */
 #define KIND_RUNTIME 1u
+#define KIND_BUFFER 2u
+#define KIND_HOST_BUFFER 3u
+#define KIND_DOWNLOAD 4u
 #define KIND_TEST_OBJECT 255u
 #define MAKE_ID(kind, gen, slot)                                               \
   (((uint64_t)(kind) << 56) | ((uint64_t)((gen)&0xFFFFFFu) << 32) |            \
@@ -79,30 +87,50 @@ static void expect_no_driver(t4a_status s, const char *entry) {
   expect_message_contains(message, entry);
 }
 
-/* `s` is INVALID_HANDLE for `entry`, naming `arg` and the id. */
-static void expect_bad_handle(t4a_status s, const char *entry, const char *arg,
-                              uint64_t id) {
+/* `s` is INVALID_HANDLE for `entry`, naming exactly `arg` and the id
+ * ("<entry>: <arg> (id 0x...) is <why>"), and, when `why` is not NULL,
+ * giving that reason. */
+static void expect_bad_handle_why(t4a_status s, const char *entry,
+                                  const char *arg, uint64_t id,
+                                  const char *why) {
   t4a_error_info info;
-  char message[2048], hex[32];
+  char message[2048], named[256];
   if (s != T4A_ERROR_INVALID_HANDLE)
-    fail_msg("%s(0x%016" PRIx64 ") gave %s, expected "
+    fail_msg("%s(%s = 0x%016" PRIx64 ") gave %s, expected "
              "T4A_ERROR_INVALID_HANDLE",
-             entry, id, t4a_status_name(s));
+             entry, arg, id, t4a_status_name(s));
   read_last(&info, message, sizeof message);
   assert_int_equal(info.status, T4A_ERROR_INVALID_HANDLE);
   assert_string_equal(info.entry_point, entry);
   assert_int_equal(info.driver_result, 0);
-  expect_message_contains(message, arg);
-  snprintf(hex, sizeof hex, "0x%016" PRIx64, id);
-  expect_message_contains(message, hex);
+  assert_int_equal(info.compiler_result, 0);
+  snprintf(named, sizeof named, "%s: %s (id 0x%016" PRIx64 ") is ", entry,
+           arg, id);
+  expect_message_contains(message, named);
+  if (why != NULL) {
+    snprintf(named, sizeof named, "(id 0x%016" PRIx64 ") is %s", id, why);
+    expect_message_contains(message, named);
+  }
 }
+
+static void expect_bad_handle(t4a_status s, const char *entry, const char *arg,
+                              uint64_t id) {
+  expect_bad_handle_why(s, entry, arg, id, NULL);
+}
+
+/* Reasons (src/core/registry.cpp, Registry::describe). */
+#define WHY_NULL "the null handle"
+#define WHY_KIND "a handle of another type"
+#define WHY_UNKNOWN "not a handle this library issued"
+#define WHY_STALE "released (stale)"
 
 /* ---- the table ---------------------------------------------------------- */
 
 typedef enum category {
   NEEDS_DRIVER, /* must return NO_DRIVER without a driver */
-  HANDLE_FIRST, /* takes a runtime: without a driver none can exist, and a
-                   forged one is rejected before the driver is touched */
+  HANDLE_FIRST, /* takes a handle (runtime, buffer, host buffer, download):
+                   without a driver none can exist, and a forged one is
+                   rejected before the driver is touched */
   CONTEXT_FREE, /* works without a driver: its own check */
   TESTING_ONLY  /* t4a_testing_*: its own check */
 } category;
@@ -113,8 +141,10 @@ typedef struct row {
   /* Without a driver: the row's check (NULL for HANDLE_FIRST: the
    * handle check below with a forged runtime is the check). */
   void (*check)(void);
-  /* Calls the function with handle `id` and otherwise valid arguments;
-   * NULL when it takes no handle. Must only be given invalid ids. */
+  /* Calls the function with handle `id` and otherwise valid arguments
+   * (other handles: null or forged, of their own kind), checking that its
+   * out-parameters stay untouched on error; NULL when it takes no handle.
+   * Must only be given invalid ids. */
   t4a_status (*with_handle)(uint64_t id);
   uint8_t kind;    /* kind byte of the handle it takes */
   const char *arg; /* the handle argument's name in messages */
@@ -264,6 +294,44 @@ static void check_nvrtc_version(void) {
   }
 }
 
+static void check_process_stats_get(void) {
+  /* Without a driver no runtime was ever created: a fresh process has
+   * nothing live and nothing leaked. */
+  const t4a_process_stats fresh = T4A_PROCESS_STATS_INIT;
+  t4a_process_stats stats, copy;
+  t4a_error_info info;
+  char message[2048];
+  uint32_t size;
+  memset(&stats, 0x5A, sizeof stats);
+  stats.struct_size = sizeof stats;
+  assert_int_equal(t4a_process_stats_get(&stats), T4A_SUCCESS);
+  assert_int_equal(stats.struct_size, sizeof stats);
+  assert_int_equal(stats.runtimes_live, 0);
+  assert_int_equal(stats.runtimes_leaked, 0);
+  assert_int_equal(stats.leaked_device_allocations, 0);
+  assert_int_equal(stats.leaked_device_bytes, 0);
+  assert_int_equal(stats.leaked_staging_bytes, 0);
+  assert_int_equal(stats.leaked_host_buffers, 0);
+  assert_memory_equal(&stats, &fresh, sizeof stats); /* reserved0 too */
+  /* Argument errors: recorded, nothing written. */
+  assert_int_equal(t4a_process_stats_get(NULL), T4A_ERROR_INVALID_ARGUMENT);
+  read_last(&info, message, sizeof message);
+  assert_int_equal(info.status, T4A_ERROR_INVALID_ARGUMENT);
+  assert_string_equal(info.entry_point, "t4a_process_stats_get");
+  expect_message_contains(message, "stats is NULL");
+  for (size = 0; size < sizeof(uint32_t); ++size) {
+    memset(&stats, 0x5A, sizeof stats);
+    stats.struct_size = size;
+    memcpy(&copy, &stats, sizeof stats);
+    assert_int_equal(t4a_process_stats_get(&stats),
+                     T4A_ERROR_INVALID_ARGUMENT);
+    assert_memory_equal(&stats, &copy, sizeof stats);
+    read_last(&info, message, sizeof message);
+    assert_string_equal(info.entry_point, "t4a_process_stats_get");
+    expect_message_contains(message, "stats->struct_size");
+  }
+}
+
 /* -- runtime handle wrappers -- */
 
 static t4a_status call_runtime_destroy(uint64_t id) {
@@ -305,6 +373,230 @@ static t4a_status call_runtime_stats_get(uint64_t id) {
   if (s != T4A_SUCCESS)
     assert_memory_equal(&stats, &copy, sizeof stats);
   return s;
+}
+
+/* -- buffer, host buffer and download wrappers -- */
+
+/* Forged handles of each kind for the arguments a row does not vary. */
+#define FORGED_BUFFER_A MAKE_ID(KIND_BUFFER, 1, 1)
+#define FORGED_BUFFER_B MAKE_ID(KIND_BUFFER, 2, 2)
+#define FORGED_HOST_BUFFER MAKE_ID(KIND_HOST_BUFFER, 1, 3)
+
+/* Host memory an erroneous call must not write. */
+#define HOST_BYTES 64
+static void fill_sentinel(unsigned char *p) { memset(p, 0x5A, HOST_BYTES); }
+static void expect_sentinel(const unsigned char *p) {
+  unsigned char expected[HOST_BYTES];
+  fill_sentinel(expected);
+  assert_memory_equal(p, expected, HOST_BYTES);
+}
+
+static t4a_status call_buffer_alloc(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_buffer b = {SENTINEL_ID};
+  t4a_status s;
+  expect_bad_handle(t4a_buffer_alloc(rt, 0, 0, &b), "t4a_buffer_alloc",
+                    "runtime", id);
+  assert_int_equal(b.id, SENTINEL_ID);
+  s = t4a_buffer_alloc(rt, 4096, T4A_BUFFER_ZERO, &b);
+  if (s != T4A_SUCCESS)
+    assert_int_equal(b.id, SENTINEL_ID);
+  return s;
+}
+
+static t4a_status call_buffer_retain(uint64_t id) {
+  t4a_buffer b = {id};
+  return t4a_buffer_retain(b);
+}
+
+static t4a_status call_buffer_release(uint64_t id) {
+  t4a_buffer b = {id};
+  return t4a_buffer_release(b);
+}
+
+static t4a_status call_buffer_info_get(uint64_t id) {
+  t4a_buffer b = {id};
+  t4a_buffer_info info, copy;
+  t4a_status s;
+  memset(&info, 0x5A, sizeof info);
+  info.struct_size = sizeof info;
+  memcpy(&copy, &info, sizeof info);
+  s = t4a_buffer_info_get(b, &info);
+  if (s != T4A_SUCCESS)
+    assert_memory_equal(&info, &copy, sizeof info);
+  return s;
+}
+
+static t4a_status call_buffer_fill(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_buffer none = {T4A_NULL_ID}, b = {FORGED_BUFFER_A};
+  expect_bad_handle(t4a_buffer_fill(rt, none, 0, 0, 0), "t4a_buffer_fill",
+                    "runtime", id);
+  return t4a_buffer_fill(rt, b, 0, 16, 0xAB);
+}
+
+static t4a_status call_buffer_copy(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_buffer none = {T4A_NULL_ID}, dst = {FORGED_BUFFER_A},
+             src = {FORGED_BUFFER_B};
+  expect_bad_handle(t4a_buffer_copy(rt, none, 0, none, 0, 0),
+                    "t4a_buffer_copy", "runtime", id);
+  /* The same buffer as both: still the runtime that is named. */
+  expect_bad_handle(t4a_buffer_copy(rt, dst, 0, dst, 16, 16),
+                    "t4a_buffer_copy", "runtime", id);
+  return t4a_buffer_copy(rt, dst, 0, src, 0, 16);
+}
+
+static t4a_status call_buffer_upload(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_buffer none = {T4A_NULL_ID}, dst = {FORGED_BUFFER_A};
+  unsigned char src[HOST_BYTES];
+  fill_sentinel(src);
+  expect_bad_handle(t4a_buffer_upload(rt, none, 0, NULL, 0),
+                    "t4a_buffer_upload", "runtime", id);
+  return t4a_buffer_upload(rt, dst, 0, src, sizeof src);
+}
+
+static t4a_status call_buffer_download(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_buffer none = {T4A_NULL_ID}, src = {FORGED_BUFFER_A};
+  t4a_download d = {SENTINEL_ID};
+  t4a_status s;
+  expect_bad_handle(t4a_buffer_download(rt, none, 0, 0, &d),
+                    "t4a_buffer_download", "runtime", id);
+  assert_int_equal(d.id, SENTINEL_ID);
+  s = t4a_buffer_download(rt, src, 0, HOST_BYTES, &d);
+  if (s != T4A_SUCCESS)
+    assert_int_equal(d.id, SENTINEL_ID);
+  return s;
+}
+
+static t4a_status call_buffer_download_sync(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_buffer none = {T4A_NULL_ID}, src = {FORGED_BUFFER_A};
+  unsigned char dst[HOST_BYTES];
+  t4a_status s;
+  expect_bad_handle(t4a_buffer_download_sync(rt, none, 0, NULL, 0),
+                    "t4a_buffer_download_sync", "runtime", id);
+  fill_sentinel(dst);
+  s = t4a_buffer_download_sync(rt, src, 0, dst, sizeof dst);
+  if (s != T4A_SUCCESS)
+    expect_sentinel(dst);
+  return s;
+}
+
+static t4a_status call_download_poll(uint64_t id) {
+  t4a_download d = {id};
+  unsigned char dst[HOST_BYTES];
+  t4a_status s;
+  /* A NULL dst is valid for a zero-byte download: the handle decides. */
+  expect_bad_handle(t4a_download_poll(d, NULL), "t4a_download_poll",
+                    "download", id);
+  fill_sentinel(dst);
+  s = t4a_download_poll(d, dst);
+  if (s != T4A_SUCCESS && s != T4A_NOT_READY)
+    expect_sentinel(dst);
+  return s;
+}
+
+static t4a_status call_download_wait(uint64_t id) {
+  t4a_download d = {id};
+  unsigned char dst[HOST_BYTES];
+  t4a_status s;
+  expect_bad_handle(t4a_download_wait(d, NULL), "t4a_download_wait",
+                    "download", id);
+  fill_sentinel(dst);
+  s = t4a_download_wait(d, dst);
+  if (s != T4A_SUCCESS)
+    expect_sentinel(dst);
+  return s;
+}
+
+static t4a_status call_download_size(uint64_t id) {
+  t4a_download d = {id};
+  uint64_t bytes = SENTINEL_ID;
+  t4a_status s = t4a_download_size(d, &bytes);
+  if (s != T4A_SUCCESS)
+    assert_int_equal(bytes, SENTINEL_ID);
+  return s;
+}
+
+static t4a_status call_download_release(uint64_t id) {
+  t4a_download d = {id};
+  return t4a_download_release(d);
+}
+
+static t4a_status call_host_buffer_alloc(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_host_buffer h = {SENTINEL_ID};
+  t4a_status s;
+  expect_bad_handle(t4a_host_buffer_alloc(rt, 0, &h), "t4a_host_buffer_alloc",
+                    "runtime", id);
+  assert_int_equal(h.id, SENTINEL_ID);
+  s = t4a_host_buffer_alloc(rt, 4096, &h);
+  if (s != T4A_SUCCESS)
+    assert_int_equal(h.id, SENTINEL_ID);
+  return s;
+}
+
+static t4a_status call_host_buffer_retain(uint64_t id) {
+  t4a_host_buffer h = {id};
+  return t4a_host_buffer_retain(h);
+}
+
+static t4a_status call_host_buffer_release(uint64_t id) {
+  t4a_host_buffer h = {id};
+  return t4a_host_buffer_release(h);
+}
+
+static t4a_status call_host_buffer_pointer(uint64_t id) {
+  t4a_host_buffer h = {id};
+  unsigned char anchor;
+  void *pointer = &anchor;
+  uint64_t bytes = SENTINEL_ID;
+  t4a_status s;
+  /* `bytes` is optional: the handle decides. */
+  expect_bad_handle(t4a_host_buffer_pointer(h, &pointer, NULL),
+                    "t4a_host_buffer_pointer", "host_buffer", id);
+  assert_ptr_equal(pointer, &anchor);
+  s = t4a_host_buffer_pointer(h, &pointer, &bytes);
+  if (s != T4A_SUCCESS) {
+    assert_ptr_equal(pointer, &anchor);
+    assert_int_equal(bytes, SENTINEL_ID);
+  }
+  return s;
+}
+
+static t4a_status call_buffer_upload_host(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_buffer none = {T4A_NULL_ID}, dst = {FORGED_BUFFER_A};
+  t4a_host_buffer hnone = {T4A_NULL_ID}, src = {FORGED_HOST_BUFFER};
+  expect_bad_handle(t4a_buffer_upload_host(rt, none, 0, hnone, 0, 0),
+                    "t4a_buffer_upload_host", "runtime", id);
+  /* Handles of the wrong kinds in the other slots: still the runtime. */
+  {
+    t4a_buffer as_buffer = {FORGED_HOST_BUFFER};
+    t4a_host_buffer as_host = {FORGED_BUFFER_A};
+    expect_bad_handle(t4a_buffer_upload_host(rt, as_buffer, 0, as_host, 0, 1),
+                      "t4a_buffer_upload_host", "runtime", id);
+  }
+  return t4a_buffer_upload_host(rt, dst, 0, src, 0, 16);
+}
+
+static t4a_status call_buffer_download_host(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_buffer none = {T4A_NULL_ID}, src = {FORGED_BUFFER_A};
+  t4a_host_buffer hnone = {T4A_NULL_ID}, dst = {FORGED_HOST_BUFFER};
+  expect_bad_handle(t4a_buffer_download_host(rt, none, 0, hnone, 0, 0),
+                    "t4a_buffer_download_host", "runtime", id);
+  {
+    t4a_buffer as_buffer = {FORGED_HOST_BUFFER};
+    t4a_host_buffer as_host = {FORGED_BUFFER_A};
+    expect_bad_handle(
+        t4a_buffer_download_host(rt, as_buffer, 0, as_host, 0, 1),
+        "t4a_buffer_download_host", "runtime", id);
+  }
+  return t4a_buffer_download_host(rt, src, 0, dst, 0, 16);
 }
 
 /* -- testing-only -- */
@@ -405,6 +697,10 @@ static t4a_status call_object_value(uint64_t id) {
     "t4a_runtime_" #verb, HANDLE_FIRST, NULL, call_runtime_##verb,             \
         KIND_RUNTIME, "runtime", null_ok                                       \
   }
+/* A function whose handle argument `arg` (of kind `kind`) is checked
+ * first; `fn` is its name without the t4a_ prefix. */
+#define HANDLE_ROW(fn, kind, arg, null_ok)                                     \
+  { "t4a_" #fn, HANDLE_FIRST, NULL, call_##fn, kind, arg, null_ok }
 
 static const row k_rows[] = {
     /* versions and status names */
@@ -431,6 +727,30 @@ static const row k_rows[] = {
     RUNTIME_ROW(trim, 0),
     RUNTIME_ROW(info_get, 0),
     RUNTIME_ROW(stats_get, 0),
+    /* device buffers */
+    HANDLE_ROW(buffer_alloc, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(buffer_retain, KIND_BUFFER, "buffer", 0),
+    HANDLE_ROW(buffer_release, KIND_BUFFER, "buffer", 1),
+    HANDLE_ROW(buffer_info_get, KIND_BUFFER, "buffer", 0),
+    HANDLE_ROW(buffer_fill, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(buffer_copy, KIND_RUNTIME, "runtime", 0),
+    /* host transfers and pending downloads */
+    HANDLE_ROW(buffer_upload, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(buffer_download, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(buffer_download_sync, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(download_poll, KIND_DOWNLOAD, "download", 0),
+    HANDLE_ROW(download_wait, KIND_DOWNLOAD, "download", 0),
+    HANDLE_ROW(download_size, KIND_DOWNLOAD, "download", 0),
+    HANDLE_ROW(download_release, KIND_DOWNLOAD, "download", 1),
+    /* host buffers */
+    HANDLE_ROW(host_buffer_alloc, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(host_buffer_retain, KIND_HOST_BUFFER, "host_buffer", 0),
+    HANDLE_ROW(host_buffer_release, KIND_HOST_BUFFER, "host_buffer", 1),
+    HANDLE_ROW(host_buffer_pointer, KIND_HOST_BUFFER, "host_buffer", 0),
+    HANDLE_ROW(buffer_upload_host, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(buffer_download_host, KIND_RUNTIME, "runtime", 0),
+    /* process-wide counters */
+    ROW(t4a_process_stats_get, CONTEXT_FREE, check_process_stats_get),
 #if defined(T4A_TEST_HAVE_TESTING)
     /* test-only entry points */
     ROW(t4a_testing_fault_arm, TESTING_ONLY, check_testing_fault_arm),
@@ -529,8 +849,9 @@ static void test_every_row_is_exported(void **state) {
 
 /* ---- per-row tests ------------------------------------------------------ */
 
-/* A forged runtime id: no runtime can exist without a driver. */
-#define FORGED_RUNTIME MAKE_ID(KIND_RUNTIME, 1, 0)
+/* A forged id of the row's kind: without a driver no runtime can exist,
+ * nor any buffer, host buffer or download (each needs a runtime). */
+#define FORGED_OF_KIND(kind) MAKE_ID(kind, 1, 0)
 
 static void run_no_driver_row(void **state) {
   const row *w = *state;
@@ -541,8 +862,8 @@ static void run_no_driver_row(void **state) {
     w->check();
     break;
   case HANDLE_FIRST:
-    expect_bad_handle(w->with_handle(FORGED_RUNTIME), w->name, w->arg,
-                      FORGED_RUNTIME);
+    expect_bad_handle(w->with_handle(FORGED_OF_KIND(w->kind)), w->name,
+                      w->arg, FORGED_OF_KIND(w->kind));
     break;
   }
 }
@@ -559,20 +880,33 @@ static void expect_rejected(const row *w, uint64_t id) {
   expect_bad_handle(w->with_handle(id), w->name, w->arg, id);
 }
 
+static void expect_rejected_why(const row *w, uint64_t id, const char *why) {
+  expect_bad_handle_why(w->with_handle(id), w->name, w->arg, id, why);
+}
+
+static const uint8_t k_kinds[] = {KIND_RUNTIME, KIND_BUFFER, KIND_HOST_BUFFER,
+                                  KIND_DOWNLOAD, KIND_TEST_OBJECT};
+
+typedef struct forged_id {
+  uint64_t id;
+  const char *why; /* NULL where the reason depends on the registry's state */
+} forged_id;
+
 static void run_handle_row(void **state) {
   const row *w = *state;
-  const uint64_t forged[] = {
-      UINT64_C(0xFFFFFFFFFFFFFFFF),
-      UINT64_C(0x0000000100000000), /* kind 0 */
-      MAKE_ID(0x7F, 1, 0),          /* no such kind */
-      MAKE_ID(w->kind, 0, 0),       /* generation 0 is never issued */
-      MAKE_ID(w->kind, 0, 5),
-      MAKE_ID(w->kind, 1, 0),
-      MAKE_ID(w->kind, 1, 0x7FFFFFFF),
-      MAKE_ID(w->kind, 0xFFFFFF, 0),
-      MAKE_ID(w->kind, 0xFFFFFF, 0xFFFFFFFF),
-      MAKE_ID(w->kind, 2, 0xFFFFFFFF),
-      MAKE_ID(w->kind, 0x123456, 3),
+  const forged_id forged[] = {
+      {UINT64_C(0xFFFFFFFFFFFFFFFF), NULL},
+      {UINT64_C(0x0000000100000000), WHY_KIND}, /* kind 0 */
+      {MAKE_ID(0x7F, 1, 0), WHY_KIND},          /* no such kind */
+      /* generation 0 is never issued */
+      {MAKE_ID(w->kind, 0, 0), WHY_UNKNOWN},
+      {MAKE_ID(w->kind, 0, 5), WHY_UNKNOWN},
+      {MAKE_ID(w->kind, 1, 0), NULL},
+      {MAKE_ID(w->kind, 1, 0x7FFFFFFF), WHY_UNKNOWN}, /* no such slot */
+      {MAKE_ID(w->kind, 0xFFFFFF, 0), NULL},
+      {MAKE_ID(w->kind, 0xFFFFFF, 0xFFFFFFFF), WHY_UNKNOWN},
+      {MAKE_ID(w->kind, 2, 0xFFFFFFFF), WHY_UNKNOWN},
+      {MAKE_ID(w->kind, 0x123456, 3), NULL},
   };
   uint64_t base_live = 0;
   size_t k;
@@ -580,22 +914,31 @@ static void run_handle_row(void **state) {
 
   /* null */
   {
-    t4a_status s = w->with_handle(T4A_NULL_ID);
+    t4a_status s;
+    t4a_last_error_clear();
+    s = w->with_handle(T4A_NULL_ID);
     if (w->null_ok) {
+      t4a_error_info info;
+      char message[2048];
       assert_int_equal(s, T4A_SUCCESS);
+      read_last(&info, message, sizeof message); /* nothing recorded */
+      assert_int_equal(info.status, T4A_SUCCESS);
+      assert_string_equal(message, "");
     } else {
-      expect_bad_handle(s, w->name, w->arg, T4A_NULL_ID);
-      {
-        t4a_error_info info;
-        char message[2048];
-        read_last(&info, message, sizeof message);
-        expect_message_contains(message, "null");
-      }
+      expect_bad_handle_why(s, w->name, w->arg, T4A_NULL_ID, WHY_NULL);
     }
   }
   /* forged, fixed and random (with any kind byte and with this kind) */
   for (k = 0; k < sizeof forged / sizeof forged[0]; ++k)
-    expect_rejected(w, forged[k]);
+    expect_rejected_why(w, forged[k].id, forged[k].why);
+  /* ids of every other kind: a buffer id given as a host buffer, ... */
+  for (k = 0; k < sizeof k_kinds; ++k) {
+    if (k_kinds[k] == w->kind)
+      continue;
+    expect_rejected_why(w, MAKE_ID(k_kinds[k], 1, 0), WHY_KIND);
+    expect_rejected_why(w, MAKE_ID(k_kinds[k], 1, 1), WHY_KIND);
+    expect_rejected_why(w, MAKE_ID(k_kinds[k], 7, 0x1234), WHY_KIND);
+  }
   for (i = 0; i < 64; ++i) {
     uint64_t id = next_random();
     if (id == T4A_NULL_ID)
@@ -618,20 +961,28 @@ static void run_handle_row(void **state) {
     assert_int_equal(t4a_testing_object_create(1003, &reused), T4A_SUCCESS);
     assert_int_not_equal(reused, gone);
 
-    if (w->kind == KIND_RUNTIME) {
-      /* Handles of another kind, live or not. */
-      expect_rejected(w, live);
-      expect_rejected(w, gone);
-      expect_rejected(w, reused);
-      /* Their ids with the kind byte rewritten to this kind. */
-      expect_rejected(w, WITH_KIND(live, KIND_RUNTIME));
-      expect_rejected(w, WITH_KIND(gone, KIND_RUNTIME));
-      expect_rejected(w, WITH_KIND(reused, KIND_RUNTIME));
+    if (w->kind != KIND_TEST_OBJECT) {
+      /* Real handles of another kind, live or not. */
+      expect_rejected_why(w, live, WHY_KIND);
+      expect_rejected_why(w, gone, WHY_KIND);
+      expect_rejected_why(w, reused, WHY_KIND);
+      /* Their ids with the kind byte rewritten to this kind: a live slot
+       * holding an object of another kind, a released slot. */
+      expect_rejected(w, WITH_KIND(live, w->kind));
+      expect_rejected_why(w, WITH_KIND(gone, w->kind), WHY_STALE);
+      expect_rejected(w, WITH_KIND(reused, w->kind));
+      /* A generation the live slot has not reached yet. */
+      expect_rejected_why(w, WITH_KIND(live, w->kind) + (UINT64_C(1) << 32),
+                          WHY_UNKNOWN);
     } else {
-      expect_rejected(w, gone);                          /* released */
-      expect_rejected(w, WITH_KIND(live, KIND_RUNTIME)); /* another kind */
-      expect_rejected(w, WITH_KIND(reused, KIND_RUNTIME));
-      expect_rejected(w, live + (UINT64_C(1) << 32)); /* future generation */
+      expect_rejected_why(w, gone, WHY_STALE); /* released */
+      for (k = 0; k < sizeof k_kinds; ++k)     /* another kind */
+        if (k_kinds[k] != KIND_TEST_OBJECT) {
+          expect_rejected_why(w, WITH_KIND(live, k_kinds[k]), WHY_KIND);
+          expect_rejected_why(w, WITH_KIND(reused, k_kinds[k]), WHY_KIND);
+        }
+      expect_rejected_why(w, live + (UINT64_C(1) << 32), /* future gen. */
+                          WHY_UNKNOWN);
     }
     /* Nothing was disturbed: the live objects still hold their values and
      * exactly one handle reference each. */
@@ -645,9 +996,9 @@ static void run_handle_row(void **state) {
                      T4A_ERROR_INVALID_HANDLE);
     assert_int_equal(t4a_testing_object_value(reused, &value),
                      T4A_ERROR_INVALID_HANDLE);
-    /* Released ids stay rejected by this row too. */
-    expect_rejected(w, w->kind == KIND_RUNTIME ? WITH_KIND(live, KIND_RUNTIME)
-                                               : live);
+    /* Released ids stay rejected by this row too, rewritten to its kind. */
+    expect_rejected_why(w, WITH_KIND(live, w->kind), WHY_STALE);
+    expect_rejected_why(w, WITH_KIND(reused, w->kind), WHY_STALE);
   }
   assert_int_equal(t4a_testing_live_handles(), base_live);
 #else

@@ -5,6 +5,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #include <cstdarg>
 #include <cstddef>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <setjmp.h>
@@ -19,6 +21,7 @@ extern "C" {
 
 // The same operations in a translation unit built with -fno-exceptions.
 t4a_status facade_noexcept_create(t4a::Runtime &out);
+t4a_status facade_noexcept_buffers(t4a::Buffer &out, uint64_t forged_id);
 
 static_assert(!std::is_copy_constructible_v<t4a::Runtime>,
               "an owning runtime is move-only");
@@ -26,6 +29,71 @@ static_assert(std::is_nothrow_move_constructible_v<t4a::Runtime>);
 static_assert(std::is_copy_constructible_v<t4a::RuntimeView>);
 static_assert(sizeof(t4a::Runtime) == sizeof(t4a_runtime),
               "a wrapper holds only its C handle");
+
+// Buffers and host buffers are shared (copying retains); downloads are
+// delivered once, so move-only. Each wrapper holds only its C handle.
+static_assert(sizeof(t4a::Buffer) == 8 && sizeof(t4a::Buffer) == sizeof(t4a_buffer));
+static_assert(sizeof(t4a::HostBuffer) == sizeof(t4a_host_buffer));
+static_assert(sizeof(t4a::Download) == sizeof(t4a_download));
+static_assert(std::is_copy_constructible_v<t4a::Buffer>);
+static_assert(std::is_copy_assignable_v<t4a::Buffer>);
+static_assert(std::is_nothrow_copy_constructible_v<t4a::Buffer>);
+static_assert(std::is_nothrow_move_constructible_v<t4a::Buffer>);
+static_assert(std::is_nothrow_move_assignable_v<t4a::Buffer>);
+static_assert(std::is_nothrow_destructible_v<t4a::Buffer>);
+static_assert(std::is_copy_constructible_v<t4a::HostBuffer>);
+static_assert(std::is_copy_assignable_v<t4a::HostBuffer>);
+static_assert(std::is_nothrow_move_constructible_v<t4a::HostBuffer>);
+static_assert(!std::is_copy_constructible_v<t4a::Download>,
+              "a pending download is move-only");
+static_assert(!std::is_copy_assignable_v<t4a::Download>);
+static_assert(std::is_nothrow_move_constructible_v<t4a::Download>);
+static_assert(std::is_nothrow_move_assignable_v<t4a::Download>);
+// Adopting a C handle is explicit: no silent ownership transfer.
+static_assert(!std::is_convertible_v<t4a_buffer, t4a::Buffer>);
+static_assert(std::is_constructible_v<t4a::Buffer, t4a_buffer>);
+static_assert(!std::is_convertible_v<t4a_host_buffer, t4a::HostBuffer>);
+static_assert(!std::is_convertible_v<t4a_download, t4a::Download>);
+// Different handle types do not mix.
+static_assert(!std::is_constructible_v<t4a::Buffer, t4a_host_buffer>);
+static_assert(!std::is_constructible_v<t4a::HostBuffer, t4a_buffer>);
+
+// Forged ids (kind byte << 56 | generation << 32 | slot; no driver, so no
+// real object of these kinds can exist).
+static constexpr uint64_t k_forged_buffer = 0x0200000100000011ull;
+static constexpr uint64_t k_forged_buffer2 = 0x0200000100000022ull;
+static constexpr uint64_t k_forged_host = 0x0300000100000033ull;
+static constexpr uint64_t k_forged_download = 0x0400000100000044ull;
+
+static std::string hex_id(uint64_t id) {
+  char text[32];
+  std::snprintf(text, sizeof text, "0x%016llx",
+                static_cast<unsigned long long>(id));
+  return text;
+}
+
+// The last failing call was `entry`, INVALID_HANDLE, naming `arg` = `id`.
+static void expect_last_bad_handle(const char *entry, const char *arg,
+                                   uint64_t id) {
+  t4a_error_info info = T4A_ERROR_INFO_INIT;
+  assert_int_equal(t4a_last_error(&info), T4A_SUCCESS);
+  assert_int_equal(info.status, T4A_ERROR_INVALID_HANDLE);
+  assert_string_equal(info.entry_point, entry);
+  std::string named = std::string(entry) + ": " + arg + " (id " + hex_id(id) +
+                      ") is ";
+  std::string message = t4a::last_error_message();
+  if (message.find(named) == std::string::npos)
+    fail_msg("message \"%s\" does not contain \"%s\"", message.c_str(),
+             named.c_str());
+}
+
+// Nothing failed since the last t4a_last_error_clear().
+static void expect_no_call_failed() {
+  t4a_error_info info = T4A_ERROR_INFO_INIT;
+  assert_int_equal(t4a_last_error(&info), T4A_SUCCESS);
+  assert_int_equal(info.status, T4A_SUCCESS);
+  assert_string_equal(info.entry_point, "");
+}
 
 static void test_throwing_create(void **) {
   bool thrown = false;
@@ -92,6 +160,338 @@ static void test_ownership(void **) {
   assert_false(static_cast<bool>(d));
 }
 
+// Buffer: null semantics. Copying, moving, assigning and destroying the
+// null buffer call nothing.
+static void test_buffer_null(void **) {
+  t4a_last_error_clear();
+  {
+    t4a::Buffer a;
+    t4a::Buffer b(nullptr);
+    assert_false(static_cast<bool>(a));
+    assert_false(static_cast<bool>(b));
+    assert_int_equal(a.get().id, T4A_NULL_ID);
+    t4a::Buffer c(a);            // copy of null: no retain
+    t4a::Buffer d(std::move(b)); // move of null
+    c = a;
+    d = std::move(c);
+    a.reset();
+    assert_false(static_cast<bool>(c));
+    assert_false(static_cast<bool>(d));
+    assert_int_equal(a.release().id, T4A_NULL_ID);
+  } // destructors of null buffers: no release
+  expect_no_call_failed();
+  // Operations on the null buffer report INVALID_HANDLE naming it.
+  t4a::Buffer n;
+  t4a_buffer_info info;
+  assert_int_equal(n.info(info, std::nothrow), T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_buffer_info_get", "buffer", T4A_NULL_ID);
+  bool thrown = false;
+  try {
+    (void)n.size();
+  } catch (const t4a::Error &e) {
+    thrown = true;
+    assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+    assert_string_equal(e.entry_point().c_str(), "t4a_buffer_info_get");
+    assert_non_null(std::strstr(e.what(), "T4A_ERROR_INVALID_HANDLE"));
+    assert_non_null(std::strstr(e.what(), "buffer (id 0x0000000000000000)"));
+  }
+  assert_true(thrown);
+}
+
+// Buffer: copying a non-null buffer retains, destroying releases; with a
+// forged handle both fail silently (recorded in the last error) and the
+// wrappers still hold exactly the handle they were given.
+static void test_buffer_copy_retains(void **) {
+  t4a_last_error_clear();
+  t4a::Buffer a(t4a_buffer{k_forged_buffer});
+  assert_true(static_cast<bool>(a));
+  assert_int_equal(a.get().id, k_forged_buffer);
+  expect_no_call_failed(); // adopting calls nothing
+  {
+    t4a::Buffer b(a); // retain
+    expect_last_bad_handle("t4a_buffer_retain", "buffer", k_forged_buffer);
+    assert_int_equal(b.get().id, k_forged_buffer);
+    assert_int_equal(a.get().id, k_forged_buffer);
+    t4a_last_error_clear();
+  } // b's destructor releases
+  expect_last_bad_handle("t4a_buffer_release", "buffer", k_forged_buffer);
+  assert_int_equal(a.get().id, k_forged_buffer);
+
+  // Copy assignment: retains the source, then releases the old handle.
+  t4a::Buffer c(t4a_buffer{k_forged_buffer2});
+  t4a_last_error_clear();
+  c = a;
+  expect_last_bad_handle("t4a_buffer_release", "buffer", k_forged_buffer2);
+  assert_int_equal(c.get().id, k_forged_buffer);
+  assert_int_equal(a.get().id, k_forged_buffer);
+  // Self-assignment calls nothing.
+  t4a_last_error_clear();
+  t4a::Buffer &self = c;
+  c = self;
+  expect_no_call_failed();
+  assert_int_equal(c.get().id, k_forged_buffer);
+
+  // Move: no retain, no release; the source becomes null.
+  t4a::Buffer m(std::move(c));
+  expect_no_call_failed();
+  assert_false(static_cast<bool>(c));
+  assert_int_equal(m.get().id, k_forged_buffer);
+  // Move assignment releases the target's old handle only.
+  t4a::Buffer t(t4a_buffer{k_forged_buffer2});
+  t = std::move(m);
+  expect_last_bad_handle("t4a_buffer_release", "buffer", k_forged_buffer2);
+  assert_false(static_cast<bool>(m));
+  assert_int_equal(t.get().id, k_forged_buffer);
+  // Assigning null releases.
+  t4a_last_error_clear();
+  t = nullptr;
+  expect_last_bad_handle("t4a_buffer_release", "buffer", k_forged_buffer);
+  assert_false(static_cast<bool>(t));
+  // release() hands the handle back without calling anything.
+  t4a_last_error_clear();
+  t4a_buffer back = a.release();
+  expect_no_call_failed();
+  assert_int_equal(back.id, k_forged_buffer);
+  assert_false(static_cast<bool>(a));
+  // reset() releases now.
+  t4a::Buffer r(back);
+  r.reset();
+  expect_last_bad_handle("t4a_buffer_release", "buffer", k_forged_buffer);
+  assert_false(static_cast<bool>(r));
+}
+
+// Buffer allocation through a null runtime view: INVALID_HANDLE naming the
+// runtime; the nothrow form leaves `out` as it was, the throwing
+// constructor throws t4a::Error.
+static void test_buffer_alloc_null_runtime(void **) {
+  t4a::RuntimeView none;
+  t4a::Buffer out;
+  assert_int_equal(t4a::Buffer::alloc(none, 256, T4A_BUFFER_ZERO, out,
+                                      std::nothrow),
+                   T4A_ERROR_INVALID_HANDLE);
+  assert_false(static_cast<bool>(out));
+  expect_last_bad_handle("t4a_buffer_alloc", "runtime", T4A_NULL_ID);
+  // A held buffer is not replaced (nor released) by a failed alloc.
+  t4a::Buffer held(t4a_buffer{k_forged_buffer});
+  t4a_last_error_clear();
+  t4a::RuntimeView forged_rt(t4a_runtime{0x0100000100000055ull});
+  assert_int_equal(t4a::Buffer::alloc(forged_rt, 1, 0, held, std::nothrow),
+                   T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_buffer_alloc", "runtime",
+                         0x0100000100000055ull);
+  assert_int_equal(held.get().id, k_forged_buffer);
+  held.release();
+
+  bool thrown = false;
+  try {
+    t4a::Buffer b(none, 1024);
+    fail_msg("t4a::Buffer(null view, 1024) did not throw");
+  } catch (const t4a::Error &e) {
+    thrown = true;
+    assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+    assert_int_equal(e.driver_result(), 0);
+    assert_string_equal(e.entry_point().c_str(), "t4a_buffer_alloc");
+    assert_non_null(std::strstr(e.what(), "T4A_ERROR_INVALID_HANDLE"));
+    assert_non_null(std::strstr(e.what(), "runtime (id 0x0000000000000000)"));
+  }
+  assert_true(thrown);
+  thrown = false;
+  try {
+    t4a::Buffer b(forged_rt, 1024, T4A_BUFFER_ZERO);
+  } catch (const t4a::Error &e) {
+    thrown = true;
+    assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+    assert_non_null(std::strstr(e.what(), "0x0100000100000055"));
+  }
+  assert_true(thrown);
+}
+
+// The free functions (upload, download, download_async, fill, copy) name
+// the runtime when it is invalid, throwing or not.
+static void test_transfers_null_runtime(void **) {
+  t4a::RuntimeView none;
+  t4a::Buffer b(t4a_buffer{k_forged_buffer}), c(t4a_buffer{k_forged_buffer2});
+  unsigned char host[32];
+  std::memset(host, 0x5A, sizeof host);
+  unsigned char expected[32];
+  std::memcpy(expected, host, sizeof host);
+
+  assert_int_equal(t4a::upload(none, b, 0, host, sizeof host, std::nothrow),
+                   T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_buffer_upload", "runtime", T4A_NULL_ID);
+  assert_int_equal(
+      t4a::download(none, b, 0, host, sizeof host, std::nothrow),
+      T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_buffer_download_sync", "runtime", T4A_NULL_ID);
+  assert_memory_equal(host, expected, sizeof host); // nothing written
+
+  struct Case {
+    const char *entry;
+    void (*call)(t4a::RuntimeView, const t4a::Buffer &, const t4a::Buffer &,
+                 unsigned char *);
+  };
+  const Case cases[] = {
+      {"t4a_buffer_upload",
+       [](t4a::RuntimeView rt, const t4a::Buffer &dst, const t4a::Buffer &,
+          unsigned char *h) { t4a::upload(rt, dst, 0, h, 32); }},
+      {"t4a_buffer_download_sync",
+       [](t4a::RuntimeView rt, const t4a::Buffer &src, const t4a::Buffer &,
+          unsigned char *h) { t4a::download(rt, src, 0, h, 32); }},
+      {"t4a_buffer_download",
+       [](t4a::RuntimeView rt, const t4a::Buffer &src, const t4a::Buffer &,
+          unsigned char *) { (void)t4a::download_async(rt, src, 0, 32); }},
+      {"t4a_buffer_fill",
+       [](t4a::RuntimeView rt, const t4a::Buffer &dst, const t4a::Buffer &,
+          unsigned char *) { t4a::fill(rt, dst, 0, 32, 0xAB); }},
+      {"t4a_buffer_copy",
+       [](t4a::RuntimeView rt, const t4a::Buffer &dst,
+          const t4a::Buffer &src,
+          unsigned char *) { t4a::copy(rt, dst, 0, src, 0, 32); }},
+  };
+  for (const Case &k : cases) {
+    bool thrown = false;
+    try {
+      k.call(none, b, c, host);
+    } catch (const t4a::Error &e) {
+      thrown = true;
+      assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+      assert_string_equal(e.entry_point().c_str(), k.entry);
+      assert_non_null(
+          std::strstr(e.what(), "runtime (id 0x0000000000000000)"));
+    }
+    if (!thrown)
+      fail_msg("%s through a null runtime view did not throw", k.entry);
+  }
+  assert_memory_equal(host, expected, sizeof host);
+  b.release();
+  c.release();
+}
+
+// HostBuffer: shared like Buffer; alloc through a null view fails.
+static void test_host_buffer(void **) {
+  t4a::RuntimeView none;
+  t4a::HostBuffer out;
+  assert_int_equal(t4a::HostBuffer::alloc(none, 4096, out, std::nothrow),
+                   T4A_ERROR_INVALID_HANDLE);
+  assert_false(static_cast<bool>(out));
+  expect_last_bad_handle("t4a_host_buffer_alloc", "runtime", T4A_NULL_ID);
+  bool thrown = false;
+  try {
+    t4a::HostBuffer h(none, 4096);
+  } catch (const t4a::Error &e) {
+    thrown = true;
+    assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+    assert_string_equal(e.entry_point().c_str(), "t4a_host_buffer_alloc");
+  }
+  assert_true(thrown);
+
+  t4a_last_error_clear();
+  t4a::HostBuffer a(t4a_host_buffer{k_forged_host});
+  {
+    t4a::HostBuffer b = a; // retain
+    expect_last_bad_handle("t4a_host_buffer_retain", "host_buffer",
+                           k_forged_host);
+    assert_int_equal(b.get().id, k_forged_host);
+    void *p = &thrown;
+    uint64_t bytes = 77;
+    assert_int_equal(b.data(p, bytes, std::nothrow),
+                     T4A_ERROR_INVALID_HANDLE);
+    assert_ptr_equal(p, &thrown); // untouched on error
+    assert_int_equal(bytes, 77);
+    expect_last_bad_handle("t4a_host_buffer_pointer", "host_buffer",
+                           k_forged_host);
+    thrown = false;
+    try {
+      (void)b.data();
+    } catch (const t4a::Error &e) {
+      thrown = true;
+      assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+    }
+    assert_true(thrown);
+    t4a_last_error_clear();
+  } // release
+  expect_last_bad_handle("t4a_host_buffer_release", "host_buffer",
+                         k_forged_host);
+  t4a::HostBuffer m(std::move(a));
+  assert_false(static_cast<bool>(a));
+  assert_int_equal(m.get().id, k_forged_host);
+  t4a_last_error_clear();
+  m.reset();
+  expect_last_bad_handle("t4a_host_buffer_release", "host_buffer",
+                         k_forged_host);
+}
+
+// Download: move-only; destruction releases; poll and wait on a forged
+// download report INVALID_HANDLE and write nothing.
+static void test_download(void **) {
+  t4a_last_error_clear();
+  {
+    t4a::Download none;
+    assert_int_equal(none.get().id, T4A_NULL_ID);
+    t4a::Download moved(std::move(none));
+    none = std::move(moved);
+  } // null: nothing released
+  expect_no_call_failed();
+
+  t4a::Download d(t4a_download{k_forged_download});
+  assert_int_equal(d.get().id, k_forged_download);
+  unsigned char host[16];
+  std::memset(host, 0x5A, sizeof host);
+  assert_int_equal(d.poll(host, std::nothrow), T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_download_poll", "download", k_forged_download);
+  assert_int_equal(d.wait(host, std::nothrow), T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_download_wait", "download", k_forged_download);
+  bool thrown = false;
+  try {
+    (void)d.poll(host);
+  } catch (const t4a::Error &e) {
+    thrown = true;
+    assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+    assert_string_equal(e.entry_point().c_str(), "t4a_download_poll");
+  }
+  assert_true(thrown);
+  thrown = false;
+  try {
+    d.wait(host);
+  } catch (const t4a::Error &e) {
+    thrown = true;
+    assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+    assert_string_equal(e.entry_point().c_str(), "t4a_download_wait");
+  }
+  assert_true(thrown);
+  for (unsigned char byte : host)
+    assert_int_equal(byte, 0x5A);
+
+  t4a_last_error_clear();
+  t4a::Download e(std::move(d));
+  expect_no_call_failed();
+  assert_int_equal(d.get().id, T4A_NULL_ID);
+  assert_int_equal(e.get().id, k_forged_download);
+  t4a::Download f(t4a_download{k_forged_download + 1});
+  f = std::move(e); // releases f's old download
+  expect_last_bad_handle("t4a_download_release", "download",
+                         k_forged_download + 1);
+  assert_int_equal(f.get().id, k_forged_download);
+  t4a_last_error_clear();
+  t4a_download back = f.release();
+  expect_no_call_failed();
+  assert_int_equal(back.id, k_forged_download);
+  {
+    t4a::Download g(back);
+  } // destructor releases
+  expect_last_bad_handle("t4a_download_release", "download",
+                         k_forged_download);
+}
+
+// The -fno-exceptions translation unit uses the nothrow buffer API.
+static void test_buffers_without_exceptions(void **) {
+  t4a::Buffer out;
+  assert_int_equal(facade_noexcept_buffers(out, k_forged_buffer),
+                   T4A_ERROR_INVALID_HANDLE);
+  assert_false(static_cast<bool>(out));
+  expect_last_bad_handle("t4a_buffer_alloc", "runtime", T4A_NULL_ID);
+}
+
 static void test_versions(void **) {
   auto v = t4a::nvrtc_version();
   assert_true(v.first >= 12);
@@ -104,6 +504,13 @@ int main() {
       cmocka_unit_test(test_throwing_create),
       cmocka_unit_test(test_nothrow_paths),
       cmocka_unit_test(test_ownership),
+      cmocka_unit_test(test_buffer_null),
+      cmocka_unit_test(test_buffer_copy_retains),
+      cmocka_unit_test(test_buffer_alloc_null_runtime),
+      cmocka_unit_test(test_transfers_null_runtime),
+      cmocka_unit_test(test_host_buffer),
+      cmocka_unit_test(test_download),
+      cmocka_unit_test(test_buffers_without_exceptions),
       cmocka_unit_test(test_versions),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

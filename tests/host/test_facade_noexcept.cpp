@@ -12,3 +12,38 @@ t4a_status facade_noexcept_create(t4a::Runtime &out) {
   if (s != T4A_ERROR_NO_DRIVER) return T4A_ERROR_INTERNAL;
   return t4a::Runtime::create(t4a::RuntimeOptions{}, out, std::nothrow);
 }
+
+// Buffers, host buffers and downloads without exceptions: every call goes
+// through the non-throwing API. Returns the final Buffer::alloc status
+// (the last call made), or T4A_ERROR_INTERNAL if an earlier step gave
+// something other than expected.
+t4a_status facade_noexcept_buffers(t4a::Buffer &out, uint64_t forged_id) {
+  t4a::RuntimeView none;
+  {
+    t4a::Buffer a(t4a_buffer{forged_id});
+    t4a::Buffer b = a; // retain of a forged id fails silently
+    if (b.get().id != forged_id) return T4A_ERROR_INTERNAL;
+    t4a_buffer_info info;
+    if (b.info(info, std::nothrow) != T4A_ERROR_INVALID_HANDLE)
+      return T4A_ERROR_INTERNAL;
+    unsigned char host[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    if (t4a::upload(none, a, 0, host, sizeof host, std::nothrow) !=
+        T4A_ERROR_INVALID_HANDLE)
+      return T4A_ERROR_INTERNAL;
+    if (t4a::download(none, a, 0, host, sizeof host, std::nothrow) !=
+        T4A_ERROR_INVALID_HANDLE)
+      return T4A_ERROR_INTERNAL;
+    if (host[0] != 1 || host[7] != 8) return T4A_ERROR_INTERNAL;
+  } // both release (fails silently)
+  t4a::HostBuffer h;
+  if (t4a::HostBuffer::alloc(none, 64, h, std::nothrow) !=
+          T4A_ERROR_INVALID_HANDLE ||
+      h)
+    return T4A_ERROR_INTERNAL;
+  t4a::Download d;
+  unsigned char byte = 0x5A;
+  if (d.poll(&byte, std::nothrow) != T4A_ERROR_INVALID_HANDLE ||
+      d.wait(&byte, std::nothrow) != T4A_ERROR_INVALID_HANDLE || byte != 0x5A)
+    return T4A_ERROR_INTERNAL;
+  return t4a::Buffer::alloc(none, 64, T4A_BUFFER_ZERO, out, std::nothrow);
+}

@@ -14,6 +14,9 @@
 
 #include <cmocka.h>
 
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "host_support.h"
@@ -146,7 +149,12 @@ static void test_input_larger_zero_tail(void **state) {
 /* An older, smaller struct is accepted; missing fields take defaults. */
 static void test_input_older_sizes(void **state) {
   static const uint32_t sizes[] = {
-      sizeof(uint32_t), offsetof(t4a_runtime_options, pool_release_threshold),
+      sizeof(uint32_t),
+      offsetof(t4a_runtime_options, pool_release_threshold),
+      offsetof(t4a_runtime_options, staging_bytes), /* 0.1.0 foundation */
+      offsetof(t4a_runtime_options, staging_chunk_bytes),
+      offsetof(t4a_runtime_options, staging_threads),
+      offsetof(t4a_runtime_options, reserved0),
       sizeof(t4a_runtime_options)};
   t4a_status expected;
   size_t k;
@@ -156,6 +164,139 @@ static void test_input_older_sizes(void **state) {
     t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
     o.struct_size = sizes[k];
     create_expecting(&o, expected);
+  }
+}
+
+/* A foundation-era caller (16-byte options, before the staging fields)
+ * whose struct is exactly that big: the library reads nothing beyond it
+ * (AddressSanitizer would report the over-read). */
+typedef struct foundation_options {
+  uint32_t struct_size;
+  int32_t device_ordinal;
+  uint64_t pool_release_threshold;
+} foundation_options;
+
+static void test_input_foundation_struct_exact_allocation(void **state) {
+  foundation_options *old;
+  t4a_status expected;
+  (void)state;
+  assert_int_equal(sizeof(foundation_options),
+                   offsetof(t4a_runtime_options, staging_bytes));
+  expected = default_outcome();
+  old = malloc(sizeof *old);
+  assert_non_null(old);
+  old->struct_size = (uint32_t)sizeof *old;
+  old->device_ordinal = 0;
+  old->pool_release_threshold = T4A_POOL_KEEP_ALL;
+  create_expecting((const t4a_runtime_options *)(const void *)old, expected);
+  free(old);
+}
+
+/* Fields beyond the caller's struct_size are not part of its struct: even
+ * invalid values there are ignored and the defaults used. */
+static void test_input_fields_beyond_size_ignored(void **state) {
+  t4a_status expected;
+  (void)state;
+  expected = default_outcome();
+  {
+    t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
+    o.struct_size = offsetof(t4a_runtime_options, staging_bytes);
+    o.staging_bytes = 0;
+    o.staging_chunk_bytes = 1;
+    o.staging_threads = -1;
+    create_expecting(&o, expected);
+  }
+  {
+    t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
+    o.struct_size = offsetof(t4a_runtime_options, staging_chunk_bytes);
+    o.staging_chunk_bytes = 1;
+    o.staging_threads = 1000;
+    create_expecting(&o, expected);
+  }
+  {
+    t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
+    o.struct_size = offsetof(t4a_runtime_options, staging_threads);
+    o.staging_threads = -5;
+    create_expecting(&o, expected);
+  }
+  /* ...while the same value inside the struct is rejected. */
+  {
+    t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
+    o.struct_size = offsetof(t4a_runtime_options, staging_threads);
+    o.staging_chunk_bytes = 1;
+    create_expecting(&o, T4A_ERROR_INVALID_ARGUMENT);
+    expect_last_error(T4A_ERROR_INVALID_ARGUMENT, "t4a_runtime_create",
+                      "options->staging_chunk_bytes is 1;");
+  }
+}
+
+/* Staging options are validated before the driver is needed: the same
+ * INVALID_ARGUMENT, naming the field and its value, with or without a
+ * driver; valid boundary values give exactly the default outcome. */
+typedef struct staging_case {
+  uint64_t staging_bytes;
+  uint64_t chunk_bytes;
+  int32_t threads;
+  const char *part; /* NULL: valid, expect the default outcome */
+  const char *part2;
+} staging_case;
+
+static void test_staging_options_validated_before_driver(void **state) {
+  const uint64_t budget = T4A_DEFAULT_STAGING_BYTES;
+  const uint64_t chunk = T4A_DEFAULT_STAGING_CHUNK_BYTES;
+  const staging_case cases[] = {
+      /* chunk below 4 KiB */
+      {budget, 4095, 0, "options->staging_chunk_bytes is 4095;", "4096"},
+      {budget, 0, 0, "options->staging_chunk_bytes is 0;", NULL},
+      {budget, 1, 8, "options->staging_chunk_bytes is 1;", NULL},
+      /* chunk above the budget */
+      {budget, budget + 1, 0, "options->staging_chunk_bytes is 67108865;",
+       "options->staging_bytes (67108864)"},
+      {budget, UINT64_MAX, 0,
+       "options->staging_chunk_bytes is 18446744073709551615;", NULL},
+      {4095, 4096, 0, "options->staging_chunk_bytes is 4096;",
+       "options->staging_bytes (4095)"},
+      {0, chunk, 0, "options->staging_chunk_bytes is 8388608;",
+       "options->staging_bytes (0)"},
+      {chunk - 1, chunk, 0, "options->staging_chunk_bytes is 8388608;",
+       "(8388607)"},
+      /* threads outside 0..64 */
+      {budget, chunk, -1, "options->staging_threads is -1;", "1..64"},
+      {budget, chunk, 65, "options->staging_threads is 65;", NULL},
+      {budget, chunk, INT32_MIN, "options->staging_threads is -2147483648;",
+       NULL},
+      {budget, chunk, INT32_MAX, "options->staging_threads is 2147483647;",
+       NULL},
+      /* valid boundaries */
+      {4096, 4096, 0, NULL, NULL},
+      {budget, budget, 0, NULL, NULL},
+      {budget, 4096, 1, NULL, NULL},
+      {budget, chunk, 64, NULL, NULL},
+      {budget, chunk, T4A_STAGING_THREADS_AUTO, NULL, NULL},
+  };
+  t4a_status expected;
+  size_t k;
+  (void)state;
+  expected = default_outcome();
+  for (k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
+    t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
+    o.staging_bytes = cases[k].staging_bytes;
+    o.staging_chunk_bytes = cases[k].chunk_bytes;
+    o.staging_threads = cases[k].threads;
+    print_message("case %zu: staging_bytes %" PRIu64 ", chunk %" PRIu64
+                  ", threads %" PRId32 "\n",
+                  k, o.staging_bytes, o.staging_chunk_bytes,
+                  o.staging_threads);
+    if (cases[k].part == NULL) {
+      create_expecting(&o, expected);
+      continue;
+    }
+    create_expecting(&o, T4A_ERROR_INVALID_ARGUMENT);
+    expect_last_error(T4A_ERROR_INVALID_ARGUMENT, "t4a_runtime_create",
+                      cases[k].part);
+    if (cases[k].part2 != NULL)
+      expect_last_error(T4A_ERROR_INVALID_ARGUMENT, "t4a_runtime_create",
+                        cases[k].part2);
   }
 }
 
@@ -210,6 +351,96 @@ static void test_out_params_untouched_on_error(void **state) {
       assert_memory_equal(&stats, &stats0, sizeof stats);
     }
   }
+  {
+    t4a_buffer_info info, info0;
+    t4a_buffer forged = {UINT64_C(0x0200000100000000)};
+    memset(&info, 0x5A, sizeof info);
+    info.struct_size = sizeof info;
+    memcpy(&info0, &info, sizeof info);
+    assert_int_equal(t4a_buffer_info_get(forged, &info),
+                     T4A_ERROR_INVALID_HANDLE);
+    assert_memory_equal(&info, &info0, sizeof info);
+    expect_last_error(T4A_ERROR_INVALID_HANDLE, "t4a_buffer_info_get",
+                      "buffer (id 0x0200000100000000)");
+  }
+}
+
+/* t4a_process_stats_get: struct_size below 4 or a NULL struct is
+ * INVALID_ARGUMENT with nothing written; any other size is filled up to
+ * min(size, the library's size), byte for byte, and nothing beyond. */
+static void test_process_stats_sizes(void **state) {
+  typedef struct big_stats {
+    t4a_process_stats stats;
+    unsigned char tail[16];
+  } big_stats;
+  t4a_process_stats full;
+  unsigned char reference[sizeof(big_stats)];
+  uint32_t size;
+  (void)state;
+  assert_int_equal(t4a_process_stats_get(NULL), T4A_ERROR_INVALID_ARGUMENT);
+  expect_last_error(T4A_ERROR_INVALID_ARGUMENT, "t4a_process_stats_get",
+                    "stats is NULL");
+  for (size = 0; size < sizeof(uint32_t); ++size) {
+    big_stats b, copy;
+    memset(&b, 0x5A, sizeof b);
+    b.stats.struct_size = size;
+    memcpy(&copy, &b, sizeof b);
+    assert_int_equal(t4a_process_stats_get(&b.stats),
+                     T4A_ERROR_INVALID_ARGUMENT);
+    assert_memory_equal(&b, &copy, sizeof b);
+    expect_last_error(T4A_ERROR_INVALID_ARGUMENT, "t4a_process_stats_get",
+                      "stats->struct_size");
+  }
+  memset(&full, 0x5A, sizeof full);
+  full.struct_size = sizeof full;
+  assert_int_equal(t4a_process_stats_get(&full), T4A_SUCCESS);
+  assert_int_equal(full.struct_size, sizeof full);
+  assert_int_equal(full.reserved0, 0);
+  /* Nothing here creates anything that lasts: no runtime lives on and,
+   * with or without a GPU, nothing was leaked. */
+  assert_int_equal(full.runtimes_live, 0);
+  assert_int_equal(full.runtimes_leaked, 0);
+  assert_int_equal(full.leaked_device_allocations, 0);
+  assert_int_equal(full.leaked_device_bytes, 0);
+  assert_int_equal(full.leaked_staging_bytes, 0);
+  assert_int_equal(full.leaked_host_buffers, 0);
+  for (size = sizeof(uint32_t); size <= sizeof(big_stats); ++size) {
+    big_stats b;
+    size_t covered = size < sizeof full ? size : sizeof full;
+    memset(&b, 0x5A, sizeof b);
+    b.stats.struct_size = size;
+    memcpy(reference, &b, sizeof b);
+    memcpy(reference + sizeof(uint32_t),
+           (const unsigned char *)&full + sizeof(uint32_t),
+           covered - sizeof(uint32_t));
+    assert_int_equal(t4a_process_stats_get(&b.stats), T4A_SUCCESS);
+    assert_int_equal(b.stats.struct_size, size); /* never rewritten */
+    if (memcmp(&b, reference, sizeof b) != 0)
+      fail_msg("struct_size %u: bytes other than [4, %zu) changed, or "
+               "those not filled",
+               size, covered);
+  }
+}
+
+/* An older caller's smaller output struct, allocated at exactly its size:
+ * nothing is written past it (AddressSanitizer would report it). */
+static void test_process_stats_exact_allocation(void **state) {
+  const size_t size = offsetof(t4a_process_stats, leaked_device_bytes);
+  unsigned char *p = malloc(size);
+  uint32_t struct_size = (uint32_t)size;
+  uint64_t runtimes_live = SENTINEL_ID;
+  (void)state;
+  assert_non_null(p);
+  memset(p, 0x5A, size);
+  memcpy(p, &struct_size, sizeof struct_size);
+  assert_int_equal(t4a_process_stats_get((t4a_process_stats *)(void *)p),
+                   T4A_SUCCESS);
+  memcpy(&struct_size, p, sizeof struct_size);
+  assert_int_equal(struct_size, size);
+  memcpy(&runtimes_live, p + offsetof(t4a_process_stats, runtimes_live),
+         sizeof runtimes_live);
+  assert_int_equal(runtimes_live, 0);
+  free(p);
 }
 
 int main(void) {
@@ -220,8 +451,13 @@ int main(void) {
       cmocka_unit_test(test_input_bytes_beyond_size_ignored),
       cmocka_unit_test(test_input_larger_zero_tail),
       cmocka_unit_test(test_input_older_sizes),
+      cmocka_unit_test(test_input_foundation_struct_exact_allocation),
+      cmocka_unit_test(test_input_fields_beyond_size_ignored),
+      cmocka_unit_test(test_staging_options_validated_before_driver),
       cmocka_unit_test(test_output_size_too_small),
       cmocka_unit_test(test_out_params_untouched_on_error),
+      cmocka_unit_test(test_process_stats_sizes),
+      cmocka_unit_test(test_process_stats_exact_allocation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
