@@ -109,6 +109,7 @@ extern "C" {
  *
  * Compare with #T4A_VERSION_NUMBER to detect a header/library mismatch.
  * Never fails, never blocks, thread-safe, needs no driver.
+ * @return major * 10000 + minor * 100 + patch of the loaded library.
  * @since 0.1.0
  */
 T4A_API uint32_t t4a_version(void);
@@ -116,8 +117,9 @@ T4A_API uint32_t t4a_version(void);
 /**
  * @brief The library's version as a static string ("0.1.0").
  *
- * Never fails, never blocks, thread-safe, needs no driver. The string is
- * static and must not be freed.
+ * Never fails, never blocks, thread-safe, needs no driver.
+ * @return a static string (#T4A_VERSION_STRING of the loaded library); it
+ *         must not be freed.
  * @since 0.1.0
  */
 T4A_API const char *t4a_version_string(void);
@@ -154,12 +156,65 @@ T4A_API const char *t4a_version_string(void);
   X(T4A_ERROR_ABANDONED, 17, "outcome unknown; resources quarantined")         \
   X(T4A_ERROR_INTERNAL, 18, "internal error in t4acuda")
 
-/** @cond T4A_INTERNAL */
+/** Turns one #T4A_STATUS_MAP row into an enumerator (helper). */
 #define T4A_STATUS_ENUM_ENTRY_(name, value, text) name = value,
-/** @endcond */
 
 /** @brief The status codes; see #T4A_STATUS_MAP for each one's meaning. */
 enum t4a_status_code { T4A_STATUS_MAP(T4A_STATUS_ENUM_ENTRY_) };
+/** @var T4A_SUCCESS
+ * The call succeeded; its out-parameters are written. */
+/** @var T4A_NOT_READY
+ * Not an error: work is still in flight; poll again or wait. */
+/** @var T4A_ERROR_INVALID_ARGUMENT
+ * An argument is invalid (a NULL pointer, a `struct_size`
+ * below 4, a value out of range); the message names it and its value. */
+/** @var T4A_ERROR_INVALID_HANDLE
+ * A handle is null where one is required, released, stale
+ * (its slot was reused) or forged; the message names the argument and id. */
+/** @var T4A_ERROR_WRONG_RUNTIME
+ * An object belongs to another runtime or allocation
+ * domain than the operation's. */
+/** @var T4A_ERROR_NO_DRIVER
+ * No usable CUDA driver: libcuda could not be loaded,
+ * lacks a required entry point or failed `cuInit`, or has been shut down
+ * (process exit). The message names every library tried and why it failed. */
+/** @var T4A_ERROR_NO_DEVICE
+ * No such device: the ordinal is outside
+ * 0..t4a_device_count()-1 (the message gives both). */
+/** @var T4A_ERROR_NO_COMPILER
+ * No usable NVRTC could be loaded (the message names every
+ * library tried). */
+/** @var T4A_ERROR_OUT_OF_MEMORY
+ * Device memory is exhausted; the runtime stays usable. */
+/** @var T4A_ERROR_OUT_OF_HOST_MEMORY
+ * A host allocation inside the library failed. */
+/** @var T4A_ERROR_DRIVER
+ * The driver returned another error; ::t4a_error_info::driver_result
+ * holds the `CUresult` and the message its name and description. */
+/** @var T4A_ERROR_COMPILE
+ * Compilation failed; the full log is kept with the compile
+ * result. */
+/** @var T4A_ERROR_UNKNOWN_ENTRY_POINT
+ * The module has no kernel of that name. */
+/** @var T4A_ERROR_DEVICE_FAULT
+ * A sticky device fault (illegal address, launch
+ * failure, ...) broke the runtime: its operations keep returning this status
+ * with the original fault in the message. Recovery needs a new process. */
+/** @var T4A_ERROR_REENTRANT
+ * The call would wait on a lock its own thread holds, so it
+ * returns instead of deadlocking. */
+/** @var T4A_ERROR_UNSUPPORTED
+ * The driver or device lacks what the operation needs (for
+ * example an optional driver entry point, or memory-pool support). */
+/** @var T4A_ERROR_VERSION_MISMATCH
+ * A struct's `struct_size` is larger than this
+ * library's and its unknown tail is not all zero bytes. */
+/** @var T4A_ERROR_ABANDONED
+ * The outcome is unknown after work may have been enqueued;
+ * the resources involved are quarantined (leaked and counted), never freed. */
+/** @var T4A_ERROR_INTERNAL
+ * An internal error in t4acuda (a bug); nothing crossed the
+ * C boundary. */
 
 /** @brief A status: one of ::t4a_status_code, always 32 bits. */
 typedef int32_t t4a_status;
@@ -274,6 +329,10 @@ typedef void (*t4a_log_fn)(void *user, int32_t level, const char *message);
  * initial level is #T4A_LOG_WARN, or the value of `T4A_LOG`, which
  * overrides `max_level` for the default sink too.
  *
+ * A callback already running on another thread when this returns may
+ * still finish with the old `fn` and `user`: keep `user` valid until such
+ * calls are over (for example until the threads that log have finished).
+ *
  * @param[in] fn        the sink; NULL restores the default stderr sink.
  * @param[in] user      passed to `fn` unchanged.
  * @param[in] max_level the least severe level delivered (0..4).
@@ -336,6 +395,8 @@ T4A_API t4a_status t4a_driver_version(int32_t *version);
  *
  * Entry points are requested from the driver at this version.
  * Never fails, needs no driver.
+ * @return `CUDA_VERSION` of the toolkit headers used to build the library
+ *         (e.g. 13000 for CUDA 13.0).
  * @since 0.1.0
  */
 T4A_API int32_t t4a_built_cuda_version(void);
@@ -482,8 +543,9 @@ typedef struct t4a_runtime_options {
  * @param[out] runtime the new runtime; release with t4a_runtime_destroy().
  * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_ARGUMENT (NULL `runtime`, bad
  *         struct_size); #T4A_ERROR_VERSION_MISMATCH (non-zero unknown tail);
- *         #T4A_ERROR_NO_DEVICE (ordinal out of range, or no memory-pool
- *         support); #T4A_ERROR_NO_DRIVER; #T4A_ERROR_OUT_OF_MEMORY;
+ *         #T4A_ERROR_NO_DEVICE (ordinal out of range);
+ *         #T4A_ERROR_UNSUPPORTED (the device has no memory-pool support);
+ *         #T4A_ERROR_NO_DRIVER; #T4A_ERROR_OUT_OF_MEMORY;
  *         #T4A_ERROR_DRIVER; #T4A_ERROR_DEVICE_FAULT (the process's CUDA
  *         state is poisoned by an earlier fault).
  * Thread-safe; blocks while the context is created.
@@ -514,9 +576,11 @@ T4A_API t4a_status t4a_runtime_destroy(t4a_runtime runtime);
 /**
  * @brief Waits on the host until all work of the runtime is done.
  *
- * Counted in ::t4a_runtime_stats::host_waits.
+ * Counted in ::t4a_runtime_stats::host_waits. A sticky fault reported by
+ * the wait breaks the runtime (see #T4A_ERROR_DEVICE_FAULT).
+ * @param[in] runtime the runtime.
  * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE; #T4A_ERROR_DEVICE_FAULT;
- *         #T4A_ERROR_DRIVER. Blocks.
+ *         #T4A_ERROR_DRIVER. Blocks. Thread-safe.
  * @since 0.1.0
  */
 T4A_API t4a_status t4a_runtime_synchronize(t4a_runtime runtime);
@@ -525,6 +589,8 @@ T4A_API t4a_status t4a_runtime_synchronize(t4a_runtime runtime);
  * @brief Gives the pool's unused memory back to the device.
  *
  * `cuMemPoolTrimTo(pool, 0)`: memory of live allocations is kept.
+ * Counted in ::t4a_runtime_stats::trims.
+ * @param[in] runtime the runtime.
  * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE; #T4A_ERROR_DEVICE_FAULT;
  *         #T4A_ERROR_DRIVER. Does not block on the stream.
  * @since 0.1.0
