@@ -31,7 +31,7 @@ T4A_API t4a_status t4a_buffer_alloc(t4a_runtime runtime, uint64_t bytes,
                         "flags is 0x%x; only T4A_BUFFER_ZERO (0x1) is known",
                         flags);
     Ref<memory::Buffer> b;
-    if (t4a_status s = memory::Buffer::alloc(*rt, bytes, flags, &b);
+    if (t4a_status s = memory::Buffer::alloc(std::move(rt), bytes, flags, &b);
         s != T4A_SUCCESS)
       return s;
     buffer->id = capi::publish(std::move(b));

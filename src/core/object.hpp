@@ -39,7 +39,9 @@ protected:
   virtual void last_ref_dropped() { delete this; }
 
 private:
-  std::atomic<uint32_t> refs_{0};
+  // A new object starts with one reference, owned by whoever made it (take
+  // it with Ref::adopt): no atomic read-modify-write to create one.
+  std::atomic<uint32_t> refs_{1};
   Kind kind_;
 };
 
@@ -81,7 +83,7 @@ private:
 };
 
 template <class T, class... A> Ref<T> make_ref(A &&...args) {
-  return Ref<T>(new T(std::forward<A>(args)...));
+  return Ref<T>::adopt(new T(std::forward<A>(args)...));
 }
 
 } // namespace t4a::core

@@ -42,7 +42,7 @@ t4a_status Runtime::create(const t4a_runtime_options &o, Ref<Runtime> *out) {
                 "1..64",
                 o.staging_threads);
   if (t4a_status s = require_driver(); s != T4A_SUCCESS) return s;
-  Ref<Runtime> rt(new Runtime());
+  Ref<Runtime> rt = Ref<Runtime>::adopt(new Runtime());
   rt->ordinal_ = o.device_ordinal;
   rt->options_ = o;
   if (t4a_status s = device_get(o.device_ordinal, "options->device_ordinal",

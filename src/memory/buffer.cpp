@@ -19,8 +19,8 @@ void *Buffer::operator new(size_t size) {
 
 void Buffer::operator delete(void *p) noexcept { BufferBlocks::give(p); }
 
-Buffer::Buffer(core::Runtime &rt)
-    : Object(core::Kind::Buffer), rt_(&rt) {}
+Buffer::Buffer(core::Ref<core::Runtime> rt)
+    : Object(core::Kind::Buffer), rt_(std::move(rt)) {}
 
 t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
                         const char *what) {
@@ -77,9 +77,10 @@ void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
                core::describe(r.code).c_str());
 }
 
-t4a_status Buffer::alloc(core::Runtime &rt, uint64_t bytes, uint32_t flags,
-                         core::Ref<Buffer> *out) {
-  core::Ref<Buffer> b(new Buffer(rt));
+t4a_status Buffer::alloc(core::Ref<core::Runtime> runtime, uint64_t bytes,
+                         uint32_t flags, core::Ref<Buffer> *out) {
+  auto b = core::Ref<Buffer>::adopt(new Buffer(std::move(runtime)));
+  core::Runtime &rt = *b->rt_;
   b->bytes_ = bytes;
   if (bytes == 0) { // a valid empty buffer: no memory, pointer 0
     *out = std::move(b);

@@ -20,9 +20,9 @@ namespace t4a::memory {
 
 class Buffer final : public core::Object {
 public:
-  // Under the runtime's admission, with its context current.
-  static t4a_status alloc(core::Runtime &rt, uint64_t bytes, uint32_t flags,
-                          core::Ref<Buffer> *out);
+  // Admits one allocation on `rt`, whose reference the buffer keeps.
+  static t4a_status alloc(core::Ref<core::Runtime> rt, uint64_t bytes,
+                          uint32_t flags, core::Ref<Buffer> *out);
   ~Buffer() override;
 
   core::Runtime &runtime() const { return *rt_; }
@@ -37,7 +37,7 @@ public:
   static void operator delete(void *p) noexcept;
 
 private:
-  explicit Buffer(core::Runtime &rt);
+  explicit Buffer(core::Ref<core::Runtime> rt);
   core::Ref<core::Runtime> rt_;
   CUdeviceptr ptr_ = 0;
   uint64_t bytes_ = 0;

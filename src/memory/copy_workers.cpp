@@ -1,17 +1,36 @@
 #include "memory/copy_workers.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace t4a::memory {
 
 namespace {
 constexpr size_t k_min_part = size_t(1) << 20;
+constexpr auto k_spin = std::chrono::microseconds(200);
 
 int default_threads() {
   unsigned hc = std::thread::hardware_concurrency();
   int n = static_cast<int>(hc / 2);
   return std::clamp(n, 1, 8);
+}
+
+inline void cpu_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until pred() holds or the spin budget is spent; true if it held.
+template <class Pred> bool spin_until(Pred pred) {
+  auto start = std::chrono::steady_clock::now();
+  for (unsigned i = 1;; ++i) {
+    if (pred()) return true;
+    cpu_pause();
+    if ((i & 63) == 0 && std::chrono::steady_clock::now() - start > k_spin)
+      return pred();
+  }
 }
 } // namespace
 
@@ -32,29 +51,48 @@ CopyWorkers::CopyWorkers(int threads) : threads_(threads) {}
 CopyWorkers::~CopyWorkers() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   work_cv_.notify_all();
   for (auto &t : pool_) t.join();
+}
+
+void CopyWorkers::work(std::unique_lock<std::mutex> &lock) {
+  while (next_ < parts_) {
+    size_t i = next_++;
+    unsigned char *d = dst_ + i * part_;
+    const unsigned char *s = src_ + i * part_;
+    size_t n = std::min(part_, bytes_ - i * part_);
+    lock.unlock();
+    std::memcpy(d, s, n);
+    bool last = done_.fetch_add(1, std::memory_order_acq_rel) + 1 == parts_;
+    lock.lock();
+    if (last && caller_sleeping_) done_cv_.notify_one();
+  }
 }
 
 void CopyWorkers::run() {
   uint64_t seen = 0;
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-    if (stop_) return;
-    seen = generation_;
-    while (next_ < parts_) {
-      size_t i = next_++;
-      unsigned char *d = dst_ + i * part_;
-      const unsigned char *s = src_ + i * part_;
-      size_t n = std::min(part_, bytes_ - i * part_);
+    if (generation_.load(std::memory_order_relaxed) == seen &&
+        !stop_.load()) {
       lock.unlock();
-      std::memcpy(d, s, n);
+      spin_until([&] {
+        return generation_.load(std::memory_order_acquire) != seen ||
+               stop_.load(std::memory_order_relaxed);
+      });
       lock.lock();
-      if (++done_ == parts_) done_cv_.notify_all();
+      ++sleepers_;
+      work_cv_.wait(lock, [&] {
+        return stop_.load() ||
+               generation_.load(std::memory_order_relaxed) != seen;
+      });
+      --sleepers_;
     }
+    if (stop_.load()) return;
+    seen = generation_.load(std::memory_order_relaxed);
+    work(lock);
   }
 }
 
@@ -77,21 +115,25 @@ void CopyWorkers::copy(void *dst, const void *src, size_t bytes) {
   part_ = (part_ + 4095) & ~size_t(4095);
   parts_ = (bytes + part_ - 1) / part_;
   next_ = 0;
-  done_ = 0;
-  ++generation_;
-  work_cv_.notify_all();
-  // The caller works too.
-  while (next_ < parts_) {
-    size_t i = next_++;
-    unsigned char *d = dst_ + i * part_;
-    const unsigned char *s = src_ + i * part_;
-    size_t n = std::min(part_, bytes_ - i * part_);
-    lock.unlock();
-    std::memcpy(d, s, n);
+  done_.store(0, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);
+  if (sleepers_ > 0) work_cv_.notify_all();
+  work(lock); // the caller works too
+  size_t total = parts_;
+  lock.unlock();
+  if (!spin_until([&] {
+        return done_.load(std::memory_order_acquire) == total;
+      })) {
     lock.lock();
-    ++done_;
+    caller_sleeping_ = true;
+    done_cv_.wait(lock, [&] {
+      return done_.load(std::memory_order_acquire) == total;
+    });
+    caller_sleeping_ = false;
+    parts_ = 0;
+    return;
   }
-  done_cv_.wait(lock, [&] { return done_ == parts_; });
+  lock.lock();
   parts_ = 0;
 }
 

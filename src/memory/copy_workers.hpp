@@ -3,8 +3,12 @@
 // default half the host's cores, at most 8), started on first large copy.
 // A copy is split into parts of at least 1 MiB; the calling thread copies
 // one part itself. Copies below 2 MiB, or with one thread, run inline.
+// Between the chunks of one transfer the workers spin for up to 200 us
+// before sleeping, so a pipelined transfer does not pay a wake-up per
+// chunk; an idle pool sleeps on a condition variable.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -30,22 +34,27 @@ public:
 
 private:
   void run();
+  // Takes and copies parts of the current job until none is left; under
+  // `lock`, which it releases around each memcpy.
+  void work(std::unique_lock<std::mutex> &lock);
 
   const int threads_; // including the caller
   std::vector<std::thread> pool_;
   std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;
-  bool stop_ = false;
-  uint64_t generation_ = 0;
-  // The job being worked on.
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> generation_{0}; // changed under mu_
+  int sleepers_ = 0;
+  bool caller_sleeping_ = false;
+  // The job being worked on (under mu_).
   unsigned char *dst_ = nullptr;
   const unsigned char *src_ = nullptr;
   size_t bytes_ = 0;
   size_t part_ = 0;
   size_t parts_ = 0;
   size_t next_ = 0;
-  size_t done_ = 0;
+  std::atomic<size_t> done_{0};
 };
 
 } // namespace t4a::memory

@@ -14,7 +14,7 @@ HostBuffer::HostBuffer(core::Runtime &rt)
 
 t4a_status HostBuffer::alloc(core::Runtime &rt, uint64_t bytes,
                              core::Ref<HostBuffer> *out) {
-  core::Ref<HostBuffer> h(new HostBuffer(rt));
+  auto h = core::Ref<HostBuffer>::adopt(new HostBuffer(rt));
   h->bytes_ = bytes;
   if (bytes > 0) {
     core::ContextScope scope;

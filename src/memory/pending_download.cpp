@@ -13,7 +13,7 @@ PendingDownload::PendingDownload(core::Runtime &rt)
 t4a_status PendingDownload::create(core::Runtime &rt, Buffer &src,
                                    uint64_t offset, uint64_t bytes,
                                    core::Ref<PendingDownload> *out) {
-  core::Ref<PendingDownload> d(new PendingDownload(rt));
+  auto d = core::Ref<PendingDownload>::adopt(new PendingDownload(rt));
   d->bytes_ = bytes;
   if (bytes > 0) {
     core::OpScope op(rt, "enqueuing a download");

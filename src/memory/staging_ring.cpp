@@ -85,7 +85,7 @@ t4a_status StagingRing::take_chunk(core::Ref<Chunk> *out, bool *exhausted) {
   Chunk *c = new Chunk(this, static_cast<unsigned char *>(p), chunk_bytes_);
   all_.push_back(c);
   rt_.counters().staging_bytes.add(c->bytes);
-  *out = core::Ref<Chunk>(c);
+  *out = core::Ref<Chunk>::adopt(c); // a new object holds one reference
   return T4A_SUCCESS;
 }
 

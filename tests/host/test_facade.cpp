@@ -285,7 +285,7 @@ static void test_buffer_alloc_null_runtime(void **) {
   bool thrown = false;
   try {
     t4a::Buffer b(none, 1024);
-    fail_msg("t4a::Buffer(null view, 1024) did not throw");
+    fail_msg("%s", "t4a::Buffer(null view, 1024) did not throw");
   } catch (const t4a::Error &e) {
     thrown = true;
     assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
