@@ -301,10 +301,10 @@ int main(int argc, char **argv) {
   if (sweep) {
     // Pageable transfer bandwidth over staging threads and chunk sizes, to
     // choose the defaults (printed only; not part of the table).
-    std::printf("\nsweep: pageable 256 MiB, GB/s (upload / download)\n");
-    for (int threads : {4, 8, 12, 16}) {
-      for (uint64_t chunk : {uint64_t(4) << 20, uint64_t(8) << 20,
-                             uint64_t(16) << 20}) {
+    std::printf("\nsweep: pageable %llu MiB, GB/s (upload / download)\n",
+                (unsigned long long)(n >> 20));
+    for (int threads : {8, 12, 16}) {
+      for (uint64_t chunk : {uint64_t(8) << 20, uint64_t(16) << 20}) {
         t4a_runtime_options so = T4A_RUNTIME_OPTIONS_INIT;
         so.staging_threads = threads;
         so.staging_chunk_bytes = chunk;

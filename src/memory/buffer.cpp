@@ -1,7 +1,7 @@
 #include "memory/buffer.hpp"
 
 #include "core/context_scope.hpp"
-#include "core/op_scope.hpp"
+#include "core/admission.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "driver/result_class.hpp"
@@ -22,10 +22,29 @@ void Buffer::operator delete(void *p) noexcept { BufferBlocks::give(p); }
 Buffer::Buffer(core::Ref<core::Runtime> rt)
     : Object(core::Kind::Buffer), rt_(std::move(rt)) {}
 
+namespace {
+// Stream-ordered allocator calls name their stream, which carries its
+// context: the driver documents no need for a current context, and making
+// it current costs a driver call each way on the hottest path. Should a
+// driver still answer CUDA_ERROR_INVALID_CONTEXT, the call is repeated with
+// the runtime's context current.
+template <class F> DrvResult in_stream_context(core::Runtime &rt, F call) {
+  DrvResult r = call();
+  if (r.code != CUDA_ERROR_INVALID_CONTEXT) return r;
+  core::ContextScope scope;
+  if (scope.enter(rt.context(), "retrying with the runtime's context", false) !=
+      T4A_SUCCESS)
+    return r;
+  return call();
+}
+} // namespace
+
 t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
                         const char *what) {
   CUdeviceptr p = 0;
-  DrvResult r = cu::mem_alloc_from_pool_async(&p, bytes, rt.pool(), rt.stream());
+  DrvResult r = in_stream_context(rt, [&] {
+    return cu::mem_alloc_from_pool_async(&p, bytes, rt.pool(), rt.stream());
+  });
   if (r.code == CUDA_ERROR_OUT_OF_MEMORY)
     return core::fail_message(
         T4A_ERROR_OUT_OF_MEMORY,
@@ -54,12 +73,8 @@ void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
     pc.leaked_device_bytes.add(bytes);
     return;
   }
-  core::ContextScope scope;
-  DrvResult r{};
-  if (scope.enter(rt.context(), "freeing device memory", false) == T4A_SUCCESS)
-    r = cu::mem_free_async(ptr, rt.stream());
-  else
-    r = DrvResult{CUDA_ERROR_INVALID_CONTEXT, "cuCtxSetCurrent"};
+  DrvResult r =
+      in_stream_context(rt, [&] { return cu::mem_free_async(ptr, rt.stream()); });
   if (r) {
     c.frees.add();
     return;
@@ -87,18 +102,28 @@ t4a_status Buffer::alloc(core::Ref<core::Runtime> runtime, uint64_t bytes,
     return T4A_SUCCESS;
   }
   core::Epochs::Items retired; // dropped after the admission below
-  core::OpScope op(rt, "allocating a buffer");
-  if (op.status() != T4A_SUCCESS) return op.status();
+  core::Admission adm(rt.admission());
+  if (adm.status() != T4A_SUCCESS) return adm.status();
+  if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
   // Retirement is polled here, amortized: one query per 64 allocations,
   // and only while sealed epochs are outstanding.
-  if (rt.epochs().has_sealed() && (rt.counters().allocations.get() & 63) == 0)
+  if (rt.epochs().has_sealed() &&
+      (rt.counters().allocations.get() & 63) == 0) {
+    core::ContextScope scope;
+    if (t4a_status s = scope.enter(rt.context(), "allocating a buffer");
+        s != T4A_SUCCESS)
+      return s;
     if (t4a_status s = rt.epochs().poll(rt, &retired); s != T4A_SUCCESS)
       return s;
+  }
   if (t4a_status s = device_alloc(rt, bytes, &b->ptr_, "allocating a buffer");
       s != T4A_SUCCESS)
     return s;
   if (flags & T4A_BUFFER_ZERO) {
-    if (auto r = cu::memset_d8_async(b->ptr_, 0, bytes, rt.stream()); !r) {
+    if (auto r = in_stream_context(rt, [&] {
+          return cu::memset_d8_async(b->ptr_, 0, bytes, rt.stream());
+        });
+        !r) {
       // The allocation was enqueued; whether the memset was is unknown.
       b->quarantine();
       t4a_status s = rt.fail_op(r, "zeroing a new buffer");
