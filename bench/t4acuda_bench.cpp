@@ -151,8 +151,7 @@ void bandwidth(const std::string &name, int reps, uint64_t bytes,
   double ma = median(a), mb = median(b);
   char target[64];
   std::snprintf(target, sizeof target, ">= %.2fx", min_ratio);
-  rows.push_back(
-      {name, "GB/s", ma, mb, ma / mb, target, ma / mb >= min_ratio});
+  rows.push_back({name, "GB/s", ma, mb, ma / mb, target, ma / mb >= min_ratio});
 }
 
 } // namespace
@@ -163,11 +162,14 @@ int main(int argc, char **argv) {
   bool quick = false;
   bool sweep = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
+      json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
       reps = std::max(5, std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--quick")) quick = true;
-    else if (!std::strcmp(argv[i], "--sweep")) sweep = true;
+    else if (!std::strcmp(argv[i], "--quick"))
+      quick = true;
+    else if (!std::strcmp(argv[i], "--sweep"))
+      sweep = true;
   }
   int32_t count = 0;
   if (t4a_device_count(&count) != T4A_SUCCESS || count == 0 || !load_raw()) {
@@ -192,12 +194,13 @@ int main(int argc, char **argv) {
   auto sync = [&] { check_cu(raw.cuStreamSynchronize(stream), "sync"); };
 
   // ---- alloc + release ----
-  for (uint64_t size : {uint64_t(1) << 10, uint64_t(1) << 20,
-                        uint64_t(64) << 20}) {
+  for (uint64_t size :
+       {uint64_t(1) << 10, uint64_t(1) << 20, uint64_t(64) << 20}) {
     char name[64];
     std::snprintf(name, sizeof name, "alloc+release %s",
-                  size < (1u << 20) ? "1 KiB"
-                                    : (size < (64u << 20) ? "1 MiB" : "64 MiB"));
+                  size < (1u << 20)
+                      ? "1 KiB"
+                      : (size < (64u << 20) ? "1 MiB" : "64 MiB"));
     latency(
         name, reps, quick ? 2000 : 20000,
         [&] {
@@ -315,17 +318,24 @@ int main(int argc, char **argv) {
         check(t4a_buffer_alloc(srt, n, 0, &sb), "sweep alloc");
         std::vector<double> up, down;
         for (int r = 0; r < 5; ++r) {
-          up.push_back(n / time_loop(1, [&] {
-                         check(t4a_buffer_upload(srt, sb, 0, pageable.data(),
-                                                 n),
-                               "upload");
-                         check(t4a_runtime_synchronize(srt), "sync");
-                       }) / 1e9);
-          down.push_back(n / time_loop(1, [&] {
-                           check(t4a_buffer_download_sync(
-                                     srt, sb, 0, pageable_out.data(), n),
-                                 "download");
-                         }) / 1e9);
+          up.push_back(n /
+                       time_loop(1,
+                                 [&] {
+                                   check(t4a_buffer_upload(srt, sb, 0,
+                                                           pageable.data(), n),
+                                         "upload");
+                                   check(t4a_runtime_synchronize(srt), "sync");
+                                 }) /
+                       1e9);
+          down.push_back(
+              n /
+              time_loop(1,
+                        [&] {
+                          check(t4a_buffer_download_sync(
+                                    srt, sb, 0, pageable_out.data(), n),
+                                "download");
+                        }) /
+              1e9);
         }
         std::printf("  threads %2d chunk %2llu MiB: %6.2f / %6.2f\n", threads,
                     (unsigned long long)(chunk >> 20), median(up),

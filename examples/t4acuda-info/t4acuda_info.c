@@ -19,8 +19,8 @@ static char *last_message(void) {
 
 static int fail(const char *what, t4a_status s) {
   char *m = last_message();
-  fprintf(stderr, "t4acuda-info: %s failed: %s: %s\n", what,
-          t4a_status_name(s), m != NULL ? m : "");
+  fprintf(stderr, "t4acuda-info: %s failed: %s: %s\n", what, t4a_status_name(s),
+          m != NULL ? m : "");
   free(m);
   return 1;
 }

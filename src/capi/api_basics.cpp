@@ -18,8 +18,7 @@ T4A_API int32_t t4a_built_cuda_version(void) { return CUDA_VERSION; }
 T4A_API const char *t4a_status_name(t4a_status status) {
   switch (status) {
 #define T4A_NAME_CASE_(name, value, text)                                      \
-  case value:                                                                  \
-    return #name;
+  case value: return #name;
     T4A_STATUS_MAP(T4A_NAME_CASE_)
 #undef T4A_NAME_CASE_
   }
@@ -29,8 +28,7 @@ T4A_API const char *t4a_status_name(t4a_status status) {
 T4A_API const char *t4a_status_description(t4a_status status) {
   switch (status) {
 #define T4A_TEXT_CASE_(name, value, text)                                      \
-  case value:                                                                  \
-    return text;
+  case value: return text;
     T4A_STATUS_MAP(T4A_TEXT_CASE_)
 #undef T4A_TEXT_CASE_
   }

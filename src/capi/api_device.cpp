@@ -25,8 +25,7 @@ T4A_API t4a_status t4a_nvrtc_version(int32_t *major, int32_t *minor) {
     if (major == nullptr) return capi::null_arg("major");
     if (minor == nullptr) return capi::null_arg("minor");
     const driver::NvrtcState &n = driver::nvrtc_load();
-    if (!n.ready)
-      return core::fail_message(T4A_ERROR_NO_COMPILER, n.reason);
+    if (!n.ready) return core::fail_message(T4A_ERROR_NO_COMPILER, n.reason);
     *major = n.major;
     *minor = n.minor;
     return T4A_SUCCESS;
@@ -43,8 +42,7 @@ T4A_API t4a_status t4a_device_count(int32_t *count) {
   });
 }
 
-T4A_API t4a_status t4a_device_info_get(int32_t ordinal,
-                                       t4a_device_info *info) {
+T4A_API t4a_status t4a_device_info_get(int32_t ordinal, t4a_device_info *info) {
   return T4A_ENTRY({
     if (t4a_status s = core::check_out_struct(info, "info"); s != T4A_SUCCESS)
       return s;

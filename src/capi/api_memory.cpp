@@ -12,8 +12,7 @@ namespace {
 t4a_status get_runtime(t4a_runtime h, Ref<core::Runtime> *out) {
   return capi::resolve(h.id, Kind::Runtime, "runtime", out);
 }
-t4a_status get_buffer(t4a_buffer h, const char *arg,
-                      Ref<memory::Buffer> *out) {
+t4a_status get_buffer(t4a_buffer h, const char *arg, Ref<memory::Buffer> *out) {
   return capi::resolve(h.id, Kind::Buffer, arg, out);
 }
 } // namespace
@@ -76,11 +75,9 @@ T4A_API t4a_status t4a_buffer_fill(t4a_runtime runtime, t4a_buffer buffer,
     Ref<memory::Buffer> b;
     if (t4a_status s = get_buffer(buffer, "buffer", &b); s != T4A_SUCCESS)
       return s;
-    if (t4a_status s = memory::check_owner("buffer", *b, *rt);
-        s != T4A_SUCCESS)
+    if (t4a_status s = memory::check_owner("buffer", *b, *rt); s != T4A_SUCCESS)
       return s;
-    if (t4a_status s = memory::check_range("buffer", offset, bytes,
-                                           b->bytes());
+    if (t4a_status s = memory::check_range("buffer", offset, bytes, b->bytes());
         s != T4A_SUCCESS)
       return s;
     return memory::fill(*rt, *b, offset, bytes, value);

@@ -80,8 +80,7 @@ T4A_API t4a_status t4a_runtime_stats_get(t4a_runtime runtime,
   return T4A_ENTRY({
     core::Ref<core::Runtime> rt;
     if (t4a_status s = get_runtime(runtime, &rt); s != T4A_SUCCESS) return s;
-    if (t4a_status s = core::check_out_struct(stats, "stats");
-        s != T4A_SUCCESS)
+    if (t4a_status s = core::check_out_struct(stats, "stats"); s != T4A_SUCCESS)
       return s;
     rt->stats(stats);
     return T4A_SUCCESS;

@@ -47,8 +47,7 @@ T4A_API int64_t t4a_testing_call_count(const char *entry) {
 T4A_API t4a_status t4a_testing_object_create(uint64_t value, uint64_t *id) {
   return T4A_ENTRY({
     if (id == nullptr) return capi::null_arg("id");
-    *id = core::Registry::instance().insert(
-        core::make_ref<TestObject>(value));
+    *id = core::Registry::instance().insert(core::make_ref<TestObject>(value));
     return T4A_SUCCESS;
   });
 }

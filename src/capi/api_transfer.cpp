@@ -18,9 +18,8 @@ t4a_status get_runtime(t4a_runtime h, Ref<core::Runtime> *out) {
 
 // Resolves a runtime and a buffer of it, and checks a byte range.
 t4a_status runtime_and_buffer(t4a_runtime runtime, t4a_buffer buffer,
-                              const char *arg, uint64_t offset,
-                              uint64_t bytes, Ref<core::Runtime> *rt,
-                              Ref<memory::Buffer> *b) {
+                              const char *arg, uint64_t offset, uint64_t bytes,
+                              Ref<core::Runtime> *rt, Ref<memory::Buffer> *b) {
   if (t4a_status s = get_runtime(runtime, rt); s != T4A_SUCCESS) return s;
   if (t4a_status s = capi::resolve(buffer.id, Kind::Buffer, arg, b);
       s != T4A_SUCCESS)
@@ -56,9 +55,9 @@ T4A_API t4a_status t4a_buffer_upload(t4a_runtime runtime, t4a_buffer dst,
   });
 }
 
-T4A_API t4a_status t4a_buffer_download_sync(t4a_runtime runtime,
-                                            t4a_buffer src, uint64_t offset,
-                                            void *dst, uint64_t bytes) {
+T4A_API t4a_status t4a_buffer_download_sync(t4a_runtime runtime, t4a_buffer src,
+                                            uint64_t offset, void *dst,
+                                            uint64_t bytes) {
   return T4A_ENTRY({
     Ref<core::Runtime> rt;
     Ref<memory::Buffer> b;
@@ -94,8 +93,7 @@ T4A_API t4a_status t4a_buffer_download(t4a_runtime runtime, t4a_buffer src,
 
 static t4a_status deliver(t4a_download download, void *dst, bool wait) {
   Ref<memory::PendingDownload> d;
-  if (t4a_status s =
-          capi::resolve(download.id, Kind::Download, "download", &d);
+  if (t4a_status s = capi::resolve(download.id, Kind::Download, "download", &d);
       s != T4A_SUCCESS)
     return s;
   return d->deliver(dst, wait);
@@ -146,8 +144,7 @@ T4A_API t4a_status t4a_host_buffer_alloc(t4a_runtime runtime, uint64_t bytes,
 
 T4A_API t4a_status t4a_host_buffer_retain(t4a_host_buffer host_buffer) {
   return T4A_ENTRY({
-    return capi::retain_handle(host_buffer.id, Kind::HostBuffer,
-                               "host_buffer");
+    return capi::retain_handle(host_buffer.id, Kind::HostBuffer, "host_buffer");
   });
 }
 
@@ -162,8 +159,8 @@ T4A_API t4a_status t4a_host_buffer_pointer(t4a_host_buffer host_buffer,
                                            void **pointer, uint64_t *bytes) {
   return T4A_ENTRY({
     Ref<memory::HostBuffer> h;
-    if (t4a_status s = capi::resolve(host_buffer.id, Kind::HostBuffer,
-                                     "host_buffer", &h);
+    if (t4a_status s =
+            capi::resolve(host_buffer.id, Kind::HostBuffer, "host_buffer", &h);
         s != T4A_SUCCESS)
       return s;
     if (pointer == nullptr) return capi::null_arg("pointer");
@@ -176,13 +173,12 @@ T4A_API t4a_status t4a_host_buffer_pointer(t4a_host_buffer host_buffer,
 T4A_API t4a_status t4a_buffer_upload_host(t4a_runtime runtime, t4a_buffer dst,
                                           uint64_t dst_offset,
                                           t4a_host_buffer src,
-                                          uint64_t src_offset,
-                                          uint64_t bytes) {
+                                          uint64_t src_offset, uint64_t bytes) {
   return T4A_ENTRY({
     Ref<core::Runtime> rt;
     Ref<memory::Buffer> b;
-    if (t4a_status s = runtime_and_buffer(runtime, dst, "dst", dst_offset,
-                                          bytes, &rt, &b);
+    if (t4a_status s =
+            runtime_and_buffer(runtime, dst, "dst", dst_offset, bytes, &rt, &b);
         s != T4A_SUCCESS)
       return s;
     Ref<memory::HostBuffer> h;
@@ -193,8 +189,7 @@ T4A_API t4a_status t4a_buffer_upload_host(t4a_runtime runtime, t4a_buffer dst,
   });
 }
 
-T4A_API t4a_status t4a_buffer_download_host(t4a_runtime runtime,
-                                            t4a_buffer src,
+T4A_API t4a_status t4a_buffer_download_host(t4a_runtime runtime, t4a_buffer src,
                                             uint64_t src_offset,
                                             t4a_host_buffer dst,
                                             uint64_t dst_offset,
@@ -202,8 +197,8 @@ T4A_API t4a_status t4a_buffer_download_host(t4a_runtime runtime,
   return T4A_ENTRY({
     Ref<core::Runtime> rt;
     Ref<memory::Buffer> b;
-    if (t4a_status s = runtime_and_buffer(runtime, src, "src", src_offset,
-                                          bytes, &rt, &b);
+    if (t4a_status s =
+            runtime_and_buffer(runtime, src, "src", src_offset, bytes, &rt, &b);
         s != T4A_SUCCESS)
       return s;
     Ref<memory::HostBuffer> h;
@@ -216,8 +211,7 @@ T4A_API t4a_status t4a_buffer_download_host(t4a_runtime runtime,
 
 T4A_API t4a_status t4a_process_stats_get(t4a_process_stats *stats) {
   return T4A_ENTRY({
-    if (t4a_status s = core::check_out_struct(stats, "stats");
-        s != T4A_SUCCESS)
+    if (t4a_status s = core::check_out_struct(stats, "stats"); s != T4A_SUCCESS)
       return s;
     t4a_process_stats full = T4A_PROCESS_STATS_INIT;
     core::ProcessCounters::instance().fill(&full);

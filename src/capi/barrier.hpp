@@ -46,20 +46,19 @@ t4a_status resolve(uint64_t id, core::Kind kind, const char *arg,
   return T4A_SUCCESS;
 }
 
-
 inline t4a_status bad_handle(core::HandleCheck c, uint64_t id,
                              const char *arg) {
-  return core::fail(c == core::HandleCheck::Saturated
-                        ? T4A_ERROR_INVALID_ARGUMENT
-                        : T4A_ERROR_INVALID_HANDLE, "%s (id 0x%016llx) is %s", arg,
-                    static_cast<unsigned long long>(id),
-                    core::Registry::describe(c));
+  return core::fail(
+      c == core::HandleCheck::Saturated ? T4A_ERROR_INVALID_ARGUMENT
+                                        : T4A_ERROR_INVALID_HANDLE,
+      "%s (id 0x%016llx) is %s", arg, static_cast<unsigned long long>(id),
+      core::Registry::describe(c));
 }
 
 // Registers a new object and returns its id.
 template <class T> uint64_t publish(core::Ref<T> obj) {
-  return core::Registry::instance().insert(core::Ref<core::Object>(
-      core::Ref<core::Object>::adopt(obj.detach())));
+  return core::Registry::instance().insert(
+      core::Ref<core::Object>(core::Ref<core::Object>::adopt(obj.detach())));
 }
 
 // Drops one handle reference of kind K (the null id is a no-op); the
@@ -73,8 +72,7 @@ inline t4a_status release_handle(uint64_t id, core::Kind kind,
   return T4A_SUCCESS;
 }
 
-inline t4a_status retain_handle(uint64_t id, core::Kind kind,
-                                const char *arg) {
+inline t4a_status retain_handle(uint64_t id, core::Kind kind, const char *arg) {
   core::HandleCheck c = core::Registry::instance().retain(id, kind);
   if (c != core::HandleCheck::Ok) return bad_handle(c, id, arg);
   return T4A_SUCCESS;

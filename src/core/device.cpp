@@ -27,9 +27,8 @@ t4a_status device_get(int32_t ordinal, const char *arg, CUdevice *out) {
   if (t4a_status s = device_count(&n); s != T4A_SUCCESS) return s;
   if (ordinal < 0 || ordinal >= n)
     return fail(T4A_ERROR_NO_DEVICE,
-                "%s is %d; this process sees %d CUDA device(s)%s", arg,
-                ordinal, n,
-                n > 0 ? format(" (ordinals 0..%d)", n - 1).c_str() : "");
+                "%s is %d; this process sees %d CUDA device(s)%s", arg, ordinal,
+                n, n > 0 ? format(" (ordinals 0..%d)", n - 1).c_str() : "");
   CUdevice d = 0;
   if (auto r = cu::device_get(&d, ordinal); !r)
     return fail_driver(r, "getting device %d", ordinal);
@@ -98,8 +97,7 @@ t4a_status device_info(int32_t ordinal, t4a_device_info *out) {
   return T4A_SUCCESS;
 }
 
-t4a_status device_can_access_peer(int32_t ordinal, int32_t peer,
-                                  int32_t *can) {
+t4a_status device_can_access_peer(int32_t ordinal, int32_t peer, int32_t *can) {
   CUdevice d = 0, p = 0;
   if (t4a_status s = device_get(ordinal, "ordinal", &d); s != T4A_SUCCESS)
     return s;

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "t4acuda.h"
 #include "driver/cuda_api.hpp"
+#include "t4acuda.h"
 
 namespace t4a::core {
 
@@ -50,8 +50,7 @@ t4a_status fail_driver(driver::DrvResult r, const char *fmt, ...)
 
 // Records a failure with a ready-made message and optional driver result.
 t4a_status fail_message(t4a_status status, std::string message,
-                        int32_t driver_result = 0,
-                        int32_t compiler_result = 0);
+                        int32_t driver_result = 0, int32_t compiler_result = 0);
 
 // Records a failure from an exception handler; never throws (when even
 // the message cannot be stored, the status alone is kept).

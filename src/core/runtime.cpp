@@ -45,8 +45,8 @@ t4a_status Runtime::create(const t4a_runtime_options &o, Ref<Runtime> *out) {
   Ref<Runtime> rt = Ref<Runtime>::adopt(new Runtime());
   rt->ordinal_ = o.device_ordinal;
   rt->options_ = o;
-  if (t4a_status s = device_get(o.device_ordinal, "options->device_ordinal",
-                                &rt->device_);
+  if (t4a_status s =
+          device_get(o.device_ordinal, "options->device_ordinal", &rt->device_);
       s != T4A_SUCCESS)
     return s;
   int pools = 0;

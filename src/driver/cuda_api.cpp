@@ -39,8 +39,7 @@ State &state() {
 // The libraries tried, in order. One place, one reason per name.
 std::vector<LibraryCandidate> driver_candidates() {
   std::string override_path = env_or_empty("T4A_CUDA_DRIVER_PATH");
-  if (!override_path.empty())
-    return {{override_path, "T4A_CUDA_DRIVER_PATH"}};
+  if (!override_path.empty()) return {{override_path, "T4A_CUDA_DRIVER_PATH"}};
   return {
       // The driver's soname: every Linux driver installation provides it.
       {"libcuda.so.1", "the CUDA driver's soname"},
@@ -121,8 +120,8 @@ bool has(Entry e) { return g_has[static_cast<int>(e)]; }
 
 const char *error_name(CUresult r) {
   const char *s = nullptr;
-  if (g_cuda.cuGetErrorName == nullptr || g_cuda.cuGetErrorName(r, &s) != CUDA_SUCCESS ||
-      s == nullptr)
+  if (g_cuda.cuGetErrorName == nullptr ||
+      g_cuda.cuGetErrorName(r, &s) != CUDA_SUCCESS || s == nullptr)
     return "";
   return s;
 }

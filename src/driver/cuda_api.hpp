@@ -26,8 +26,8 @@ struct CudaTable {
 #undef X
 };
 
-extern CudaTable g_cuda;                         // valid once loaded
-extern const char *const k_entry_names[];        // indexed by Entry
+extern CudaTable g_cuda;                  // valid once loaded
+extern const char *const k_entry_names[]; // indexed by Entry
 
 // The outcome of one driver call: the CUresult and which entry point.
 struct DrvResult {
@@ -73,48 +73,121 @@ inline DrvResult invoke(Entry e, F fn, A... args) {
 // ---- Typed wrappers, grouped like the driver documentation. ----
 namespace cu {
 // Version management.
-inline DrvResult driver_get_version(int *v) { return T4A_CU(cuDriverGetVersion, v); }
+inline DrvResult driver_get_version(int *v) {
+  return T4A_CU(cuDriverGetVersion, v);
+}
 // Device management.
-inline DrvResult device_get_count(int *n) { return T4A_CU(cuDeviceGetCount, n); }
-inline DrvResult device_get(CUdevice *d, int ordinal) { return T4A_CU(cuDeviceGet, d, ordinal); }
-inline DrvResult device_get_name(char *buf, int len, CUdevice d) { return T4A_CU(cuDeviceGetName, buf, len, d); }
-inline DrvResult device_get_uuid(CUuuid *u, CUdevice d) { return T4A_CU(cuDeviceGetUuid, u, d); }
-inline DrvResult device_get_attribute(int *v, CUdevice_attribute a, CUdevice d) { return T4A_CU(cuDeviceGetAttribute, v, a, d); }
-inline DrvResult device_total_mem(size_t *bytes, CUdevice d) { return T4A_CU(cuDeviceTotalMem, bytes, d); }
-inline DrvResult device_can_access_peer(int *can, CUdevice d, CUdevice peer) { return T4A_CU(cuDeviceCanAccessPeer, can, d, peer); }
+inline DrvResult device_get_count(int *n) {
+  return T4A_CU(cuDeviceGetCount, n);
+}
+inline DrvResult device_get(CUdevice *d, int ordinal) {
+  return T4A_CU(cuDeviceGet, d, ordinal);
+}
+inline DrvResult device_get_name(char *buf, int len, CUdevice d) {
+  return T4A_CU(cuDeviceGetName, buf, len, d);
+}
+inline DrvResult device_get_uuid(CUuuid *u, CUdevice d) {
+  return T4A_CU(cuDeviceGetUuid, u, d);
+}
+inline DrvResult device_get_attribute(int *v, CUdevice_attribute a,
+                                      CUdevice d) {
+  return T4A_CU(cuDeviceGetAttribute, v, a, d);
+}
+inline DrvResult device_total_mem(size_t *bytes, CUdevice d) {
+  return T4A_CU(cuDeviceTotalMem, bytes, d);
+}
+inline DrvResult device_can_access_peer(int *can, CUdevice d, CUdevice peer) {
+  return T4A_CU(cuDeviceCanAccessPeer, can, d, peer);
+}
 // Primary context management.
-inline DrvResult primary_ctx_retain(CUcontext *c, CUdevice d) { return T4A_CU(cuDevicePrimaryCtxRetain, c, d); }
-inline DrvResult primary_ctx_release(CUdevice d) { return T4A_CU(cuDevicePrimaryCtxRelease, d); }
-inline DrvResult primary_ctx_get_state(CUdevice d, unsigned *flags, int *active) { return T4A_CU(cuDevicePrimaryCtxGetState, d, flags, active); }
+inline DrvResult primary_ctx_retain(CUcontext *c, CUdevice d) {
+  return T4A_CU(cuDevicePrimaryCtxRetain, c, d);
+}
+inline DrvResult primary_ctx_release(CUdevice d) {
+  return T4A_CU(cuDevicePrimaryCtxRelease, d);
+}
+inline DrvResult primary_ctx_get_state(CUdevice d, unsigned *flags,
+                                       int *active) {
+  return T4A_CU(cuDevicePrimaryCtxGetState, d, flags, active);
+}
 // Context management.
-inline DrvResult ctx_get_current(CUcontext *c) { return T4A_CU(cuCtxGetCurrent, c); }
-inline DrvResult ctx_set_current(CUcontext c) { return T4A_CU(cuCtxSetCurrent, c); }
+inline DrvResult ctx_get_current(CUcontext *c) {
+  return T4A_CU(cuCtxGetCurrent, c);
+}
+inline DrvResult ctx_set_current(CUcontext c) {
+  return T4A_CU(cuCtxSetCurrent, c);
+}
 // Stream management.
-inline DrvResult stream_create(CUstream *s, unsigned flags) { return T4A_CU(cuStreamCreate, s, flags); }
-inline DrvResult stream_destroy(CUstream s) { return T4A_CU(cuStreamDestroy, s); }
-inline DrvResult stream_synchronize(CUstream s) { return T4A_CU(cuStreamSynchronize, s); }
+inline DrvResult stream_create(CUstream *s, unsigned flags) {
+  return T4A_CU(cuStreamCreate, s, flags);
+}
+inline DrvResult stream_destroy(CUstream s) {
+  return T4A_CU(cuStreamDestroy, s);
+}
+inline DrvResult stream_synchronize(CUstream s) {
+  return T4A_CU(cuStreamSynchronize, s);
+}
 inline DrvResult stream_query(CUstream s) { return T4A_CU(cuStreamQuery, s); }
-inline DrvResult stream_wait_event(CUstream s, CUevent e, unsigned flags) { return T4A_CU(cuStreamWaitEvent, s, e, flags); }
+inline DrvResult stream_wait_event(CUstream s, CUevent e, unsigned flags) {
+  return T4A_CU(cuStreamWaitEvent, s, e, flags);
+}
 // Event management.
-inline DrvResult event_create(CUevent *e, unsigned flags) { return T4A_CU(cuEventCreate, e, flags); }
+inline DrvResult event_create(CUevent *e, unsigned flags) {
+  return T4A_CU(cuEventCreate, e, flags);
+}
 inline DrvResult event_destroy(CUevent e) { return T4A_CU(cuEventDestroy, e); }
-inline DrvResult event_record(CUevent e, CUstream s) { return T4A_CU(cuEventRecord, e, s); }
+inline DrvResult event_record(CUevent e, CUstream s) {
+  return T4A_CU(cuEventRecord, e, s);
+}
 inline DrvResult event_query(CUevent e) { return T4A_CU(cuEventQuery, e); }
-inline DrvResult event_synchronize(CUevent e) { return T4A_CU(cuEventSynchronize, e); }
+inline DrvResult event_synchronize(CUevent e) {
+  return T4A_CU(cuEventSynchronize, e);
+}
 // Stream-ordered memory allocator.
-inline DrvResult mem_pool_create(CUmemoryPool *p, const CUmemPoolProps *props) { return T4A_CU(cuMemPoolCreate, p, props); }
-inline DrvResult mem_pool_destroy(CUmemoryPool p) { return T4A_CU(cuMemPoolDestroy, p); }
-inline DrvResult mem_pool_set_attribute(CUmemoryPool p, CUmemPool_attribute a, void *v) { return T4A_CU(cuMemPoolSetAttribute, p, a, v); }
-inline DrvResult mem_pool_get_attribute(CUmemoryPool p, CUmemPool_attribute a, void *v) { return T4A_CU(cuMemPoolGetAttribute, p, a, v); }
-inline DrvResult mem_pool_trim_to(CUmemoryPool p, size_t keep) { return T4A_CU(cuMemPoolTrimTo, p, keep); }
-inline DrvResult mem_alloc_from_pool_async(CUdeviceptr *d, size_t bytes, CUmemoryPool p, CUstream s) { return T4A_CU(cuMemAllocFromPoolAsync, d, bytes, p, s); }
-inline DrvResult mem_free_async(CUdeviceptr d, CUstream s) { return T4A_CU(cuMemFreeAsync, d, s); }
+inline DrvResult mem_pool_create(CUmemoryPool *p, const CUmemPoolProps *props) {
+  return T4A_CU(cuMemPoolCreate, p, props);
+}
+inline DrvResult mem_pool_destroy(CUmemoryPool p) {
+  return T4A_CU(cuMemPoolDestroy, p);
+}
+inline DrvResult mem_pool_set_attribute(CUmemoryPool p, CUmemPool_attribute a,
+                                        void *v) {
+  return T4A_CU(cuMemPoolSetAttribute, p, a, v);
+}
+inline DrvResult mem_pool_get_attribute(CUmemoryPool p, CUmemPool_attribute a,
+                                        void *v) {
+  return T4A_CU(cuMemPoolGetAttribute, p, a, v);
+}
+inline DrvResult mem_pool_trim_to(CUmemoryPool p, size_t keep) {
+  return T4A_CU(cuMemPoolTrimTo, p, keep);
+}
+inline DrvResult mem_alloc_from_pool_async(CUdeviceptr *d, size_t bytes,
+                                           CUmemoryPool p, CUstream s) {
+  return T4A_CU(cuMemAllocFromPoolAsync, d, bytes, p, s);
+}
+inline DrvResult mem_free_async(CUdeviceptr d, CUstream s) {
+  return T4A_CU(cuMemFreeAsync, d, s);
+}
 // Memory management.
-inline DrvResult memset_d8_async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { return T4A_CU(cuMemsetD8Async, d, v, n, s); }
-inline DrvResult memcpy_htod_async(CUdeviceptr d, const void *h, size_t n, CUstream s) { return T4A_CU(cuMemcpyHtoDAsync, d, h, n, s); }
-inline DrvResult memcpy_dtoh_async(void *h, CUdeviceptr d, size_t n, CUstream s) { return T4A_CU(cuMemcpyDtoHAsync, h, d, n, s); }
-inline DrvResult memcpy_dtod_async(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return T4A_CU(cuMemcpyDtoDAsync, dst, src, n, s); }
-inline DrvResult mem_host_alloc(void **p, size_t n, unsigned flags) { return T4A_CU(cuMemHostAlloc, p, n, flags); }
+inline DrvResult memset_d8_async(CUdeviceptr d, unsigned char v, size_t n,
+                                 CUstream s) {
+  return T4A_CU(cuMemsetD8Async, d, v, n, s);
+}
+inline DrvResult memcpy_htod_async(CUdeviceptr d, const void *h, size_t n,
+                                   CUstream s) {
+  return T4A_CU(cuMemcpyHtoDAsync, d, h, n, s);
+}
+inline DrvResult memcpy_dtoh_async(void *h, CUdeviceptr d, size_t n,
+                                   CUstream s) {
+  return T4A_CU(cuMemcpyDtoHAsync, h, d, n, s);
+}
+inline DrvResult memcpy_dtod_async(CUdeviceptr dst, CUdeviceptr src, size_t n,
+                                   CUstream s) {
+  return T4A_CU(cuMemcpyDtoDAsync, dst, src, n, s);
+}
+inline DrvResult mem_host_alloc(void **p, size_t n, unsigned flags) {
+  return T4A_CU(cuMemHostAlloc, p, n, flags);
+}
 inline DrvResult mem_free_host(void *p) { return T4A_CU(cuMemFreeHost, p); }
 } // namespace cu
 

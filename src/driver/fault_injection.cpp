@@ -66,7 +66,8 @@ bool arm(const char *entry_name, uint64_t nth, int32_t result, Mode mode) {
   Table &t = table();
   std::lock_guard<std::mutex> lock(t.mu);
   // nth counts from now: calls already made do not count.
-  t.rules[i] = Rule{true, static_cast<uint64_t>(t.calls[i]) + nth, result, mode};
+  t.rules[i] =
+      Rule{true, static_cast<uint64_t>(t.calls[i]) + nth, result, mode};
   update_active(t);
   return true;
 }

@@ -19,8 +19,8 @@ LoadedLibrary load_first(const std::vector<LibraryCandidate> &candidates) {
     }
     const char *reason = dlerror();
     if (!tried.empty()) tried += "; ";
-    tried += "'" + c.path + "' (" + c.why + "): " +
-             (reason != nullptr ? reason : "dlopen failed");
+    tried += "'" + c.path + "' (" + c.why +
+             "): " + (reason != nullptr ? reason : "dlopen failed");
   }
   out.failure = "tried " + tried;
   return out;

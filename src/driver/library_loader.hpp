@@ -13,9 +13,9 @@ struct LibraryCandidate {
 };
 
 struct LoadedLibrary {
-  void *handle = nullptr;   // dlopen handle; never closed (see design.md)
-  std::string path;         // the candidate that loaded
-  std::string failure;      // when handle is null: every name and reason
+  void *handle = nullptr; // dlopen handle; never closed (see design.md)
+  std::string path;       // the candidate that loaded
+  std::string failure;    // when handle is null: every name and reason
 };
 
 // Tries the candidates in order; the first that dlopens wins.

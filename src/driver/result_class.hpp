@@ -19,10 +19,8 @@ inline bool is_sticky(CUresult r) {
   case CUDA_ERROR_INVALID_ADDRESS_SPACE:
   case CUDA_ERROR_INVALID_PC:
   case CUDA_ERROR_ECC_UNCORRECTABLE:
-  case CUDA_ERROR_LAUNCH_TIMEOUT:
-    return true;
-  default:
-    return false;
+  case CUDA_ERROR_LAUNCH_TIMEOUT: return true;
+  default: return false;
   }
 }
 

@@ -1,7 +1,7 @@
 #include "memory/buffer.hpp"
 
-#include "core/context_scope.hpp"
 #include "core/admission.hpp"
+#include "core/context_scope.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "driver/result_class.hpp"
@@ -73,8 +73,8 @@ void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
     pc.leaked_device_bytes.add(bytes);
     return;
   }
-  DrvResult r =
-      in_stream_context(rt, [&] { return cu::mem_free_async(ptr, rt.stream()); });
+  DrvResult r = in_stream_context(
+      rt, [&] { return cu::mem_free_async(ptr, rt.stream()); });
   if (r) {
     c.frees.add();
     return;
@@ -107,8 +107,7 @@ t4a_status Buffer::alloc(core::Ref<core::Runtime> runtime, uint64_t bytes,
   if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
   // Retirement is polled here, amortized: one query per 64 allocations,
   // and only while sealed epochs are outstanding.
-  if (rt.epochs().has_sealed() &&
-      (rt.counters().allocations.get() & 63) == 0) {
+  if (rt.epochs().has_sealed() && (rt.counters().allocations.get() & 63) == 0) {
     core::ContextScope scope;
     if (t4a_status s = scope.enter(rt.context(), "allocating a buffer");
         s != T4A_SUCCESS)
@@ -120,9 +119,11 @@ t4a_status Buffer::alloc(core::Ref<core::Runtime> runtime, uint64_t bytes,
       s != T4A_SUCCESS)
     return s;
   if (flags & T4A_BUFFER_ZERO) {
-    if (auto r = in_stream_context(rt, [&] {
-          return cu::memset_d8_async(b->ptr_, 0, bytes, rt.stream());
-        });
+    if (auto r = in_stream_context(rt,
+                                   [&] {
+                                     return cu::memset_d8_async(
+                                         b->ptr_, 0, bytes, rt.stream());
+                                   });
         !r) {
       // The allocation was enqueued; whether the memset was is unknown.
       b->quarantine();

@@ -75,8 +75,7 @@ void CopyWorkers::run() {
   uint64_t seen = 0;
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    if (generation_.load(std::memory_order_relaxed) == seen &&
-        !stop_.load()) {
+    if (generation_.load(std::memory_order_relaxed) == seen && !stop_.load()) {
       lock.unlock();
       spin_until([&] {
         return generation_.load(std::memory_order_acquire) != seen ||
@@ -97,8 +96,8 @@ void CopyWorkers::run() {
 }
 
 void CopyWorkers::copy(void *dst, const void *src, size_t bytes) {
-  size_t parts = std::min<size_t>(static_cast<size_t>(threads_),
-                                  bytes / k_min_part);
+  size_t parts =
+      std::min<size_t>(static_cast<size_t>(threads_), bytes / k_min_part);
   if (parts <= 1) {
     std::memcpy(dst, src, bytes);
     return;
@@ -121,14 +120,12 @@ void CopyWorkers::copy(void *dst, const void *src, size_t bytes) {
   work(lock); // the caller works too
   size_t total = parts_;
   lock.unlock();
-  if (!spin_until([&] {
-        return done_.load(std::memory_order_acquire) == total;
-      })) {
+  if (!spin_until(
+          [&] { return done_.load(std::memory_order_acquire) == total; })) {
     lock.lock();
     caller_sleeping_ = true;
-    done_cv_.wait(lock, [&] {
-      return done_.load(std::memory_order_acquire) == total;
-    });
+    done_cv_.wait(
+        lock, [&] { return done_.load(std::memory_order_acquire) == total; });
     caller_sleeping_ = false;
     parts_ = 0;
     return;

@@ -45,7 +45,8 @@ HostBuffer::~HostBuffer() {
     return;
   }
   core::ContextScope scope;
-  if (scope.enter(rt_->context(), "freeing a host buffer", false) != T4A_SUCCESS) {
+  if (scope.enter(rt_->context(), "freeing a host buffer", false) !=
+      T4A_SUCCESS) {
     core::ProcessCounters::instance().leaked_host_buffers.add();
     return;
   }

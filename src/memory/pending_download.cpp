@@ -22,12 +22,11 @@ t4a_status PendingDownload::create(core::Runtime &rt, Buffer &src,
                                     "allocating a download snapshot");
         s != T4A_SUCCESS)
       return s;
-    if (auto r = cu::memcpy_dtod_async(d->snapshot_, src.ptr() + offset,
-                                       bytes, rt.stream());
+    if (auto r = cu::memcpy_dtod_async(d->snapshot_, src.ptr() + offset, bytes,
+                                       rt.stream());
         !r)
       return enqueue_failure(rt, r, true, "copying a download snapshot");
-    if (t4a_status s = rt.events().take(&d->ready_); s != T4A_SUCCESS)
-      return s;
+    if (t4a_status s = rt.events().take(&d->ready_); s != T4A_SUCCESS) return s;
     if (auto r = cu::event_record(d->ready_, rt.stream()); !r)
       return enqueue_failure(rt, r, true, "recording a download's event");
     rt.counters().events_recorded.add();

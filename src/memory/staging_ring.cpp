@@ -18,8 +18,8 @@ StagingRing &StagingRing::of(core::Runtime &rt) {
   auto *ring =
       static_cast<StagingRing *>(rt.part(core::Runtime::Part::Staging));
   if (ring == nullptr) {
-    auto made = std::make_unique<StagingRing>(
-        rt, rt.options().staging_bytes, rt.options().staging_chunk_bytes);
+    auto made = std::make_unique<StagingRing>(rt, rt.options().staging_bytes,
+                                              rt.options().staging_chunk_bytes);
     ring = made.get();
     rt.set_part(core::Runtime::Part::Staging, std::move(made));
   }

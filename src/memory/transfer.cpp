@@ -22,8 +22,8 @@ void relieve_open_epoch(core::Runtime &rt) {
 }
 } // namespace
 
-t4a_status enqueue_failure(core::Runtime &rt, DrvResult r,
-                           bool enqueued_before, const char *what) {
+t4a_status enqueue_failure(core::Runtime &rt, DrvResult r, bool enqueued_before,
+                           const char *what) {
   t4a_status s = rt.fail_op(r, what);
   if (s == T4A_ERROR_DEVICE_FAULT || !enqueued_before) return s;
   return core::fail_message(
@@ -142,8 +142,8 @@ t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
     if (auto r = cu::event_record(e, stream); !r) {
       rt.events().give_back(e);
       ring.quarantine(*span.chunk);
-      return abandon(enqueue_failure(rt, r, true,
-                                     "recording a staged download chunk"));
+      return abandon(
+          enqueue_failure(rt, r, true, "recording a staged download chunk"));
     }
     rt.counters().events_recorded.add();
     stages.push_back(Stage{std::move(span), e, done});
@@ -174,9 +174,8 @@ t4a_status upload_host(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
   core::OpScope op(rt, "uploading from a host buffer");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (bytes > 0) {
-    DrvResult r = cu::memcpy_htod_async(dst.ptr() + dst_offset,
-                                        src.data() + src_offset, bytes,
-                                        rt.stream());
+    DrvResult r = cu::memcpy_htod_async(
+        dst.ptr() + dst_offset, src.data() + src_offset, bytes, rt.stream());
     // Kept alive until the stream proves the DMA done, failed or not.
     rt.epochs().keep(core::Ref<core::Object>(&src));
     if (!r)
@@ -189,14 +188,12 @@ t4a_status upload_host(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
 }
 
 t4a_status download_host(core::Runtime &rt, Buffer &src, uint64_t src_offset,
-                         HostBuffer &dst, uint64_t dst_offset,
-                         uint64_t bytes) {
+                         HostBuffer &dst, uint64_t dst_offset, uint64_t bytes) {
   core::OpScope op(rt, "downloading into a host buffer");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (bytes > 0) {
-    DrvResult r = cu::memcpy_dtoh_async(dst.data() + dst_offset,
-                                        src.ptr() + src_offset, bytes,
-                                        rt.stream());
+    DrvResult r = cu::memcpy_dtoh_async(
+        dst.data() + dst_offset, src.ptr() + src_offset, bytes, rt.stream());
     rt.epochs().keep(core::Ref<core::Object>(&dst));
     if (!r)
       return enqueue_failure(rt, r, false, "downloading into a host buffer");
@@ -212,8 +209,8 @@ t4a_status fill(core::Runtime &rt, Buffer &b, uint64_t offset, uint64_t bytes,
   core::OpScope op(rt, "filling a buffer");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (bytes > 0) {
-    if (auto r = cu::memset_d8_async(b.ptr() + offset, value, bytes,
-                                     rt.stream());
+    if (auto r =
+            cu::memset_d8_async(b.ptr() + offset, value, bytes, rt.stream());
         !r)
       return enqueue_failure(rt, r, false, "filling a buffer");
   }
@@ -226,9 +223,8 @@ t4a_status copy(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
   core::OpScope op(rt, "copying between buffers");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (bytes > 0) {
-    if (auto r = cu::memcpy_dtod_async(dst.ptr() + dst_offset,
-                                       src.ptr() + src_offset, bytes,
-                                       rt.stream());
+    if (auto r = cu::memcpy_dtod_async(
+            dst.ptr() + dst_offset, src.ptr() + src_offset, bytes, rt.stream());
         !r)
       return enqueue_failure(rt, r, false, "copying between buffers");
   }

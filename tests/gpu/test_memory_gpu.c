@@ -95,9 +95,8 @@ static t4a_process_stats process_stats(void) {
  * buffers both ways. */
 static void test_round_trips(void **state) {
   (void)state;
-  static const uint64_t sizes[] = {0,    1,           255,
-                                   256,  4097,        (1u << 20) + 3,
-                                   (64u << 20) + 1};
+  static const uint64_t sizes[] = {
+      0, 1, 255, 256, 4097, (1u << 20) + 3, (64u << 20) + 1};
   static const uint64_t offsets[] = {0, 1, 256, 4099};
   t4a_runtime rt = make_runtime(0, 0);
   for (size_t si = 0; si < sizeof sizes / sizeof *sizes; ++si) {
@@ -383,8 +382,7 @@ static void test_argument_errors(void **state) {
   ASSERT_STATUS(t4a_buffer_upload(rt, b, UINT64_MAX, buf, 2),
                 T4A_ERROR_INVALID_ARGUMENT);
   ASSERT_MESSAGE_HAS("overflows");
-  ASSERT_STATUS(t4a_buffer_upload(rt, ob, 0, buf, 1),
-                T4A_ERROR_WRONG_RUNTIME);
+  ASSERT_STATUS(t4a_buffer_upload(rt, ob, 0, buf, 1), T4A_ERROR_WRONG_RUNTIME);
   ASSERT_MESSAGE_HAS("dst belongs to runtime");
   ASSERT_STATUS(t4a_buffer_download_sync(rt, b, 0, NULL, 1),
                 T4A_ERROR_INVALID_ARGUMENT);
@@ -485,8 +483,8 @@ static void test_zero_flag(void **state) {
     ASSERT_OK(t4a_buffer_alloc(rt, n, T4A_BUFFER_ZERO, &z));
     ASSERT_OK(t4a_buffer_download_sync(rt, z, 0, out, n));
     for (size_t i = 0; i < n; ++i)
-      if (out[i] != 0) fail_msg("byte %zu of a zeroed buffer is 0x%02x", i,
-                                out[i]);
+      if (out[i] != 0)
+        fail_msg("byte %zu of a zeroed buffer is 0x%02x", i, out[i]);
     ASSERT_OK(t4a_buffer_release(z));
   }
   ASSERT_OK(t4a_runtime_destroy(rt));
@@ -633,8 +631,7 @@ static void test_fault_destroy_unproven(void **state) {
   ASSERT_OK(t4a_buffer_upload(rt, a, 0, in, sizeof in)); /* staging made */
   t4a_testing_fault_reset();
   t4a_testing_count_calls(1);
-  ASSERT_OK(t4a_testing_fault_arm("cuStreamSynchronize", 1,
-                                  CUDA_ERROR_UNKNOWN,
+  ASSERT_OK(t4a_testing_fault_arm("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN,
                                   T4A_TESTING_FAULT_AFTER));
   ASSERT_STATUS(t4a_runtime_destroy(rt), T4A_ERROR_DRIVER);
   ASSERT_OK(t4a_buffer_release(a)); /* after the destroy: leaked too */
@@ -685,10 +682,10 @@ int main(int argc, char **argv) {
   };
   int failed = 0;
   if (!strcmp(group, "basic") || !strcmp(group, "all"))
-    failed += cmocka_run_group_tests_name("memory_gpu_basic", basic, NULL,
-                                          NULL);
+    failed +=
+        cmocka_run_group_tests_name("memory_gpu_basic", basic, NULL, NULL);
   if (!strcmp(group, "faults") || !strcmp(group, "all"))
-    failed += cmocka_run_group_tests_name("memory_gpu_faults", faults, NULL,
-                                          NULL);
+    failed +=
+        cmocka_run_group_tests_name("memory_gpu_faults", faults, NULL, NULL);
   return failed ? 1 : 0;
 }

@@ -32,7 +32,8 @@ static_assert(sizeof(t4a::Runtime) == sizeof(t4a_runtime),
 
 // Buffers and host buffers are shared (copying retains); downloads are
 // delivered once, so move-only. Each wrapper holds only its C handle.
-static_assert(sizeof(t4a::Buffer) == 8 && sizeof(t4a::Buffer) == sizeof(t4a_buffer));
+static_assert(sizeof(t4a::Buffer) == 8);
+static_assert(sizeof(t4a::Buffer) == sizeof(t4a_buffer));
 static_assert(sizeof(t4a::HostBuffer) == sizeof(t4a_host_buffer));
 static_assert(sizeof(t4a::Download) == sizeof(t4a_download));
 static_assert(std::is_copy_constructible_v<t4a::Buffer>);

@@ -31,8 +31,7 @@ typedef struct t4a_test_symbol {
 /* Copies `src` into `dst` (`capacity` bytes), truncating, NUL-terminated. */
 static inline void t4a_test_copy(char *dst, size_t capacity, const char *src) {
   size_t n = strlen(src);
-  if (n >= capacity)
-    n = capacity - 1;
+  if (n >= capacity) n = capacity - 1;
   memcpy(dst, src, n);
   dst[n] = '\0';
 }
@@ -53,8 +52,7 @@ static inline long t4a_test_read_dynamic_symbols(const char *path,
   long count = 0;
   FILE *pipe;
   int rc;
-  if (why != NULL && why_capacity > 0)
-    why[0] = '\0';
+  if (why != NULL && why_capacity > 0) why[0] = '\0';
   if (strchr(path, '\'') != NULL) {
     if (why != NULL)
       snprintf(why, why_capacity, "path has a quote: %.900s", path);
@@ -62,8 +60,7 @@ static inline long t4a_test_read_dynamic_symbols(const char *path,
   }
   if (snprintf(command, sizeof command, "%s -D --defined-only '%s' 2>&1",
                T4A_TEST_NM, path) >= (int)sizeof command) {
-    if (why != NULL)
-      snprintf(why, why_capacity, "path too long: %.900s", path);
+    if (why != NULL) snprintf(why, why_capacity, "path too long: %.900s", path);
     return -1;
   }
   pipe = popen(command, "r");
@@ -84,8 +81,7 @@ static inline long t4a_test_read_dynamic_symbols(const char *path,
       count = -1;
       continue; /* drain the pipe before pclose */
     }
-    if (count < 0)
-      continue;
+    if (count < 0) continue;
     memset(&s, 0, sizeof s);
     s.type = type[0];
     at = strchr(symbol, '@');
@@ -96,8 +92,7 @@ static inline long t4a_test_read_dynamic_symbols(const char *path,
       *at = '\0';
     }
     t4a_test_copy(s.name, sizeof s.name, symbol);
-    if ((size_t)count < max)
-      out[count] = s;
+    if ((size_t)count < max) out[count] = s;
     ++count;
   }
   rc = pclose(pipe);
