@@ -205,15 +205,21 @@ public:
   t4a_status trim(std::nothrow_t) const noexcept {
     return t4a_runtime_trim(h());
   }
-  /** Describes the runtime (t4a_runtime_info_get()); non-throwing. */
+  /** Describes the runtime (t4a_runtime_info_get()); non-throwing;
+   *  `out` is written only on success. */
   t4a_status info(t4a_runtime_info &out, std::nothrow_t) const noexcept {
-    out = t4a_runtime_info T4A_RUNTIME_INFO_INIT;
-    return t4a_runtime_info_get(h(), &out);
+    t4a_runtime_info tmp = T4A_RUNTIME_INFO_INIT;
+    t4a_status s = t4a_runtime_info_get(h(), &tmp);
+    if (s == T4A_SUCCESS) out = tmp;
+    return s;
   }
-  /** Reads the counters (t4a_runtime_stats_get()); non-throwing. */
+  /** Reads the counters (t4a_runtime_stats_get()); non-throwing; `out` is
+   *  written only on success. */
   t4a_status stats(t4a_runtime_stats &out, std::nothrow_t) const noexcept {
-    out = t4a_runtime_stats T4A_RUNTIME_STATS_INIT;
-    return t4a_runtime_stats_get(h(), &out);
+    t4a_runtime_stats tmp = T4A_RUNTIME_STATS_INIT;
+    t4a_status s = t4a_runtime_stats_get(h(), &tmp);
+    if (s == T4A_SUCCESS) out = tmp;
+    return s;
   }
 #if T4A_HPP_EXCEPTIONS
   /** Host wait for all work (t4a_runtime_synchronize()). @throws Error */
@@ -352,9 +358,10 @@ public:
   Shared(std::nullptr_t) noexcept {}
   /** Takes over one reference the caller owns. */
   explicit Shared(H adopt) noexcept : h_(adopt) {}
-  /** Retains: both objects hold a reference. */
+  /** Retains: both objects hold a reference. If the retain fails (a
+   *  stale handle, or a saturated count) the copy is null. */
   Shared(const Shared &o) noexcept : h_(o.h_) {
-    if (h_.id != T4A_NULL_ID) (void)Retain(h_);
+    if (h_.id != T4A_NULL_ID && Retain(h_) != T4A_SUCCESS) h_ = H{T4A_NULL_ID};
   }
   /** Moves the reference; `o` becomes null. */
   Shared(Shared &&o) noexcept : h_(o.release()) {}
@@ -413,10 +420,13 @@ public:
     if (s == T4A_SUCCESS) out = Buffer(h);
     return s;
   }
-  /** Facts about the buffer (t4a_buffer_info_get()); non-throwing. */
+  /** Facts about the buffer (t4a_buffer_info_get()); non-throwing;
+   *  `out` is written only on success. */
   t4a_status info(t4a_buffer_info &out, std::nothrow_t) const noexcept {
-    out = t4a_buffer_info T4A_BUFFER_INFO_INIT;
-    return t4a_buffer_info_get(get(), &out);
+    t4a_buffer_info tmp = T4A_BUFFER_INFO_INIT;
+    t4a_status s = t4a_buffer_info_get(get(), &tmp);
+    if (s == T4A_SUCCESS) out = tmp;
+    return s;
   }
 #if T4A_HPP_EXCEPTIONS
   /** Allocates (t4a_buffer_alloc()). @throws Error */
@@ -496,6 +506,12 @@ public:
   ~Download() { reset(); }
   /** The C handle. */
   t4a_download get() const noexcept { return h_; }
+  /** True unless null. */
+  explicit operator bool() const noexcept { return h_.id != T4A_NULL_ID; }
+  /** The download's size (t4a_download_size()); non-throwing. */
+  t4a_status size(uint64_t &bytes, std::nothrow_t) const noexcept {
+    return t4a_download_size(h_, &bytes);
+  }
   /** Hands the handle to the caller. */
   t4a_download release() noexcept {
     t4a_download h = h_;
@@ -543,6 +559,29 @@ inline t4a_status download(RuntimeView rt, const Buffer &src, uint64_t offset,
                            void *dst, uint64_t bytes,
                            std::nothrow_t) noexcept {
   return t4a_buffer_download_sync(rt.get(), src.get(), offset, dst, bytes);
+}
+/** @brief Enqueues a pending download (t4a_buffer_download());
+ *  non-throwing; `out` is written only on success. */
+inline t4a_status download_async(RuntimeView rt, const Buffer &src,
+                                 uint64_t offset, uint64_t bytes,
+                                 Download &out, std::nothrow_t) noexcept {
+  t4a_download h{T4A_NULL_ID};
+  t4a_status s = t4a_buffer_download(rt.get(), src.get(), offset, bytes, &h);
+  if (s == T4A_SUCCESS) out = Download(h);
+  return s;
+}
+/** @brief Fills bytes (t4a_buffer_fill()); non-throwing. */
+inline t4a_status fill(RuntimeView rt, const Buffer &b, uint64_t offset,
+                       uint64_t bytes, uint8_t value,
+                       std::nothrow_t) noexcept {
+  return t4a_buffer_fill(rt.get(), b.get(), offset, bytes, value);
+}
+/** @brief Device-to-device copy (t4a_buffer_copy()); non-throwing. */
+inline t4a_status copy(RuntimeView rt, const Buffer &dst, uint64_t dst_offset,
+                       const Buffer &src, uint64_t src_offset, uint64_t bytes,
+                       std::nothrow_t) noexcept {
+  return t4a_buffer_copy(rt.get(), dst.get(), dst_offset, src.get(),
+                         src_offset, bytes);
 }
 #if T4A_HPP_EXCEPTIONS
 /** @brief Pinned-staged upload (t4a_buffer_upload()). @throws Error */

@@ -40,8 +40,9 @@ HandleCheck Registry::find(uint64_t id, Kind kind, uint32_t *index) const {
   if (i >= slots_.size() || gen == 0) return HandleCheck::Unknown;
   const Slot &s = slots_[i];
   if (gen > s.generation) return HandleCheck::Unknown;
-  if (s.obj == nullptr || s.generation != gen || s.obj->kind() != kind)
-    return HandleCheck::Stale;
+  if (s.obj == nullptr || s.generation != gen) return HandleCheck::Stale;
+  // The slot is live but holds another type: the id's kind byte was forged.
+  if (s.obj->kind() != kind) return HandleCheck::Unknown;
   *index = i;
   return HandleCheck::Ok;
 }

@@ -21,8 +21,9 @@ t4a_status facade_noexcept_buffers(t4a::Buffer &out, uint64_t forged_id) {
   t4a::RuntimeView none;
   {
     t4a::Buffer a(t4a_buffer{forged_id});
-    t4a::Buffer b = a; // retain of a forged id fails silently
-    if (b.get().id != forged_id) return T4A_ERROR_INTERNAL;
+    t4a::Buffer b = a; // retain of a forged id fails: the copy is null
+    if (b.get().id != T4A_NULL_ID || a.get().id != forged_id)
+      return T4A_ERROR_INTERNAL;
     t4a_buffer_info info;
     if (b.info(info, std::nothrow) != T4A_ERROR_INVALID_HANDLE)
       return T4A_ERROR_INTERNAL;

@@ -5,9 +5,12 @@
  * checked against exact expected values.
  *
  * Groups (argv[1]): "basic", "faults" (fault injection leaks on purpose, so
- * it runs in its own process), or "all".
+ * it runs in its own process), "all"; or "fake-basic" / "fake-faults": the
+ * same tests, less those that depend on device timing or need gigabytes,
+ * against the fake driver of tests/fake (host lane: CI and sanitizers).
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
+#define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -661,8 +664,19 @@ static int setup(void **state) {
 #define T(fn) cmocka_unit_test_setup(fn, setup)
 
 int main(int argc, char **argv) {
-  gpu_lane_require(1);
   const char *group = argc > 1 ? argv[1] : "all";
+  int fake = strncmp(group, "fake-", 5) == 0;
+  if (fake) {
+#if defined(T4A_FAKE_CUDA_PATH)
+    setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);
+    group += 5;
+#else
+    fprintf(stderr, "built without the fake driver\n");
+    return 1;
+#endif
+  } else {
+    gpu_lane_require(1);
+  }
   const struct CMUnitTest basic[] = {
       T(test_round_trips),
       T(test_counters_exact),
@@ -676,16 +690,35 @@ int main(int argc, char **argv) {
       T(test_host_buffer_deferred_free),
       T(test_threads_share_runtime),
   };
+  /* The fake driver completes all work at once: no staging waits happen,
+   * and its "device" is host memory. */
+  const struct CMUnitTest fake_basic[] = {
+      T(test_round_trips),
+      T(test_counters_exact),
+      T(test_undelivered_download),
+      T(test_release_and_overwrite_ordering),
+      T(test_out_of_memory),
+      T(test_argument_errors),
+      T(test_empty_buffer),
+      T(test_zero_flag),
+      T(test_host_buffer_deferred_free),
+      T(test_threads_share_runtime),
+  };
   const struct CMUnitTest faults[] = {
       T(test_fault_upload_after_enqueue),
       T(test_fault_destroy_unproven),
   };
   int failed = 0;
-  if (!strcmp(group, "basic") || !strcmp(group, "all"))
-    failed +=
-        cmocka_run_group_tests_name("memory_gpu_basic", basic, NULL, NULL);
+  if (!strcmp(group, "basic") || !strcmp(group, "all")) {
+    if (fake)
+      failed += cmocka_run_group_tests_name("memory_fake_basic", fake_basic,
+                                            NULL, NULL);
+    else
+      failed += cmocka_run_group_tests_name("memory_gpu_basic", basic, NULL,
+                                            NULL);
+  }
   if (!strcmp(group, "faults") || !strcmp(group, "all"))
-    failed +=
-        cmocka_run_group_tests_name("memory_gpu_faults", faults, NULL, NULL);
+    failed += cmocka_run_group_tests_name(
+        fake ? "memory_fake_faults" : "memory_gpu_faults", faults, NULL, NULL);
   return failed ? 1 : 0;
 }

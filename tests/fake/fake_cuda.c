@@ -1,0 +1,342 @@
+/*
+ * A fake libcuda for the host lane: enough of the driver API for t4acuda's
+ * runtimes, buffers and transfers to run on a machine without a GPU, so
+ * argument checks, byte-exact round trips, counters and threading run in
+ * CI and under the sanitizers. "Device memory" is host memory; every
+ * stream operation runs at once on the calling thread (a valid schedule of
+ * stream order), so every event is complete when recorded. It is loaded by
+ * t4acuda through T4A_CUDA_DRIVER_PATH and resolves entry points through
+ * cuGetProcAddress_v2, as the real driver does. Not a model of timing.
+ *
+ * FAKE_CUDA_DEVICES: device count (default 1). Allocations above
+ * FAKE_CUDA_MAX_ALLOC bytes (default 16 GiB) fail with OUT_OF_MEMORY.
+ * SPDX-License-Identifier: MIT OR Apache-2.0
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <cuda.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAKE_API __attribute__((visibility("default")))
+
+struct CUctx_st {
+  int device;
+  int refs;
+};
+struct CUstream_st {
+  CUcontext ctx;
+};
+struct CUevent_st {
+  int recorded;
+};
+struct CUmemPoolHandle_st {
+  cuuint64_t threshold;
+  int device;
+};
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct CUctx_st g_primary[16];
+static _Thread_local CUcontext tl_current;
+
+static int device_count(void) {
+  const char *e = getenv("FAKE_CUDA_DEVICES");
+  int n = e != NULL ? atoi(e) : 1;
+  return n < 0 ? 0 : (n > 16 ? 16 : n);
+}
+
+static uint64_t max_alloc(void) {
+  const char *e = getenv("FAKE_CUDA_MAX_ALLOC");
+  return e != NULL ? strtoull(e, NULL, 10) : (16ull << 30);
+}
+
+static CUresult f_cuInit(unsigned flags) {
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; i < 16; ++i) g_primary[i].device = i;
+  return device_count() > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
+}
+static CUresult f_cuDriverGetVersion(int *v) {
+  *v = CUDA_VERSION;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuGetErrorName(CUresult r, const char **s) {
+  switch (r) {
+  case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; break;
+  case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
+  case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+  case CUDA_ERROR_INVALID_DEVICE: *s = "CUDA_ERROR_INVALID_DEVICE"; break;
+  case CUDA_ERROR_INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
+  case CUDA_ERROR_NOT_READY: *s = "CUDA_ERROR_NOT_READY"; break;
+  default: *s = "CUDA_ERROR_UNKNOWN"; break;
+  }
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuGetErrorString(CUresult r, const char **s) {
+  (void)r;
+  *s = "reported by the fake driver";
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuDeviceGetCount(int *n) {
+  *n = device_count();
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuDeviceGet(CUdevice *d, int ordinal) {
+  if (ordinal < 0 || ordinal >= device_count())
+    return CUDA_ERROR_INVALID_DEVICE;
+  *d = ordinal;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuDeviceGetName(char *buf, int len, CUdevice d) {
+  snprintf(buf, (size_t)len, "t4acuda fake device %d", d);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuDeviceGetUuid(CUuuid *u, CUdevice d) {
+  memset(u, 0, sizeof *u);
+  u->bytes[0] = (char)0xFA;
+  u->bytes[15] = (char)d;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuDeviceGetAttribute(int *v, CUdevice_attribute a,
+                                       CUdevice d) {
+  (void)d;
+  switch (a) {
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 4; break;
+  case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *v = 1000000; break;
+  case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *v = 1024; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *v = 64; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *v = 2147483647; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *v = 65535; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 49152; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+    *v = 232448;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: *v = 65536; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *v = 2048; break;
+  case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
+  case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+  case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+  case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
+  case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *v = 1; break;
+  default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuDeviceTotalMem(size_t *b, CUdevice d) {
+  (void)d;
+  *b = (size_t)16 << 30;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuDeviceCanAccessPeer(int *c, CUdevice d, CUdevice p) {
+  *c = d != p;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
+  if (d < 0 || d >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
+  pthread_mutex_lock(&g_mu);
+  g_primary[d].refs++;
+  pthread_mutex_unlock(&g_mu);
+  *c = &g_primary[d];
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuDevicePrimaryCtxRelease(CUdevice d) {
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&g_mu);
+  if (g_primary[d].refs <= 0)
+    r = CUDA_ERROR_INVALID_CONTEXT;
+  else
+    g_primary[d].refs--;
+  pthread_mutex_unlock(&g_mu);
+  return r;
+}
+static CUresult f_cuDevicePrimaryCtxGetState(CUdevice d, unsigned *f,
+                                             int *active) {
+  *f = 0;
+  pthread_mutex_lock(&g_mu);
+  *active = g_primary[d].refs > 0;
+  pthread_mutex_unlock(&g_mu);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuCtxGetCurrent(CUcontext *c) {
+  *c = tl_current;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuCtxSetCurrent(CUcontext c) {
+  tl_current = c;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuCtxGetDevice(CUdevice *d) {
+  if (tl_current == NULL) return CUDA_ERROR_INVALID_CONTEXT;
+  *d = tl_current->device;
+  return CUDA_SUCCESS;
+}
+/* Calls that need a current context fail without one, as the driver's do. */
+static int have_context(void) { return tl_current != NULL; }
+
+static CUresult f_cuStreamCreate(CUstream *s, unsigned flags) {
+  (void)flags;
+  if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  CUstream x = calloc(1, sizeof *x);
+  if (x == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  x->ctx = tl_current;
+  *s = x;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuStreamDestroy(CUstream s) {
+  free(s);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuStreamSynchronize(CUstream s) {
+  return s != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult f_cuStreamQuery(CUstream s) {
+  return s != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult f_cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) {
+  (void)f;
+  return s != NULL && e != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult f_cuEventCreate(CUevent *e, unsigned f) {
+  (void)f;
+  if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  *e = calloc(1, sizeof **e);
+  return *e != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult f_cuEventDestroy(CUevent e) {
+  free(e);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuEventRecord(CUevent e, CUstream s) {
+  if (e == NULL || s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  e->recorded = 1;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuEventQuery(CUevent e) {
+  return e != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult f_cuEventSynchronize(CUevent e) {
+  return e != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult f_cuMemPoolCreate(CUmemoryPool *p, const CUmemPoolProps *pr) {
+  if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  CUmemoryPool x = calloc(1, sizeof *x);
+  if (x == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  x->device = pr->location.id;
+  *p = x;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuMemPoolDestroy(CUmemoryPool p) {
+  free(p);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuMemPoolSetAttribute(CUmemoryPool p, CUmemPool_attribute a,
+                                        void *v) {
+  if (a != CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) return CUDA_ERROR_INVALID_VALUE;
+  p->threshold = *(cuuint64_t *)v;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuMemPoolGetAttribute(CUmemoryPool p, CUmemPool_attribute a,
+                                        void *v) {
+  if (a != CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) return CUDA_ERROR_INVALID_VALUE;
+  *(cuuint64_t *)v = p->threshold;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuMemPoolTrimTo(CUmemoryPool p, size_t keep) {
+  (void)keep;
+  return p != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult f_cuMemAllocFromPoolAsync(CUdeviceptr *d, size_t bytes,
+                                          CUmemoryPool p, CUstream s) {
+  if (p == NULL || s == NULL || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (bytes > max_alloc()) return CUDA_ERROR_OUT_OF_MEMORY;
+  void *m = NULL;
+  if (posix_memalign(&m, 256, bytes) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  *d = (CUdeviceptr)(uintptr_t)m;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuMemFreeAsync(CUdeviceptr d, CUstream s) {
+  if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  free((void *)(uintptr_t)d);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n,
+                                  CUstream s) {
+  if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  memset((void *)(uintptr_t)d, v, n);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n,
+                                    CUstream s) {
+  if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  memcpy((void *)(uintptr_t)d, h, n);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n,
+                                    CUstream s) {
+  if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  memcpy(h, (const void *)(uintptr_t)d, n);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr src, size_t n,
+                                    CUstream s) {
+  if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)src, n);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuMemHostAlloc(void **p, size_t n, unsigned flags) {
+  (void)flags;
+  if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (n > max_alloc()) return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = malloc(n);
+  return *p != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult f_cuMemFreeHost(void *p) {
+  if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  free(p);
+  return CUDA_SUCCESS;
+}
+
+#define E(n) {#n, (void *)f_##n},
+static const struct {
+  const char *name;
+  void *fn;
+} k_table[] = {
+    E(cuInit) E(cuDriverGetVersion) E(cuGetErrorName) E(cuGetErrorString)
+    E(cuDeviceGetCount) E(cuDeviceGet) E(cuDeviceGetName) E(cuDeviceGetUuid)
+    E(cuDeviceGetAttribute) E(cuDeviceTotalMem) E(cuDeviceCanAccessPeer)
+    E(cuDevicePrimaryCtxRetain) E(cuDevicePrimaryCtxRelease)
+    E(cuDevicePrimaryCtxGetState) E(cuCtxGetCurrent) E(cuCtxSetCurrent)
+    E(cuCtxGetDevice) E(cuStreamCreate) E(cuStreamDestroy)
+    E(cuStreamSynchronize) E(cuStreamQuery) E(cuStreamWaitEvent)
+    E(cuEventCreate) E(cuEventDestroy) E(cuEventRecord) E(cuEventQuery)
+    E(cuEventSynchronize) E(cuMemPoolCreate) E(cuMemPoolDestroy)
+    E(cuMemPoolSetAttribute) E(cuMemPoolGetAttribute) E(cuMemPoolTrimTo)
+    E(cuMemAllocFromPoolAsync) E(cuMemFreeAsync) E(cuMemsetD8Async)
+    E(cuMemcpyHtoDAsync) E(cuMemcpyDtoHAsync) E(cuMemcpyDtoDAsync)
+    E(cuMemHostAlloc) E(cuMemFreeHost)};
+#undef E
+
+FAKE_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
+                                      int version, cuuint64_t flags,
+                                      CUdriverProcAddressQueryResult *status) {
+  (void)version;
+  (void)flags;
+  for (size_t i = 0; i < sizeof k_table / sizeof k_table[0]; ++i) {
+    if (strcmp(k_table[i].name, symbol) == 0) {
+      *pfn = k_table[i].fn;
+      if (status != NULL) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+      return CUDA_SUCCESS;
+    }
+  }
+  *pfn = NULL;
+  if (status != NULL) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return CUDA_ERROR_NOT_FOUND;
+}
