@@ -420,6 +420,42 @@ static void test_argument_errors(void **state) {
                 T4A_ERROR_INVALID_ARGUMENT);
   ASSERT_STATUS(t4a_host_buffer_pointer(h, NULL, NULL),
                 T4A_ERROR_INVALID_ARGUMENT);
+  /* Null, forged, released and mistyped handles on a valid runtime: each
+   * is INVALID_HANDLE naming its argument; nothing is enqueued. */
+  t4a_buffer forged = {0x0200000100007777ull}, none = {0}, gone = {0};
+  ASSERT_OK(t4a_buffer_alloc(rt, 8, 0, &gone));
+  ASSERT_OK(t4a_buffer_release(gone));
+  ASSERT_STATUS(t4a_buffer_copy(rt, forged, 0, b, 0, 1),
+                T4A_ERROR_INVALID_HANDLE);
+  ASSERT_MESSAGE_HAS("dst (id 0x0200000100007777)");
+  ASSERT_STATUS(t4a_buffer_copy(rt, b, 0, gone, 0, 1),
+                T4A_ERROR_INVALID_HANDLE);
+  ASSERT_MESSAGE_HAS("src (id");
+  ASSERT_MESSAGE_HAS("released");
+  ASSERT_STATUS(t4a_buffer_upload(rt, none, 0, buf, 1),
+                T4A_ERROR_INVALID_HANDLE);
+  ASSERT_MESSAGE_HAS("dst (id 0x0000000000000000) is the null handle");
+  ASSERT_STATUS(t4a_buffer_download_sync(rt, gone, 0, buf, 1),
+                T4A_ERROR_INVALID_HANDLE);
+  ASSERT_MESSAGE_HAS("src (id");
+  ASSERT_STATUS(t4a_buffer_download(rt, forged, 0, 1, &d),
+                T4A_ERROR_INVALID_HANDLE);
+  ASSERT_MESSAGE_HAS("src (id");
+  assert_int_equal(d.id, 0);
+  ASSERT_STATUS(t4a_buffer_fill(rt, none, 0, 1, 0), T4A_ERROR_INVALID_HANDLE);
+  ASSERT_MESSAGE_HAS("buffer (id");
+  t4a_host_buffer hb_as_buffer = {b.id};
+  ASSERT_STATUS(t4a_buffer_upload_host(rt, b, 0, hb_as_buffer, 0, 1),
+                T4A_ERROR_INVALID_HANDLE);
+  ASSERT_MESSAGE_HAS("src (id");
+  ASSERT_MESSAGE_HAS("another type");
+  ASSERT_STATUS(t4a_buffer_download_host(rt, forged, 0, h, 0, 1),
+                T4A_ERROR_INVALID_HANDLE);
+  ASSERT_MESSAGE_HAS("src (id");
+  t4a_buffer_info binfo = T4A_BUFFER_INFO_INIT;
+  binfo.bytes = 99;
+  ASSERT_STATUS(t4a_buffer_info_get(gone, &binfo), T4A_ERROR_INVALID_HANDLE);
+  assert_int_equal(binfo.bytes, 99);
   /* Handles of the wrong type. */
   t4a_buffer as_buffer = {h.id};
   ASSERT_STATUS(t4a_buffer_release(as_buffer), T4A_ERROR_INVALID_HANDLE);
