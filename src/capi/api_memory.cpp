@@ -9,9 +9,6 @@ using core::Kind;
 using core::Ref;
 
 namespace {
-t4a_status get_runtime(t4a_runtime h, Ref<core::Runtime> *out) {
-  return capi::resolve(h.id, Kind::Runtime, "runtime", out);
-}
 t4a_status get_buffer(t4a_buffer h, const char *arg, Ref<memory::Buffer> *out) {
   return capi::resolve(h.id, Kind::Buffer, arg, out);
 }
@@ -23,7 +20,8 @@ T4A_API t4a_status t4a_buffer_alloc(t4a_runtime runtime, uint64_t bytes,
                                     uint32_t flags, t4a_buffer *buffer) {
   return T4A_ENTRY({
     Ref<core::Runtime> rt;
-    if (t4a_status s = get_runtime(runtime, &rt); s != T4A_SUCCESS) return s;
+    if (t4a_status s = capi::resolve_runtime(runtime, &rt); s != T4A_SUCCESS)
+      return s;
     if (buffer == nullptr) return capi::null_arg("buffer");
     if ((flags & ~T4A_BUFFER_ZERO) != 0)
       return core::fail(T4A_ERROR_INVALID_ARGUMENT,
@@ -71,7 +69,8 @@ T4A_API t4a_status t4a_buffer_fill(t4a_runtime runtime, t4a_buffer buffer,
                                    uint8_t value) {
   return T4A_ENTRY({
     Ref<core::Runtime> rt;
-    if (t4a_status s = get_runtime(runtime, &rt); s != T4A_SUCCESS) return s;
+    if (t4a_status s = capi::resolve_runtime(runtime, &rt); s != T4A_SUCCESS)
+      return s;
     Ref<memory::Buffer> b;
     if (t4a_status s = get_buffer(buffer, "buffer", &b); s != T4A_SUCCESS)
       return s;
@@ -89,7 +88,8 @@ T4A_API t4a_status t4a_buffer_copy(t4a_runtime runtime, t4a_buffer dst,
                                    uint64_t src_offset, uint64_t bytes) {
   return T4A_ENTRY({
     Ref<core::Runtime> rt;
-    if (t4a_status s = get_runtime(runtime, &rt); s != T4A_SUCCESS) return s;
+    if (t4a_status s = capi::resolve_runtime(runtime, &rt); s != T4A_SUCCESS)
+      return s;
     Ref<memory::Buffer> d, sb;
     if (t4a_status s = get_buffer(dst, "dst", &d); s != T4A_SUCCESS) return s;
     if (t4a_status s = get_buffer(src, "src", &sb); s != T4A_SUCCESS) return s;

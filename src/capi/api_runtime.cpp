@@ -7,12 +7,6 @@
 
 using namespace t4a;
 
-namespace {
-t4a_status get_runtime(t4a_runtime h, core::Ref<core::Runtime> *out) {
-  return capi::resolve(h.id, core::Kind::Runtime, "runtime", out);
-}
-} // namespace
-
 extern "C" {
 
 T4A_API t4a_status t4a_runtime_create(const t4a_runtime_options *options,
@@ -33,8 +27,7 @@ T4A_API t4a_status t4a_runtime_create(const t4a_runtime_options *options,
       o.staging_chunk_bytes = o.staging_bytes;
     if (o.reserved0 != 0)
       return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                        "options->reserved0 is %u; it must be 0",
-                        o.reserved0);
+                        "options->reserved0 is %u; it must be 0", o.reserved0);
     core::Ref<core::Runtime> rt;
     if (t4a_status s = core::Runtime::create(o, &rt); s != T4A_SUCCESS)
       return s;
@@ -64,7 +57,8 @@ T4A_API t4a_status t4a_runtime_destroy(t4a_runtime runtime) {
 T4A_API t4a_status t4a_runtime_synchronize(t4a_runtime runtime) {
   return T4A_ENTRY({
     core::Ref<core::Runtime> rt;
-    if (t4a_status s = get_runtime(runtime, &rt); s != T4A_SUCCESS) return s;
+    if (t4a_status s = capi::resolve_runtime(runtime, &rt); s != T4A_SUCCESS)
+      return s;
     return rt->synchronize("synchronizing the runtime's stream");
   });
 }
@@ -72,7 +66,8 @@ T4A_API t4a_status t4a_runtime_synchronize(t4a_runtime runtime) {
 T4A_API t4a_status t4a_runtime_trim(t4a_runtime runtime) {
   return T4A_ENTRY({
     core::Ref<core::Runtime> rt;
-    if (t4a_status s = get_runtime(runtime, &rt); s != T4A_SUCCESS) return s;
+    if (t4a_status s = capi::resolve_runtime(runtime, &rt); s != T4A_SUCCESS)
+      return s;
     return rt->trim();
   });
 }
@@ -81,7 +76,8 @@ T4A_API t4a_status t4a_runtime_info_get(t4a_runtime runtime,
                                         t4a_runtime_info *info) {
   return T4A_ENTRY({
     core::Ref<core::Runtime> rt;
-    if (t4a_status s = get_runtime(runtime, &rt); s != T4A_SUCCESS) return s;
+    if (t4a_status s = capi::resolve_runtime(runtime, &rt); s != T4A_SUCCESS)
+      return s;
     if (t4a_status s = core::check_out_struct(info, "info"); s != T4A_SUCCESS)
       return s;
     rt->info(info);
@@ -93,7 +89,8 @@ T4A_API t4a_status t4a_runtime_stats_get(t4a_runtime runtime,
                                          t4a_runtime_stats *stats) {
   return T4A_ENTRY({
     core::Ref<core::Runtime> rt;
-    if (t4a_status s = get_runtime(runtime, &rt); s != T4A_SUCCESS) return s;
+    if (t4a_status s = capi::resolve_runtime(runtime, &rt); s != T4A_SUCCESS)
+      return s;
     if (t4a_status s = core::check_out_struct(stats, "stats"); s != T4A_SUCCESS)
       return s;
     rt->stats(stats);

@@ -12,15 +12,13 @@ using core::Kind;
 using core::Ref;
 
 namespace {
-t4a_status get_runtime(t4a_runtime h, Ref<core::Runtime> *out) {
-  return capi::resolve(h.id, Kind::Runtime, "runtime", out);
-}
 
 // Resolves a runtime and a buffer of it, and checks a byte range.
 t4a_status runtime_and_buffer(t4a_runtime runtime, t4a_buffer buffer,
                               const char *arg, uint64_t offset, uint64_t bytes,
                               Ref<core::Runtime> *rt, Ref<memory::Buffer> *b) {
-  if (t4a_status s = get_runtime(runtime, rt); s != T4A_SUCCESS) return s;
+  if (t4a_status s = capi::resolve_runtime(runtime, rt); s != T4A_SUCCESS)
+    return s;
   if (t4a_status s = capi::resolve(buffer.id, Kind::Buffer, arg, b);
       s != T4A_SUCCESS)
     return s;
@@ -130,7 +128,8 @@ T4A_API t4a_status t4a_host_buffer_alloc(t4a_runtime runtime, uint64_t bytes,
                                          t4a_host_buffer *host_buffer) {
   return T4A_ENTRY({
     Ref<core::Runtime> rt;
-    if (t4a_status s = get_runtime(runtime, &rt); s != T4A_SUCCESS) return s;
+    if (t4a_status s = capi::resolve_runtime(runtime, &rt); s != T4A_SUCCESS)
+      return s;
     if (host_buffer == nullptr) return capi::null_arg("host_buffer");
     if (t4a_status s = rt->check_usable(); s != T4A_SUCCESS) return s;
     Ref<memory::HostBuffer> h;

@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/registry.hpp"
+#include "core/runtime.hpp"
 
 namespace t4a::capi {
 
@@ -76,6 +77,12 @@ inline t4a_status retain_handle(uint64_t id, core::Kind kind, const char *arg) {
   core::HandleCheck c = core::Registry::instance().retain(id, kind);
   if (c != core::HandleCheck::Ok) return bad_handle(c, id, arg);
   return T4A_SUCCESS;
+}
+
+// Resolves the `runtime` argument every runtime operation takes.
+inline t4a_status resolve_runtime(t4a_runtime h,
+                                  core::Ref<core::Runtime> *out) {
+  return resolve(h.id, core::Kind::Runtime, "runtime", out);
 }
 
 inline t4a_status null_arg(const char *arg) {

@@ -25,29 +25,7 @@
 #include "gpu_support.h"
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
-
-static const char *last_message(void) {
-  static _Thread_local char buf[4096];
-  if (t4a_last_error_message(buf, sizeof buf, NULL) != T4A_SUCCESS)
-    buf[0] = '\0';
-  return buf;
-}
-
-#define ASSERT_STATUS(call, want)                                              \
-  do {                                                                         \
-    t4a_status got_ = (call);                                                  \
-    if (got_ != (want))                                                        \
-      fail_msg("%s returned %s, expected %s; last error: %s", #call,           \
-               t4a_status_name(got_), t4a_status_name(want), last_message());  \
-  } while (0)
-#define ASSERT_OK(call) ASSERT_STATUS(call, T4A_SUCCESS)
-
-#define ASSERT_MESSAGE_HAS(needle)                                             \
-  do {                                                                         \
-    const char *m_ = last_message();                                           \
-    if (strstr(m_, (needle)) == NULL)                                          \
-      fail_msg("last error \"%s\" does not mention \"%s\"", m_, (needle));     \
-  } while (0)
+#include "test_assert.h"
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 static void fill_random(unsigned char *p, size_t n, uint64_t seed) {
@@ -750,8 +728,8 @@ int main(int argc, char **argv) {
       failed += cmocka_run_group_tests_name("memory_fake_basic", fake_basic,
                                             NULL, NULL);
     else
-      failed += cmocka_run_group_tests_name("memory_gpu_basic", basic, NULL,
-                                            NULL);
+      failed +=
+          cmocka_run_group_tests_name("memory_gpu_basic", basic, NULL, NULL);
   }
   if (!strcmp(group, "faults") || !strcmp(group, "all"))
     failed += cmocka_run_group_tests_name(

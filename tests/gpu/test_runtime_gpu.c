@@ -20,6 +20,7 @@
 #include "gpu_support.h"
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
+#include "test_assert.h"
 
 #define MAX_DEVICES 64
 
@@ -28,31 +29,6 @@ static int g_devices;
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
 /* ------------------------------------------------------------------------ */
-
-static const char *last_message(void) {
-  static char buf[4096];
-  if (t4a_last_error_message(buf, sizeof buf, NULL) != T4A_SUCCESS)
-    buf[0] = '\0';
-  return buf;
-}
-
-#define ASSERT_STATUS(call, want)                                              \
-  do {                                                                         \
-    t4a_status got_ = (call);                                                  \
-    if (got_ != (want))                                                        \
-      fail_msg("%s returned %s, expected %s; last error: %s", #call,           \
-               t4a_status_name(got_), t4a_status_name(want), last_message());  \
-  } while (0)
-
-#define ASSERT_OK(call) ASSERT_STATUS(call, T4A_SUCCESS)
-
-#define ASSERT_CURRENT(want)                                                   \
-  do {                                                                         \
-    CUcontext cur_ = gpu_current();                                            \
-    if (cur_ != (want))                                                        \
-      fail_msg("current context is %p, expected %p", (void *)cur_,             \
-               (void *)(want));                                                \
-  } while (0)
 
 /* Whether `msg` holds the decimal `value` as a number of its own (not part
  * of a longer number, not negated). */

@@ -19,22 +19,7 @@
 
 #include "gpu_support.h"
 #include "t4acuda.h"
-
-static const char *last_message(void) {
-  static _Thread_local char buf[4096];
-  if (t4a_last_error_message(buf, sizeof buf, NULL) != T4A_SUCCESS)
-    buf[0] = '\0';
-  return buf;
-}
-
-#define ASSERT_STATUS(call, want)                                              \
-  do {                                                                         \
-    t4a_status got_ = (call);                                                  \
-    if (got_ != (want))                                                        \
-      fail_msg("%s returned %s, expected %s; last error: %s", #call,           \
-               t4a_status_name(got_), t4a_status_name(want), last_message());  \
-  } while (0)
-#define ASSERT_OK(call) ASSERT_STATUS(call, T4A_SUCCESS)
+#include "test_assert.h"
 
 static void fill_pattern(unsigned char *p, size_t n, unsigned seed) {
   uint32_t x = seed * 2654435761u + 1;

@@ -17,33 +17,9 @@
 
 #include "gpu_support.h"
 #include "t4acuda.h"
+#include "test_assert.h"
 
 static int g_devices;
-
-static const char *last_message(void) {
-  static char buf[4096];
-  if (t4a_last_error_message(buf, sizeof buf, NULL) != T4A_SUCCESS)
-    buf[0] = '\0';
-  return buf;
-}
-
-#define ASSERT_STATUS(call, want)                                              \
-  do {                                                                         \
-    t4a_status got_ = (call);                                                  \
-    if (got_ != (want))                                                        \
-      fail_msg("%s returned %s, expected %s; last error: %s", #call,           \
-               t4a_status_name(got_), t4a_status_name(want), last_message());  \
-  } while (0)
-
-#define ASSERT_OK(call) ASSERT_STATUS(call, T4A_SUCCESS)
-
-#define ASSERT_CURRENT(want)                                                   \
-  do {                                                                         \
-    CUcontext cur_ = gpu_current();                                            \
-    if (cur_ != (want))                                                        \
-      fail_msg("current context is %p, expected %p", (void *)cur_,             \
-               (void *)(want));                                                \
-  } while (0)
 
 /* Runtimes created by the running test; teardown destroys those a failed
  * assertion left behind (an already destroyed one is a harmless

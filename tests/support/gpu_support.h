@@ -122,6 +122,15 @@ CUresult gpu_alloc_free(size_t bytes);
 /* The driver's name of a CUresult ("CUDA_ERROR_LAUNCH_FAILED"). */
 const char *gpu_error_name(CUresult r);
 
+/* Fails the running cmocka test unless `want` is the current context. */
+#define ASSERT_CURRENT(want)                                                   \
+  do {                                                                         \
+    CUcontext cur_ = gpu_current();                                            \
+    if (cur_ != (want))                                                        \
+      fail_msg("current context is %p, expected %p", (void *)cur_,             \
+               (void *)(want));                                                \
+  } while (0)
+
 #ifdef __cplusplus
 }
 #endif
