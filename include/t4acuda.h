@@ -821,17 +821,24 @@ T4A_API t4a_status t4a_buffer_upload(t4a_runtime runtime, t4a_buffer dst,
 /**
  * @brief Enqueues a copy of `bytes` of `src` at `offset` to the host.
  *
- * The bytes are those the buffer holds at this point of the stream order.
- * Deliver them once with t4a_download_poll() or t4a_download_wait();
- * release the handle with t4a_download_release() (also undelivered: safe).
- * @param[out] download the pending download.
+ * The bytes are those the buffer holds at this point of the stream order:
+ * they are copied on the stream into a device snapshot (memory from the
+ * runtime's pool) followed by one event, so the buffer may be changed or
+ * released afterwards. Deliver them once with t4a_download_poll() or
+ * t4a_download_wait(); release the handle with t4a_download_release()
+ * (also undelivered: safe). Never waits on the host; staging is used only
+ * at delivery.
+ * @param[in]  runtime  the runtime that owns `src`.
+ * @param[in]  src      the buffer to read.
+ * @param[in]  offset   first byte of `src` to read.
+ * @param[in]  bytes    number of bytes; 0 gives an empty download.
+ * @param[out] download the pending download; release it with
+ *                      t4a_download_release().
  * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
  *         #T4A_ERROR_WRONG_RUNTIME; #T4A_ERROR_INVALID_ARGUMENT;
  *         #T4A_ERROR_OUT_OF_MEMORY (no device memory for a snapshot);
  *         #T4A_ERROR_OUT_OF_HOST_MEMORY; #T4A_ERROR_ABANDONED;
  *         #T4A_ERROR_DEVICE_FAULT; #T4A_ERROR_DRIVER; #T4A_ERROR_REENTRANT.
- * May wait on the host for the oldest staging chunk when the budget is
- * exhausted.
  * @since 0.1.0
  */
 T4A_API t4a_status t4a_buffer_download(t4a_runtime runtime, t4a_buffer src,
@@ -840,6 +847,10 @@ T4A_API t4a_status t4a_buffer_download(t4a_runtime runtime, t4a_buffer src,
 
 /**
  * @brief Delivers a download into `dst` if its copy has completed.
+ *
+ * Once the snapshot is complete, delivery moves it to `dst` through pinned
+ * staging and waits for those copies (counted host waits).
+ * @param[in]  download the pending download.
  * @param[out] dst at least the download's size in bytes (may be NULL for a
  *                 zero-byte download).
  * @return #T4A_SUCCESS (delivered now); #T4A_NOT_READY (still in flight;
@@ -936,6 +947,7 @@ T4A_API t4a_status t4a_host_buffer_release(t4a_host_buffer host_buffer);
  * @brief The host pointer and size of a host buffer.
  *
  * The memory stays valid while the caller holds a reference.
+ * @param[in]  host_buffer the host buffer.
  * @param[out] pointer the host address (NULL for an empty host buffer).
  * @param[out] bytes   the size; may be NULL.
  * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
