@@ -22,5 +22,12 @@ int main(void) {
          (int)T4A_DEVICE_NAME_CAPACITY);
   printf("constant T4A_POOL_KEEP_ALL %llu\n",
          (unsigned long long)T4A_POOL_KEEP_ALL);
+  printf("constant T4A_BUFFER_ZERO %u\n", (unsigned)T4A_BUFFER_ZERO);
+  printf("constant T4A_DEFAULT_STAGING_BYTES %llu\n",
+         (unsigned long long)T4A_DEFAULT_STAGING_BYTES);
+  printf("constant T4A_DEFAULT_STAGING_CHUNK_BYTES %llu\n",
+         (unsigned long long)T4A_DEFAULT_STAGING_CHUNK_BYTES);
+  printf("constant T4A_STAGING_THREADS_AUTO %d\n",
+         (int)T4A_STAGING_THREADS_AUTO);
   return 0;
 }

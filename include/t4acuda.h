@@ -513,10 +513,11 @@ typedef struct t4a_runtime_options {
    *  (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`); default #T4A_POOL_KEEP_ALL. */
   uint64_t pool_release_threshold;
   /** Total pinned staging memory for pageable transfers (the budget);
-   *  default #T4A_DEFAULT_STAGING_BYTES. At least one chunk. */
+   *  default (and 0) #T4A_DEFAULT_STAGING_BYTES. At least one chunk. */
   uint64_t staging_bytes;
-  /** Size of one staging chunk, the unit of pipelining; default
-   *  #T4A_DEFAULT_STAGING_CHUNK_BYTES; 4 KiB .. staging_bytes. */
+  /** Size of one staging chunk, the unit of pipelining; default (and 0)
+   *  #T4A_DEFAULT_STAGING_CHUNK_BYTES, or the budget when that is smaller;
+   *  4 KiB .. staging_bytes. */
   uint64_t staging_chunk_bytes;
   /** Host threads copying between pageable memory and staging, 1..64, or
    *  #T4A_STAGING_THREADS_AUTO (half the host's cores, at most 8). */

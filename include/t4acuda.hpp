@@ -30,7 +30,7 @@
 #include <string>
 #include <utility>
 
-#if !defined(T4A_NO_EXCEPTIONS) &&                                            \
+#if !defined(T4A_NO_EXCEPTIONS) &&                                             \
     (defined(__cpp_exceptions) || defined(__EXCEPTIONS))
 /** 1 when the facade's throwing methods are available. */
 #define T4A_HPP_EXCEPTIONS 1
@@ -48,8 +48,7 @@ namespace t4a {
  */
 inline std::string last_error_message() {
   size_t needed = 0;
-  if (t4a_last_error_message(nullptr, 0, &needed) != T4A_SUCCESS ||
-      needed <= 1)
+  if (t4a_last_error_message(nullptr, 0, &needed) != T4A_SUCCESS || needed <= 1)
     return std::string();
   std::string s(needed, '\0');
   t4a_last_error_message(&s[0], s.size(), &needed);
@@ -342,7 +341,6 @@ private:
   t4a_runtime handle_{T4A_NULL_ID};
 };
 
-
 // ---------------------------------------------------------------------------
 // Buffers, host buffers, downloads
 // ---------------------------------------------------------------------------
@@ -556,15 +554,31 @@ inline t4a_status upload(RuntimeView rt, const Buffer &dst, uint64_t offset,
 /** @brief Synchronous download (t4a_buffer_download_sync());
  *  non-throwing. */
 inline t4a_status download(RuntimeView rt, const Buffer &src, uint64_t offset,
-                           void *dst, uint64_t bytes,
-                           std::nothrow_t) noexcept {
+                           void *dst, uint64_t bytes, std::nothrow_t) noexcept {
   return t4a_buffer_download_sync(rt.get(), src.get(), offset, dst, bytes);
+}
+/** @brief DMA from a host buffer (t4a_buffer_upload_host());
+ *  non-throwing. */
+inline t4a_status upload(RuntimeView rt, const Buffer &dst, uint64_t dst_offset,
+                         const HostBuffer &src, uint64_t src_offset,
+                         uint64_t bytes, std::nothrow_t) noexcept {
+  return t4a_buffer_upload_host(rt.get(), dst.get(), dst_offset, src.get(),
+                                src_offset, bytes);
+}
+/** @brief DMA into a host buffer (t4a_buffer_download_host());
+ *  non-throwing. */
+inline t4a_status download(RuntimeView rt, const Buffer &src,
+                           uint64_t src_offset, const HostBuffer &dst,
+                           uint64_t dst_offset, uint64_t bytes,
+                           std::nothrow_t) noexcept {
+  return t4a_buffer_download_host(rt.get(), src.get(), src_offset, dst.get(),
+                                  dst_offset, bytes);
 }
 /** @brief Enqueues a pending download (t4a_buffer_download());
  *  non-throwing; `out` is written only on success. */
 inline t4a_status download_async(RuntimeView rt, const Buffer &src,
-                                 uint64_t offset, uint64_t bytes,
-                                 Download &out, std::nothrow_t) noexcept {
+                                 uint64_t offset, uint64_t bytes, Download &out,
+                                 std::nothrow_t) noexcept {
   t4a_download h{T4A_NULL_ID};
   t4a_status s = t4a_buffer_download(rt.get(), src.get(), offset, bytes, &h);
   if (s == T4A_SUCCESS) out = Download(h);
@@ -572,16 +586,15 @@ inline t4a_status download_async(RuntimeView rt, const Buffer &src,
 }
 /** @brief Fills bytes (t4a_buffer_fill()); non-throwing. */
 inline t4a_status fill(RuntimeView rt, const Buffer &b, uint64_t offset,
-                       uint64_t bytes, uint8_t value,
-                       std::nothrow_t) noexcept {
+                       uint64_t bytes, uint8_t value, std::nothrow_t) noexcept {
   return t4a_buffer_fill(rt.get(), b.get(), offset, bytes, value);
 }
 /** @brief Device-to-device copy (t4a_buffer_copy()); non-throwing. */
 inline t4a_status copy(RuntimeView rt, const Buffer &dst, uint64_t dst_offset,
                        const Buffer &src, uint64_t src_offset, uint64_t bytes,
                        std::nothrow_t) noexcept {
-  return t4a_buffer_copy(rt.get(), dst.get(), dst_offset, src.get(),
-                         src_offset, bytes);
+  return t4a_buffer_copy(rt.get(), dst.get(), dst_offset, src.get(), src_offset,
+                         bytes);
 }
 #if T4A_HPP_EXCEPTIONS
 /** @brief Pinned-staged upload (t4a_buffer_upload()). @throws Error */
@@ -594,6 +607,21 @@ inline void upload(RuntimeView rt, const Buffer &dst, uint64_t offset,
 inline void download(RuntimeView rt, const Buffer &src, uint64_t offset,
                      void *dst, uint64_t bytes) {
   check(t4a_buffer_download_sync(rt.get(), src.get(), offset, dst, bytes));
+}
+/** @brief DMA from a host buffer (t4a_buffer_upload_host()).
+ *  @throws Error */
+inline void upload(RuntimeView rt, const Buffer &dst, uint64_t dst_offset,
+                   const HostBuffer &src, uint64_t src_offset, uint64_t bytes) {
+  check(t4a_buffer_upload_host(rt.get(), dst.get(), dst_offset, src.get(),
+                               src_offset, bytes));
+}
+/** @brief DMA into a host buffer (t4a_buffer_download_host()).
+ *  @throws Error */
+inline void download(RuntimeView rt, const Buffer &src, uint64_t src_offset,
+                     const HostBuffer &dst, uint64_t dst_offset,
+                     uint64_t bytes) {
+  check(t4a_buffer_download_host(rt.get(), src.get(), src_offset, dst.get(),
+                                 dst_offset, bytes));
 }
 /** @brief Enqueues a pending download (t4a_buffer_download()).
  *  @throws Error */
@@ -611,8 +639,8 @@ inline void fill(RuntimeView rt, const Buffer &b, uint64_t offset,
 /** @brief Device-to-device copy (t4a_buffer_copy()). @throws Error */
 inline void copy(RuntimeView rt, const Buffer &dst, uint64_t dst_offset,
                  const Buffer &src, uint64_t src_offset, uint64_t bytes) {
-  check(t4a_buffer_copy(rt.get(), dst.get(), dst_offset, src.get(),
-                        src_offset, bytes));
+  check(t4a_buffer_copy(rt.get(), dst.get(), dst_offset, src.get(), src_offset,
+                        bytes));
 }
 #endif
 

@@ -2,7 +2,9 @@
 // -> commit holding the runtime's admission lock, so operations are admitted
 // one at a time and the stream sees them in one order (R-RT-3). A thread
 // that already holds the lock (a log callback calling back into the same
-// runtime) gets REENTRANT instead of deadlocking (R-ABI-8).
+// runtime) gets REENTRANT instead of deadlocking (R-ABI-8). What a thread
+// logs while it holds admission is delivered after it unlocks, so log
+// callbacks never run under the lock.
 #pragma once
 
 #include <atomic>
@@ -10,6 +12,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 namespace t4a::core {
 
@@ -33,6 +36,7 @@ public:
     lock_.mu.lock();
     lock_.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
     held_ = true;
+    log_defer_begin();
   }
   ~Admission() { unlock(); }
   Admission(const Admission &) = delete;
@@ -44,6 +48,7 @@ public:
     lock_.owner.store(std::thread::id(), std::memory_order_relaxed);
     lock_.mu.unlock();
     held_ = false;
+    log_defer_end(); // what was logged meanwhile is delivered now
   }
 
 private:

@@ -9,7 +9,12 @@
 // exhausted, and without any query after a proven drain of the stream.
 //
 // All methods run under the runtime's admission lock. Retired keepalives
-// are moved to the caller, who drops them after unlocking.
+// are moved to the caller, who drops them after unlocking where it can
+// (synchronize, allocation). Staging reservation drops them under the
+// lock: that is safe because no destructor of a kept object takes an
+// admission lock (buffers, host buffers and staging chunks free in stream
+// order or with the driver alone), though a host buffer's cuMemFreeHost
+// then runs while the lock is held.
 #pragma once
 
 #include <cuda.h>

@@ -5,7 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -43,7 +47,26 @@ const char *level_name(int32_t level) {
   }
 }
 
+// Admission locks this thread holds (initial-exec: read on every admission
+// without a __tls_get_addr call), and what it logged meanwhile.
+thread_local int tl_defer_depth __attribute__((tls_model("initial-exec"))) = 0;
+thread_local std::vector<std::pair<int32_t, std::string>> *tl_deferred =
+    nullptr;
+
+void deliver(int32_t level, const char *message);
+
 } // namespace
+
+void log_defer_begin() { ++tl_defer_depth; }
+
+void log_defer_end() {
+  if (--tl_defer_depth > 0 || tl_deferred == nullptr) return;
+  // Taken off the thread first: a callback may log (and defer) again.
+  std::unique_ptr<std::vector<std::pair<int32_t, std::string>>> pending(
+      tl_deferred);
+  tl_deferred = nullptr;
+  for (auto &[level, message] : *pending) deliver(level, message.c_str());
+}
 
 bool log_enabled(int32_t level) {
   return level > T4A_LOG_OFF &&
@@ -52,6 +75,20 @@ bool log_enabled(int32_t level) {
 
 void log(int32_t level, const char *message) {
   if (!log_enabled(level)) return;
+  if (tl_defer_depth > 0) {
+    try {
+      if (tl_deferred == nullptr)
+        tl_deferred = new std::vector<std::pair<int32_t, std::string>>();
+      tl_deferred->emplace_back(level, message);
+    } catch (...) { // out of host memory: this message is lost
+    }
+    return;
+  }
+  deliver(level, message);
+}
+
+namespace {
+void deliver(int32_t level, const char *message) {
   Sink &s = sink();
   t4a_log_fn fn;
   void *user;
@@ -74,6 +111,7 @@ void log(int32_t level, const char *message) {
     std::fprintf(stderr, "t4acuda %s: %s\n", level_name(level), message);
   }
 }
+} // namespace
 
 void logf(int32_t level, const char *fmt, ...) {
   if (!log_enabled(level)) return;

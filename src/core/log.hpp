@@ -18,4 +18,10 @@ void logf(int32_t level, const char *fmt, ...)
     ;
 t4a_status set_log_callback(t4a_log_fn fn, void *user, int32_t max_level);
 
+// While a thread holds a runtime's admission lock, what it logs is kept
+// and delivered when it releases its last such lock, so that no log
+// callback ever runs with an internal lock held (R-ABI-8).
+void log_defer_begin();
+void log_defer_end();
+
 } // namespace t4a::core

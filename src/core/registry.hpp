@@ -4,8 +4,10 @@
 // A slot's generation grows each time it is freed, so a stale id never
 // matches again; a slot whose generation would wrap is retired for good.
 // Each live slot holds one internal reference to its object plus the count
-// of handle references (_retain/_release). Lookups take a shared lock and
-// one atomic increment; insertion and removal take the exclusive lock.
+// of handle references (_retain/_release). Every operation holds one plain
+// mutex for a few dozen instructions (a lookup: bounds, generation and kind
+// checks and one atomic increment); a reader-writer lock and a spin lock
+// both measured slower on the allocation path.
 // Objects are destroyed outside the lock (by dropping the returned Ref).
 #pragma once
 

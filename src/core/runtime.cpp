@@ -29,7 +29,16 @@ bool teardown_call(DrvResult r, const char *what, uint64_t domain) {
 
 Runtime::Runtime() : Object(Kind::Runtime) {}
 
-t4a_status Runtime::create(const t4a_runtime_options &o, Ref<Runtime> *out) {
+t4a_status Runtime::create(const t4a_runtime_options &given,
+                           Ref<Runtime> *out) {
+  t4a_runtime_options o = given;
+  // Zero means "the default" for the staging sizes (as for every field
+  // added to a struct after its first release).
+  if (o.staging_bytes == 0) o.staging_bytes = T4A_DEFAULT_STAGING_BYTES;
+  if (o.staging_chunk_bytes == 0)
+    o.staging_chunk_bytes = o.staging_bytes < T4A_DEFAULT_STAGING_CHUNK_BYTES
+                                ? o.staging_bytes
+                                : T4A_DEFAULT_STAGING_CHUNK_BYTES;
   if (o.staging_chunk_bytes < 4096 || o.staging_chunk_bytes > o.staging_bytes)
     return fail(T4A_ERROR_INVALID_ARGUMENT,
                 "options->staging_chunk_bytes is %llu; it must be at least "
@@ -160,21 +169,34 @@ t4a_status Runtime::synchronize(const char *what) {
 }
 
 t4a_status Runtime::destroy() {
+  // The drain seals the open epoch first and retires what it proves
+  // complete, which also breaks the reference cycle of a host buffer made
+  // by this runtime and kept alive by its epoch. Work another thread
+  // enqueues meanwhile stays kept until teardown's own drain.
   t4a_status s = synchronize("draining the stream before destroy");
-  if (s != T4A_SUCCESS) {
-    drained_.store(false, std::memory_order_release);
-    return s;
-  }
-  // The drain proved everything complete: retire the open epoch too, which
-  // breaks reference cycles (a host buffer made by this runtime and kept
-  // alive by its epoch keeps the runtime alive).
-  Epochs::Items retired;
+  if (s == T4A_SUCCESS) return s;
+  drained_.store(false, std::memory_order_release);
+  // Completion is unproven: what the epochs keep is leaked, and so is this
+  // runtime (its teardown may never run if a kept host buffer of its own
+  // holds it): count it now, once.
   {
     Admission adm(admission_);
-    if (adm.status() != T4A_SUCCESS) return adm.status();
-    epochs_.retire_all(*this, &retired);
+    if (adm.status() == T4A_SUCCESS) epochs_.leak_all();
   }
-  return T4A_SUCCESS;
+  account_leak();
+  return s;
+}
+
+void Runtime::account_leak() {
+  if (leak_accounted_.exchange(true)) return;
+  ProcessCounters &pc = ProcessCounters::instance();
+  pc.runtimes_live.sub(1);
+  pc.runtimes_leaked.add();
+  logf(T4A_LOG_WARN,
+       "runtime (domain %llu, device %d) destroyed without proven "
+       "completion: its stream, pool, staging and context reference are "
+       "leaked",
+       static_cast<unsigned long long>(domain_), ordinal_);
 }
 
 t4a_status Runtime::delivery_stream(CUstream *out) {
@@ -221,11 +243,9 @@ void Runtime::stats(t4a_runtime_stats *out) const {
 
 void Runtime::teardown() {
   if (!ctx_retained_) return;
-  ProcessCounters &pc = ProcessCounters::instance();
-  pc.runtimes_live.sub(1);
   bool proven = !completion_unprovable();
   ContextScope scope;
-  if (proven) {
+  if (proven && stream_ != nullptr) {
     // Work may have been enqueued after destroy's drain (frees of buffers
     // released later): drain again; on an idle stream this is cheap.
     if (scope.enter(ctx_, "runtime teardown", false) != T4A_SUCCESS) {
@@ -243,14 +263,11 @@ void Runtime::teardown() {
     epochs_.leak_all();
     for (auto &p : parts_)
       if (p) p->teardown(false);
-    pc.runtimes_leaked.add();
-    logf(T4A_LOG_WARN,
-         "runtime (domain %llu, device %d) destroyed without proven "
-         "completion: its stream, pool, staging and context reference are "
-         "leaked",
-         static_cast<unsigned long long>(domain_), ordinal_);
+    account_leak();
     return;
   }
+  if (!leak_accounted_.exchange(true))
+    ProcessCounters::instance().runtimes_live.sub(1);
   {
     Epochs::Items retired;
     epochs_.retire_all(*this, &retired);

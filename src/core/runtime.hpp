@@ -79,6 +79,8 @@ private:
   Runtime();
   void mark_broken(driver::DrvResult r, const char *what);
   void teardown();
+  // Counts this runtime as leaked (and no longer live), once.
+  void account_leak();
 
   int32_t ordinal_ = 0;
   CUdevice device_ = 0;
@@ -100,6 +102,8 @@ private:
   // False once a drain failed: completion is not proven.
   std::atomic<bool> drained_{true};
   std::atomic<bool> broken_{false};
+  // runtimes_live/runtimes_leaked already settled for this runtime.
+  std::atomic<bool> leak_accounted_{false};
   mutable std::mutex fault_mu_;
   std::string fault_message_;
   int32_t fault_result_ = 0;

@@ -43,6 +43,7 @@ void StagingRing::recycle(Chunk *c) {
 void StagingRing::quarantine(Chunk &c) {
   if (c.quarantined) return;
   c.quarantined = true;
+  ++quarantined_;
   rt_.counters().quarantined.add();
   core::ProcessCounters::instance().leaked_staging_bytes.add(c.bytes);
   core::logf(T4A_LOG_WARN,
@@ -64,9 +65,10 @@ t4a_status StagingRing::take_chunk(core::Ref<Chunk> *out, bool *exhausted) {
       return T4A_SUCCESS;
     }
   }
-  // Quarantined chunks count against the budget: the budget bounds pinned
-  // memory, leaked or not.
-  if (all_.size() >= capacity_) {
+  // Quarantined chunks are outside the budget: they are leaked on purpose
+  // (one or two per failure after enqueue), and counting them would make
+  // every later transfer fail once they filled it.
+  if (all_.size() - quarantined_ >= capacity_) {
     *exhausted = true;
     return T4A_SUCCESS;
   }

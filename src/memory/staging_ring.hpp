@@ -74,6 +74,7 @@ private:
   std::mutex mu_; // free list: chunks may be recycled from any thread
   std::vector<Chunk *> all_;
   std::vector<Chunk *> free_;
+  size_t quarantined_ = 0; // chunks leaked on purpose: outside the budget
   core::Ref<Chunk> current_;
   size_t used_ = 0; // bytes used of current_
   bool torn_down_ = false;

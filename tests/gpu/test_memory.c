@@ -607,9 +607,30 @@ static void test_threads_share_runtime(void **state) {
 
 /* ---- faults: post-enqueue failures and unproven teardown ---- */
 
+/* A log callback that calls back into the runtime being logged about:
+ * it must never run under that runtime's admission lock (R-ABI-8), so the
+ * nested allocation succeeds instead of returning REENTRANT. */
+typedef struct {
+  t4a_runtime rt;
+  int calls;
+  t4a_status nested;
+} reentry_probe;
+
+static void reentrant_logger(void *user, int32_t level, const char *message) {
+  reentry_probe *p = user;
+  (void)message;
+  if (level > T4A_LOG_WARN) return;
+  t4a_buffer b = {0};
+  p->nested = t4a_buffer_alloc(p->rt, 64, 0, &b);
+  t4a_buffer_release(b);
+  p->calls++;
+}
+
 static void test_fault_upload_after_enqueue(void **state) {
   (void)state;
   t4a_runtime rt = make_runtime(0, 0);
+  reentry_probe probe = {rt, 0, T4A_ERROR_INTERNAL};
+  ASSERT_OK(t4a_set_log_callback(reentrant_logger, &probe, T4A_LOG_WARN));
   t4a_buffer b = {0};
   ASSERT_OK(t4a_buffer_alloc(rt, 4096, 0, &b));
   unsigned char in[4096], out[4096];
@@ -627,6 +648,10 @@ static void test_fault_upload_after_enqueue(void **state) {
   t4a_runtime_stats s = stats_of(rt);
   assert_int_equal(s.quarantined, 1); /* the staging chunk */
   assert_int_equal(s.uploads, 0);
+  /* The quarantine warning reached the callback after the lock was gone. */
+  ASSERT_OK(t4a_set_log_callback(NULL, NULL, T4A_LOG_WARN));
+  assert_true(probe.calls >= 1);
+  assert_int_equal(probe.nested, T4A_SUCCESS);
   t4a_testing_fault_reset();
   /* The runtime stays usable, with fresh staging. */
   ASSERT_OK(t4a_buffer_upload(rt, b, 0, in, sizeof in));

@@ -247,7 +247,6 @@ static void test_staging_options_validated_before_driver(void **state) {
   const staging_case cases[] = {
       /* chunk below 4 KiB */
       {budget, 4095, 0, "options->staging_chunk_bytes is 4095;", "4096"},
-      {budget, 0, 0, "options->staging_chunk_bytes is 0;", NULL},
       {budget, 1, 8, "options->staging_chunk_bytes is 1;", NULL},
       /* chunk above the budget */
       {budget, budget + 1, 0, "options->staging_chunk_bytes is 67108865;",
@@ -256,8 +255,6 @@ static void test_staging_options_validated_before_driver(void **state) {
        "options->staging_chunk_bytes is 18446744073709551615;", NULL},
       {4095, 4096, 0, "options->staging_chunk_bytes is 4096;",
        "options->staging_bytes (4095)"},
-      {0, chunk, 0, "options->staging_chunk_bytes is 8388608;",
-       "options->staging_bytes (0)"},
       {chunk - 1, chunk, 0, "options->staging_chunk_bytes is 8388608;",
        "(8388607)"},
       /* threads outside 0..64 */
@@ -267,6 +264,14 @@ static void test_staging_options_validated_before_driver(void **state) {
        NULL},
       {budget, chunk, INT32_MAX, "options->staging_threads is 2147483647;",
        NULL},
+      /* zero means the default: the budget, and a chunk of at most the
+       * default within the budget */
+      {0, 0, 0, NULL, NULL},
+      {budget, 0, 0, NULL, NULL},
+      {0, chunk, 0, NULL, NULL},
+      {8192, 0, 0, NULL, NULL},
+      {0, budget + 1, 0, "options->staging_chunk_bytes is 67108865;",
+       "options->staging_bytes (67108864)"},
       /* valid boundaries */
       {4096, 4096, 0, NULL, NULL},
       {budget, budget, 0, NULL, NULL},
