@@ -50,8 +50,8 @@ const char *level_name(int32_t level) {
 // Admission locks this thread holds (initial-exec: read on every admission
 // without a __tls_get_addr call), and what it logged meanwhile.
 thread_local int tl_defer_depth __attribute__((tls_model("initial-exec"))) = 0;
-thread_local std::vector<std::pair<int32_t, std::string>> *tl_deferred =
-    nullptr;
+thread_local std::vector<std::pair<int32_t, std::string>> *tl_deferred
+    __attribute__((tls_model("initial-exec"))) = nullptr;
 
 void deliver(int32_t level, const char *message);
 
