@@ -125,8 +125,7 @@ t4a_status Runtime::fail_op(DrvResult r, const char *what) {
   return fail_driver(r, "%s", what);
 }
 
-t4a_status Runtime::check_usable() const {
-  if (!broken_.load(std::memory_order_acquire)) return T4A_SUCCESS;
+t4a_status Runtime::report_broken() const {
   std::string original;
   int32_t result = 0;
   {

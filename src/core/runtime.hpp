@@ -44,7 +44,11 @@ public:
   void stats(t4a_runtime_stats *out) const;
 
   // DEVICE_FAULT (with the original fault) once broken, else SUCCESS.
-  t4a_status check_usable() const;
+  t4a_status check_usable() const {
+    if (!broken_.load(std::memory_order_acquire)) [[likely]]
+      return T4A_SUCCESS;
+    return report_broken();
+  }
   // Records a driver failure; a sticky one marks the runtime broken.
   t4a_status fail_op(driver::DrvResult r, const char *what);
   // True once completion of enqueued work can no longer be proven (broken,
@@ -78,6 +82,7 @@ public:
 private:
   Runtime();
   void mark_broken(driver::DrvResult r, const char *what);
+  t4a_status report_broken() const;
   void teardown();
   // Counts this runtime as leaked (and no longer live), once.
   void account_leak();
