@@ -172,6 +172,38 @@ inline bool can_access_peer(int32_t ordinal, int32_t peer) {
 }
 #endif
 
+/** @brief Installs a log callback or restores the default
+ *  (t4a_set_log_callback()); non-throwing. */
+inline t4a_status set_log_callback(t4a_log_fn fn, void *user, int32_t max_level,
+                                   std::nothrow_t) noexcept {
+  return t4a_set_log_callback(fn, user, max_level);
+}
+
+/** @brief Process-wide counters (t4a_process_stats_get()); non-throwing;
+ *  `out` is written only on success. */
+inline t4a_status process_stats(t4a_process_stats &out,
+                                std::nothrow_t) noexcept {
+  t4a_process_stats tmp = T4A_PROCESS_STATS_INIT;
+  t4a_status s = t4a_process_stats_get(&tmp);
+  if (s == T4A_SUCCESS) out = tmp;
+  return s;
+}
+
+#if T4A_HPP_EXCEPTIONS
+/** @brief Installs a log callback or restores the default
+ *  (t4a_set_log_callback()). @throws Error */
+inline void set_log_callback(t4a_log_fn fn, void *user, int32_t max_level) {
+  check(t4a_set_log_callback(fn, user, max_level));
+}
+
+/** @brief Process-wide counters (t4a_process_stats_get()). @throws Error */
+inline t4a_process_stats process_stats() {
+  t4a_process_stats out = T4A_PROCESS_STATS_INIT;
+  check(t4a_process_stats_get(&out));
+  return out;
+}
+#endif
+
 // ---------------------------------------------------------------------------
 // Runtime
 // ---------------------------------------------------------------------------

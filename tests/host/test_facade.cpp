@@ -80,8 +80,8 @@ static void expect_last_bad_handle(const char *entry, const char *arg,
   assert_int_equal(t4a_last_error(&info), T4A_SUCCESS);
   assert_int_equal(info.status, T4A_ERROR_INVALID_HANDLE);
   assert_string_equal(info.entry_point, entry);
-  std::string named = std::string(entry) + ": " + arg + " (id " + hex_id(id) +
-                      ") is ";
+  std::string named =
+      std::string(entry) + ": " + arg + " (id " + hex_id(id) + ") is ";
   std::string message = t4a::last_error_message();
   if (message.find(named) == std::string::npos)
     fail_msg("message \"%s\" does not contain \"%s\"", message.c_str(),
@@ -122,12 +122,12 @@ static void test_throwing_create(void **) {
 static void test_nothrow_paths(void **) {
   t4a::Runtime rt;
   assert_false(static_cast<bool>(rt));
-  assert_int_equal(t4a::Runtime::create(t4a::RuntimeOptions{}, rt,
-                                        std::nothrow),
-                   T4A_ERROR_NO_DRIVER);
+  assert_int_equal(
+      t4a::Runtime::create(t4a::RuntimeOptions{}, rt, std::nothrow),
+      T4A_ERROR_NO_DRIVER);
   assert_false(static_cast<bool>(rt)); // untouched on error
-  assert_non_null(std::strstr(t4a::last_error_message().c_str(),
-                              "t4a_runtime_create"));
+  assert_non_null(
+      std::strstr(t4a::last_error_message().c_str(), "t4a_runtime_create"));
   int32_t n = 7;
   assert_int_equal(t4a::device_count(n, std::nothrow), T4A_ERROR_NO_DRIVER);
   assert_int_equal(n, 7);
@@ -270,9 +270,9 @@ static void test_buffer_copy_retains(void **) {
 static void test_buffer_alloc_null_runtime(void **) {
   t4a::RuntimeView none;
   t4a::Buffer out;
-  assert_int_equal(t4a::Buffer::alloc(none, 256, T4A_BUFFER_ZERO, out,
-                                      std::nothrow),
-                   T4A_ERROR_INVALID_HANDLE);
+  assert_int_equal(
+      t4a::Buffer::alloc(none, 256, T4A_BUFFER_ZERO, out, std::nothrow),
+      T4A_ERROR_INVALID_HANDLE);
   assert_false(static_cast<bool>(out));
   expect_last_bad_handle("t4a_buffer_alloc", "runtime", T4A_NULL_ID);
   // A held buffer is not replaced (nor released) by a failed alloc.
@@ -281,8 +281,7 @@ static void test_buffer_alloc_null_runtime(void **) {
   t4a::RuntimeView forged_rt(t4a_runtime{0x0100000100000055ull});
   assert_int_equal(t4a::Buffer::alloc(forged_rt, 1, 0, held, std::nothrow),
                    T4A_ERROR_INVALID_HANDLE);
-  expect_last_bad_handle("t4a_buffer_alloc", "runtime",
-                         0x0100000100000055ull);
+  expect_last_bad_handle("t4a_buffer_alloc", "runtime", 0x0100000100000055ull);
   assert_int_equal(held.get().id, k_forged_buffer);
   held.release();
 
@@ -323,9 +322,8 @@ static void test_transfers_null_runtime(void **) {
   assert_int_equal(t4a::upload(none, b, 0, host, sizeof host, std::nothrow),
                    T4A_ERROR_INVALID_HANDLE);
   expect_last_bad_handle("t4a_buffer_upload", "runtime", T4A_NULL_ID);
-  assert_int_equal(
-      t4a::download(none, b, 0, host, sizeof host, std::nothrow),
-      T4A_ERROR_INVALID_HANDLE);
+  assert_int_equal(t4a::download(none, b, 0, host, sizeof host, std::nothrow),
+                   T4A_ERROR_INVALID_HANDLE);
   expect_last_bad_handle("t4a_buffer_download_sync", "runtime", T4A_NULL_ID);
   assert_memory_equal(host, expected, sizeof host); // nothing written
 
@@ -348,8 +346,7 @@ static void test_transfers_null_runtime(void **) {
        [](t4a::RuntimeView rt, const t4a::Buffer &dst, const t4a::Buffer &,
           unsigned char *) { t4a::fill(rt, dst, 0, 32, 0xAB); }},
       {"t4a_buffer_copy",
-       [](t4a::RuntimeView rt, const t4a::Buffer &dst,
-          const t4a::Buffer &src,
+       [](t4a::RuntimeView rt, const t4a::Buffer &dst, const t4a::Buffer &src,
           unsigned char *) { t4a::copy(rt, dst, 0, src, 0, 32); }},
   };
   for (const Case &k : cases) {
@@ -360,8 +357,7 @@ static void test_transfers_null_runtime(void **) {
       thrown = true;
       assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
       assert_string_equal(e.entry_point().c_str(), k.entry);
-      assert_non_null(
-          std::strstr(e.what(), "runtime (id 0x0000000000000000)"));
+      assert_non_null(std::strstr(e.what(), "runtime (id 0x0000000000000000)"));
     }
     if (!thrown)
       fail_msg("%s through a null runtime view did not throw", k.entry);
@@ -399,8 +395,7 @@ static void test_host_buffer(void **) {
     const t4a::HostBuffer &b = a;
     void *p = &thrown;
     uint64_t bytes = 77;
-    assert_int_equal(b.data(p, bytes, std::nothrow),
-                     T4A_ERROR_INVALID_HANDLE);
+    assert_int_equal(b.data(p, bytes, std::nothrow), T4A_ERROR_INVALID_HANDLE);
     assert_ptr_equal(p, &thrown); // untouched on error
     assert_int_equal(bytes, 77);
     expect_last_bad_handle("t4a_host_buffer_pointer", "host_buffer",
@@ -463,8 +458,7 @@ static void test_download(void **) {
     assert_string_equal(e.entry_point().c_str(), "t4a_download_wait");
   }
   assert_true(thrown);
-  for (unsigned char byte : host)
-    assert_int_equal(byte, 0x5A);
+  for (unsigned char byte : host) assert_int_equal(byte, 0x5A);
 
   t4a_last_error_clear();
   t4a::Download e(std::move(d));
@@ -480,11 +474,8 @@ static void test_download(void **) {
   t4a_download back = f.release();
   expect_no_call_failed();
   assert_int_equal(back.id, k_forged_download);
-  {
-    t4a::Download g(back);
-  } // destructor releases
-  expect_last_bad_handle("t4a_download_release", "download",
-                         k_forged_download);
+  { t4a::Download g(back); } // destructor releases
+  expect_last_bad_handle("t4a_download_release", "download", k_forged_download);
 }
 
 // The -fno-exceptions translation unit uses the nothrow buffer API.
@@ -494,6 +485,31 @@ static void test_buffers_without_exceptions(void **) {
                    T4A_ERROR_INVALID_HANDLE);
   assert_false(static_cast<bool>(out));
   expect_last_bad_handle("t4a_buffer_alloc", "runtime", T4A_NULL_ID);
+}
+
+static void test_log_and_process_stats(void **) {
+  // Process counters need no driver; a fresh process has leaked nothing.
+  t4a_process_stats st = t4a::process_stats();
+  assert_int_equal(st.runtimes_leaked, 0);
+  assert_int_equal(st.leaked_device_allocations, 0);
+  t4a_process_stats st2;
+  std::memset(&st2, 0xAB, sizeof st2);
+  assert_int_equal(t4a::process_stats(st2, std::nothrow), T4A_SUCCESS);
+  assert_int_equal(st2.struct_size, sizeof(t4a_process_stats));
+  assert_int_equal(st2.runtimes_live, st.runtimes_live);
+  // An invalid level is INVALID_ARGUMENT, thrown or returned.
+  assert_int_equal(t4a::set_log_callback(nullptr, nullptr, 9, std::nothrow),
+                   T4A_ERROR_INVALID_ARGUMENT);
+  bool thrown = false;
+  try {
+    t4a::set_log_callback(nullptr, nullptr, -1);
+  } catch (const t4a::Error &e) {
+    thrown = true;
+    assert_int_equal(e.status(), T4A_ERROR_INVALID_ARGUMENT);
+    assert_string_equal(e.entry_point().c_str(), "t4a_set_log_callback");
+  }
+  assert_true(thrown);
+  t4a::set_log_callback(nullptr, nullptr, T4A_LOG_WARN); // the default
 }
 
 static void test_versions(void **) {
@@ -515,6 +531,7 @@ int main() {
       cmocka_unit_test(test_host_buffer),
       cmocka_unit_test(test_download),
       cmocka_unit_test(test_buffers_without_exceptions),
+      cmocka_unit_test(test_log_and_process_stats),
       cmocka_unit_test(test_versions),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
