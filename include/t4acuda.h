@@ -708,7 +708,10 @@ T4A_API t4a_status t4a_runtime_stats_get(t4a_runtime runtime,
  *         (NULL `buffer`, unknown flags); #T4A_ERROR_OUT_OF_MEMORY naming the
  *         bytes requested (the runtime stays usable); #T4A_ERROR_DEVICE_FAULT;
  *         #T4A_ERROR_DRIVER; #T4A_ERROR_REENTRANT.
- * Never waits on the host. Thread-safe.
+ * Never waits on the host for this runtime's work. (It may retire host
+ * buffers whose transfers completed; if one held the last reference to an
+ * already destroyed runtime, that runtime's teardown runs here.)
+ * Thread-safe.
  * @since 0.1.0
  */
 T4A_API t4a_status t4a_buffer_alloc(t4a_runtime runtime, uint64_t bytes,
@@ -850,14 +853,22 @@ T4A_API t4a_status t4a_buffer_download(t4a_runtime runtime, t4a_buffer src,
  * @brief Delivers a download into `dst` if its copy has completed.
  *
  * Once the snapshot is complete, delivery moves it to `dst` through pinned
- * staging and waits for those copies (counted host waits).
+ * staging and waits for those copies (counted host waits). The copies run
+ * on an internal delivery stream, not behind later work of the runtime;
+ * when the staging budget is exhausted, delivery may wait for the oldest
+ * staging chunk of the runtime's own transfers. A delivery that fails
+ * part-way leaks (and counts) the snapshot, and the download stays
+ * undelivered.
  * @param[in]  download the pending download.
  * @param[out] dst at least the download's size in bytes (may be NULL for a
  *                 zero-byte download).
  * @return #T4A_SUCCESS (delivered now); #T4A_NOT_READY (still in flight;
  *         nothing written); #T4A_ERROR_INVALID_ARGUMENT (already delivered,
- *         NULL `dst`); #T4A_ERROR_INVALID_HANDLE; #T4A_ERROR_DEVICE_FAULT;
- *         #T4A_ERROR_DRIVER.
+ *         NULL `dst`); #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_OUT_OF_HOST_MEMORY (no pinned staging);
+ *         #T4A_ERROR_ABANDONED (a staged copy failed after others were
+ *         enqueued; `dst` partly written); #T4A_ERROR_REENTRANT;
+ *         #T4A_ERROR_DEVICE_FAULT; #T4A_ERROR_DRIVER.
  * @since 0.1.0
  */
 T4A_API t4a_status t4a_download_poll(t4a_download download, void *dst);
@@ -866,10 +877,9 @@ T4A_API t4a_status t4a_download_poll(t4a_download download, void *dst);
  * @brief Waits for a download's copy, then delivers it into `dst`.
  *
  * A counted host wait. The second delivery of a download is
- * #T4A_ERROR_INVALID_ARGUMENT, never empty data.
- * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_ARGUMENT;
- *         #T4A_ERROR_INVALID_HANDLE; #T4A_ERROR_DEVICE_FAULT;
- *         #T4A_ERROR_DRIVER.
+ * #T4A_ERROR_INVALID_ARGUMENT, never empty data. Delivery as for
+ * t4a_download_poll().
+ * @return as t4a_download_poll(), except #T4A_NOT_READY.
  * @since 0.1.0
  */
 T4A_API t4a_status t4a_download_wait(t4a_download download, void *dst);

@@ -66,7 +66,7 @@ T4A_API t4a_status t4a_last_error_message(char *buf, size_t capacity,
 }
 
 T4A_API void t4a_last_error_clear(void) {
-  core::last_error() = core::LastError{};
+  core::clear_last_error();
 }
 
 T4A_API t4a_status t4a_set_log_callback(t4a_log_fn fn, void *user,

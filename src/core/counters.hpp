@@ -46,7 +46,13 @@ struct DeviceBytes {
     if (live > peak.get()) peak.v.store(live, std::memory_order_relaxed);
   }
   void free(uint64_t n) { freed_total.add(n); }
-  uint64_t now() const { return allocated_total.get() - freed_total.get(); }
+  // Freed is read first: a free that happens between the two loads can
+  // then only make `now` larger, never wrap below zero.
+  uint64_t now() const {
+    uint64_t f = freed_total.v.load(std::memory_order_acquire);
+    uint64_t a = allocated_total.v.load(std::memory_order_acquire);
+    return a >= f ? a - f : 0;
+  }
 };
 
 struct RuntimeCounters {

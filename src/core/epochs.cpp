@@ -8,20 +8,32 @@ using namespace t4a::driver;
 
 void Epochs::keep(Ref<Object> obj) {
   if (!open_.empty() && open_.back().get() == obj.get()) return;
-  open_.push_back(std::move(obj));
+  open_.push_back(std::move(obj)); // capacity reserved by reserve_keep()
 }
 
-t4a_status Epochs::seal(Runtime &rt) {
+t4a_status Epochs::seal(Runtime &rt, bool record) {
   if (open_.empty()) return T4A_SUCCESS;
+  // The entry is made before anything is enqueued: once the event is
+  // recorded, nothing below can fail and drop the keepalives.
+  sealed_.emplace_back();
   CUevent e = nullptr;
-  if (t4a_status s = rt.events().take(&e); s != T4A_SUCCESS) return s;
-  if (auto r = cu::event_record(e, rt.stream()); !r) {
-    rt.events().give_back(e);
-    return rt.fail_op(r, "recording the event that seals a completion epoch");
+  t4a_status s = rt.events().take(&e);
+  DrvResult r{};
+  if (s == T4A_SUCCESS) {
+    r = cu::event_record(e, rt.stream());
+    if (!r) rt.events().give_back(e);
+  }
+  if (s != T4A_SUCCESS || !r) {
+    sealed_.pop_back();
+    if (s != T4A_SUCCESS) return s;
+    const char *what = "recording the event that seals a completion epoch";
+    return record ? rt.fail_op(r, what) : rt.note_failure(r, what);
   }
   rt.counters().events_recorded.add();
-  sealed_.push_back(Sealed{next_seq_++, e, std::move(open_)});
-  open_.clear();
+  Sealed &last = sealed_.back();
+  last.seq = next_seq_++;
+  last.event = e;
+  last.items.swap(open_);
   return T4A_SUCCESS;
 }
 

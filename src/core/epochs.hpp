@@ -34,16 +34,21 @@ class Epochs {
 public:
   using Items = std::vector<Ref<Object>>;
 
+  // Makes room for one more keep, before the enqueue it will follow, so
+  // that keep() cannot fail (run out of memory) once work is enqueued.
+  void reserve_keep() { open_.reserve(open_.size() + 1); }
   // Keeps `obj` alive until the open epoch retires. Consecutive keeps of
-  // one object add one item.
+  // one object add one item. Call reserve_keep() first.
   void keep(Ref<Object> obj);
   size_t open_items() const { return open_.size(); }
   bool has_sealed() const { return !sealed_.empty(); }
   uint64_t sealed_through() const { return next_seq_ - 1; }
 
   // Seals the open epoch with an event recorded on the runtime's stream.
-  // Nothing happens when the open epoch is empty.
-  t4a_status seal(Runtime &rt);
+  // Nothing happens when the open epoch is empty. With `record` false a
+  // failure is not recorded as the thread's last error (the caller's own
+  // operation succeeded); a sticky one still marks the runtime broken.
+  t4a_status seal(Runtime &rt, bool record = true);
   // Retires completed sealed epochs, oldest first, without blocking.
   t4a_status poll(Runtime &rt, Items *out);
   // Waits on the host for the oldest sealed epoch (counted), retires it.
@@ -57,8 +62,8 @@ public:
 
 private:
   struct Sealed {
-    uint64_t seq;
-    CUevent event;
+    uint64_t seq = 0;
+    CUevent event = nullptr;
     Items items;
   };
   void retire_front(Runtime &rt, Items *out);

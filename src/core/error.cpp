@@ -2,6 +2,9 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <new>
+
+#include <pthread.h>
 
 #include "core/log.hpp"
 #include "driver/result_class.hpp"
@@ -9,7 +12,35 @@
 namespace t4a::core {
 
 namespace {
-thread_local LastError tl_last;
+// The record is on the heap, reached through a trivially destructible
+// thread-local pointer: a C++ thread_local std::string would be destroyed
+// by the thread's TLS destructors, and a t4acuda call failing after that
+// (a static destructor releasing a handle at process exit) would write to
+// freed memory. A pthread key frees the record when a thread exits; the
+// main thread's record lives until the process ends.
+thread_local LastError *tl_record = nullptr;
+
+pthread_key_t record_key() {
+  static pthread_key_t key = [] {
+    pthread_key_t k;
+    pthread_key_create(&k, [](void *p) {
+      delete static_cast<LastError *>(p);
+      tl_record = nullptr;
+    });
+    return k;
+  }();
+  return key;
+}
+
+// The thread's record, made on first failure; nullptr when even that
+// small allocation fails (the failure is then not recorded).
+LastError *record() {
+  if (tl_record == nullptr) {
+    tl_record = new (std::nothrow) LastError();
+    if (tl_record != nullptr) pthread_setspecific(record_key(), tl_record);
+  }
+  return tl_record;
+}
 
 std::string vformat(const char *fmt, va_list ap) {
   char small[256];
@@ -25,10 +56,19 @@ std::string vformat(const char *fmt, va_list ap) {
 }
 } // namespace
 
-LastError &last_error() { return tl_last; }
+const LastError &last_error() {
+  static const LastError empty;
+  return tl_record != nullptr ? *tl_record : empty;
+}
+
+void clear_last_error() {
+  if (tl_record != nullptr) *tl_record = LastError{};
+}
 
 void finish_failure(const char *entry, t4a_status status) {
-  LastError &e = tl_last;
+  LastError *rec = record();
+  if (rec == nullptr) return;
+  LastError &e = *rec;
   if (!e.pending || e.status != status) {
     // A path that returned an error without recording one: record the
     // status itself so the last error always matches what was returned.
@@ -48,7 +88,7 @@ void finish_failure(const char *entry, t4a_status status) {
   // keep this failure's record and put it back after logging.
   LastError saved = e;
   log(T4A_LOG_DEBUG, saved.message.c_str());
-  tl_last = std::move(saved);
+  if (LastError *again = record()) *again = std::move(saved);
 }
 
 std::string format(const char *fmt, ...) {
@@ -61,7 +101,9 @@ std::string format(const char *fmt, ...) {
 
 t4a_status fail_message(t4a_status status, std::string message,
                         int32_t driver_result, int32_t compiler_result) {
-  LastError &e = tl_last;
+  LastError *rec = record();
+  if (rec == nullptr) return status;
+  LastError &e = *rec;
   e.status = status;
   e.driver_result = driver_result;
   e.compiler_result = compiler_result;
@@ -75,10 +117,11 @@ t4a_status fail_quietly(t4a_status status, const char *what) noexcept {
   try {
     return fail_message(status, std::string("internal: ") + what);
   } catch (...) {
-    LastError &e = tl_last;
-    e.status = status;
-    e.pending = true;
-    e.message.clear();
+    if (LastError *e = record()) {
+      e->status = status;
+      e->pending = true;
+      e->message.clear();
+    }
     return status;
   }
 }

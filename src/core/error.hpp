@@ -23,7 +23,11 @@ struct LastError {
   bool pending = false;
 };
 
-LastError &last_error();
+// The calling thread's record for reading: an empty one when the thread
+// has none (yet, or any more at its exit).
+const LastError &last_error();
+// Clears the calling thread's record.
+void clear_last_error();
 
 // Called by the exception barrier when an entry point returns an error:
 // stamps the thread's last error with the entry point's name (prefixing the

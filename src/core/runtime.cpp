@@ -120,6 +120,14 @@ void Runtime::mark_broken(DrvResult r, const char *what) {
        static_cast<unsigned long long>(domain_), message.c_str());
 }
 
+t4a_status Runtime::note_failure(DrvResult r, const char *what) {
+  if (is_sticky(r.code)) mark_broken(r, what);
+  logf(T4A_LOG_WARN, "runtime (domain %llu): %s: %s returned %s",
+       static_cast<unsigned long long>(domain_), what, r.entry,
+       describe(r.code).c_str());
+  return status_for(r.code);
+}
+
 t4a_status Runtime::fail_op(DrvResult r, const char *what) {
   if (is_sticky(r.code)) mark_broken(r, what);
   return fail_driver(r, "%s", what);
@@ -142,8 +150,7 @@ t4a_status Runtime::report_broken() const {
 
 t4a_status Runtime::synchronize(const char *what) {
   if (t4a_status s = check_usable(); s != T4A_SUCCESS) return s;
-  Epochs::Items retired; // dropped last, after the context is restored
-  ContextScope scope;    // sealing may create an event
+  ContextScope scope; // sealing may create an event
   if (t4a_status s = scope.enter(ctx_, what); s != T4A_SUCCESS) return s;
   uint64_t through = 0;
   {
@@ -162,9 +169,14 @@ t4a_status Runtime::synchronize(const char *what) {
   {
     Admission adm(admission_);
     if (adm.status() != T4A_SUCCESS) return adm.status();
+    // Retired keepalives are dropped under admission: staging chunks must
+    // be back in the ring before another operation looks for one (a chunk
+    // neither kept nor free would make the ring report nothing to wait
+    // for). No destructor of a kept object takes an admission lock.
+    Epochs::Items retired;
     epochs_.retire_through(*this, through, &retired);
   }
-  return T4A_SUCCESS; // retired keepalives are dropped here, unlocked
+  return T4A_SUCCESS;
 }
 
 t4a_status Runtime::destroy() {
@@ -253,6 +265,11 @@ void Runtime::teardown() {
     } else if (DrvResult r = cu::stream_synchronize(stream_); !r) {
       teardown_call(r, "draining the stream", domain_);
       proven = false;
+    } else if (delivery_ != nullptr) {
+      if (DrvResult d = cu::stream_synchronize(delivery_); !d) {
+        teardown_call(d, "draining the delivery stream", domain_);
+        proven = false;
+      }
     }
   }
   if (!proven) {

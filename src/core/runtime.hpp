@@ -51,6 +51,10 @@ public:
   }
   // Records a driver failure; a sticky one marks the runtime broken.
   t4a_status fail_op(driver::DrvResult r, const char *what);
+  // The same without recording the thread's last error (for follow-up
+  // work of an operation that itself succeeded): marks broken if sticky,
+  // logs, returns the status.
+  t4a_status note_failure(driver::DrvResult r, const char *what);
   // True once completion of enqueued work can no longer be proven (broken,
   // or a drain failed): memory is then leaked instead of freed.
   bool completion_unprovable() const {

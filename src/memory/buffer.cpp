@@ -101,8 +101,8 @@ t4a_status Buffer::alloc(core::Ref<core::Runtime> runtime, uint64_t bytes,
     *out = std::move(b);
     return T4A_SUCCESS;
   }
-  core::Epochs::Items retired; // dropped after the admission below
   core::Admission adm(rt.admission());
+  core::Epochs::Items retired; // dropped under admission (see synchronize)
   if (adm.status() != T4A_SUCCESS) return adm.status();
   if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
   // Retirement is polled here, amortized: one query per 64 allocations,

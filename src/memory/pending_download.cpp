@@ -1,5 +1,6 @@
 #include "memory/pending_download.hpp"
 
+#include "core/log.hpp"
 #include "core/op_scope.hpp"
 #include "memory/transfer.hpp"
 
@@ -37,6 +38,12 @@ t4a_status PendingDownload::create(core::Runtime &rt, Buffer &src,
 }
 
 t4a_status PendingDownload::deliver(void *dst, bool wait) {
+  // Whatever is logged while the download's mutex is held is delivered
+  // after it is released: no log callback runs under it.
+  struct DeferLogs {
+    DeferLogs() { core::log_defer_begin(); }
+    ~DeferLogs() { core::log_defer_end(); }
+  } defer_logs;
   std::lock_guard<std::mutex> lock(mu_);
   if (delivered_)
     return core::fail(T4A_ERROR_INVALID_ARGUMENT,
@@ -69,8 +76,13 @@ t4a_status PendingDownload::deliver(void *dst, bool wait) {
       return s;
     if (t4a_status s = d2h_pipeline(*rt_, delivery, snapshot_,
                                     static_cast<unsigned char *>(dst), bytes_);
-        s != T4A_SUCCESS)
+        s != T4A_SUCCESS) {
+      // Copies from the snapshot may still be queued on the delivery
+      // stream, which the runtime's stream does not wait for: the snapshot
+      // is leaked (counted), never freed under them.
+      quarantine_snapshot();
       return s;
+    }
     // Every read of the snapshot has completed (the pipeline waited).
     device_free(*rt_, snapshot_, bytes_);
     snapshot_ = 0;
@@ -78,6 +90,16 @@ t4a_status PendingDownload::deliver(void *dst, bool wait) {
   }
   delivered_ = true;
   return T4A_SUCCESS;
+}
+
+void PendingDownload::quarantine_snapshot() {
+  if (snapshot_ == 0) return;
+  core::RuntimeCounters &c = rt_->counters();
+  c.quarantined.add();
+  c.device_bytes.free(bytes_);
+  core::ProcessCounters::instance().leaked_device_allocations.add();
+  core::ProcessCounters::instance().leaked_device_bytes.add(bytes_);
+  snapshot_ = 0;
 }
 
 PendingDownload::~PendingDownload() {

@@ -32,6 +32,8 @@ public:
 
 private:
   explicit PendingDownload(core::Runtime &rt);
+  // A failed delivery may leave reads of the snapshot queued: leak it.
+  void quarantine_snapshot();
   core::Ref<core::Runtime> rt_;
   std::mutex mu_; // one delivery at a time
   CUdeviceptr snapshot_ = 0;

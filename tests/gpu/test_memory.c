@@ -583,16 +583,45 @@ static void *worker(void *p) {
   return NULL;
 }
 
+/* Reads the counters while the workers run: live device bytes must never
+ * read as a wrapped-around huge number. */
+typedef struct {
+  t4a_runtime rt;
+  volatile int stop;
+  uint64_t max_seen;
+  int failures;
+} stats_reader;
+
+static void *read_stats(void *p) {
+  stats_reader *r = p;
+  while (!r->stop) {
+    t4a_runtime_stats s = T4A_RUNTIME_STATS_INIT;
+    if (t4a_runtime_stats_get(r->rt, &s) != T4A_SUCCESS) r->failures++;
+    if (s.bytes_allocated > r->max_seen) r->max_seen = s.bytes_allocated;
+  }
+  return NULL;
+}
+
 static void test_threads_share_runtime(void **state) {
   (void)state;
   t4a_runtime rt = make_runtime(8u << 20, 1u << 20);
-  pthread_t th[8];
+  pthread_t th[8], reader;
   worker_arg args[8];
+  stats_reader sr = {rt, 0, 0, 0};
+  assert_int_equal(pthread_create(&reader, NULL, read_stats, &sr), 0);
   for (int i = 0; i < 8; ++i) {
     args[i] = (worker_arg){rt, i, 0, ""};
     assert_int_equal(pthread_create(&th[i], NULL, worker, &args[i]), 0);
   }
   for (int i = 0; i < 8; ++i) pthread_join(th[i], NULL);
+  sr.stop = 1;
+  pthread_join(reader, NULL);
+  assert_int_equal(sr.failures, 0);
+  /* 8 workers hold at most a 3 MiB buffer and a 3 MiB snapshot each. */
+  if (sr.max_seen > (48u << 20))
+    fail_msg("bytes_allocated read as %llu while 8 threads used at most "
+             "48 MiB",
+             (unsigned long long)sr.max_seen);
   for (int i = 0; i < 8; ++i)
     if (args[i].failures) fail_msg("%s", args[i].why);
   ASSERT_OK(t4a_runtime_synchronize(rt));
@@ -605,7 +634,107 @@ static void test_threads_share_runtime(void **state) {
   ASSERT_OK(t4a_runtime_destroy(rt));
 }
 
+/* Synchronize on one thread while another uploads through a two-chunk
+ * budget: retired staging chunks are back in the ring before the next
+ * reservation, so no upload ever finds "nothing to wait for". */
+typedef struct {
+  t4a_runtime rt;
+  t4a_buffer b;
+  int iterations;
+  t4a_status first_error;
+  char why[512];
+} churn_arg;
+
+static void *upload_churn(void *p) {
+  churn_arg *c = p;
+  unsigned char chunk[4096];
+  memset(chunk, 0x3C, sizeof chunk);
+  for (int i = 0; i < c->iterations; ++i) {
+    t4a_status s = t4a_buffer_upload(c->rt, c->b, 0, chunk, sizeof chunk);
+    if (s != T4A_SUCCESS) {
+      c->first_error = s;
+      snprintf(c->why, sizeof c->why, "%s", last_message());
+      return NULL;
+    }
+  }
+  return NULL;
+}
+
+static void *sync_churn(void *p) {
+  churn_arg *c = p;
+  for (int i = 0; i < c->iterations; ++i) {
+    t4a_status s = t4a_runtime_synchronize(c->rt);
+    if (s != T4A_SUCCESS) {
+      c->first_error = s;
+      snprintf(c->why, sizeof c->why, "%s", last_message());
+      return NULL;
+    }
+  }
+  return NULL;
+}
+
+static void test_synchronize_races_uploads(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime(8192, 4096);
+  t4a_buffer b = {0};
+  ASSERT_OK(t4a_buffer_alloc(rt, 4096, 0, &b));
+  churn_arg up = {rt, b, 60000, T4A_SUCCESS, ""};
+  churn_arg sy = {rt, b, 60000, T4A_SUCCESS, ""};
+  pthread_t t1, t2;
+  assert_int_equal(pthread_create(&t1, NULL, upload_churn, &up), 0);
+  assert_int_equal(pthread_create(&t2, NULL, sync_churn, &sy), 0);
+  pthread_join(t1, NULL);
+  pthread_join(t2, NULL);
+  if (up.first_error != T4A_SUCCESS)
+    fail_msg("upload failed: %s: %s", t4a_status_name(up.first_error), up.why);
+  if (sy.first_error != T4A_SUCCESS)
+    fail_msg("synchronize failed: %s: %s", t4a_status_name(sy.first_error),
+             sy.why);
+  assert_int_equal(stats_of(rt).uploads, 60000);
+  assert_true(stats_of(rt).staging_bytes_peak <= 8192);
+  ASSERT_OK(t4a_buffer_release(b));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
 /* ---- faults: post-enqueue failures and unproven teardown ---- */
+
+/* A log callback that polls the very download whose delivery is logging
+ * (a sticky fault while observing its event): it must run after the
+ * download's own lock is released, and get an answer, not hang. */
+typedef struct {
+  t4a_download d;
+  int calls;
+  t4a_status nested;
+} poll_probe;
+
+static void polling_logger(void *user, int32_t level, const char *message) {
+  poll_probe *p = user;
+  (void)message;
+  if (level > T4A_LOG_ERROR || p->calls > 0) return;
+  unsigned char byte;
+  p->calls++;
+  p->nested = t4a_download_poll(p->d, &byte);
+}
+
+static void test_fault_callback_polls_download(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime(0, 0);
+  t4a_buffer b = {0};
+  ASSERT_OK(t4a_buffer_alloc(rt, 4096, T4A_BUFFER_ZERO, &b));
+  poll_probe probe = {{0}, 0, T4A_SUCCESS};
+  ASSERT_OK(t4a_buffer_download(rt, b, 0, 4096, &probe.d));
+  ASSERT_OK(t4a_set_log_callback(polling_logger, &probe, T4A_LOG_ERROR));
+  ASSERT_OK(t4a_testing_fault_arm("cuEventQuery", 1, CUDA_ERROR_ILLEGAL_ADDRESS,
+                                  T4A_TESTING_FAULT_INSTEAD));
+  unsigned char out[4096];
+  ASSERT_STATUS(t4a_download_poll(probe.d, out), T4A_ERROR_DEVICE_FAULT);
+  ASSERT_OK(t4a_set_log_callback(NULL, NULL, T4A_LOG_WARN));
+  assert_int_equal(probe.calls, 1);
+  assert_int_equal(probe.nested, T4A_ERROR_DEVICE_FAULT); /* not a hang */
+  ASSERT_OK(t4a_download_release(probe.d));
+  ASSERT_OK(t4a_buffer_release(b));
+  ASSERT_STATUS(t4a_runtime_destroy(rt), T4A_ERROR_DEVICE_FAULT);
+}
 
 /* A log callback that calls back into the runtime being logged about:
  * it must never run under that runtime's admission lock (R-ABI-8), so the
@@ -728,6 +857,7 @@ int main(int argc, char **argv) {
       T(test_zero_flag),
       T(test_host_buffer_deferred_free),
       T(test_threads_share_runtime),
+      T(test_synchronize_races_uploads),
   };
   /* The fake driver completes all work at once: no staging waits happen,
    * and its "device" is host memory. */
@@ -742,10 +872,12 @@ int main(int argc, char **argv) {
       T(test_zero_flag),
       T(test_host_buffer_deferred_free),
       T(test_threads_share_runtime),
+      T(test_synchronize_races_uploads),
   };
   const struct CMUnitTest faults[] = {
       T(test_fault_upload_after_enqueue),
       T(test_fault_destroy_unproven),
+      T(test_fault_callback_polls_download),
   };
   int failed = 0;
   if (!strcmp(group, "basic") || !strcmp(group, "all")) {
