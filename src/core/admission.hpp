@@ -57,4 +57,32 @@ private:
   bool held_ = false;
 };
 
+// Admission only if it is free right now (for optional work, such as the
+// allocation path's amortized epoch poll): never waits, never REENTRANT.
+class TryAdmission {
+public:
+  explicit TryAdmission(AdmissionLock &lock) : lock_(lock) {
+    if (lock_.owner.load(std::memory_order_relaxed) ==
+            std::this_thread::get_id() ||
+        !lock_.mu.try_lock())
+      return;
+    lock_.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    held_ = true;
+    log_defer_begin();
+  }
+  ~TryAdmission() {
+    if (!held_) return;
+    lock_.owner.store(std::thread::id(), std::memory_order_relaxed);
+    lock_.mu.unlock();
+    log_defer_end();
+  }
+  TryAdmission(const TryAdmission &) = delete;
+  TryAdmission &operator=(const TryAdmission &) = delete;
+  bool held() const { return held_; }
+
+private:
+  AdmissionLock &lock_;
+  bool held_ = false;
+};
+
 } // namespace t4a::core

@@ -36,14 +36,17 @@ struct Level {
   void sub(uint64_t n) { now.fetch_sub(n, std::memory_order_relaxed); }
 };
 
-// Device bytes: allocated under admission (bump), freed from any thread
-// (add); live = allocated - freed; the peak is taken at allocation.
+// Device bytes: allocated and freed from any thread; live = allocated -
+// freed; the peak is taken at allocation.
 struct DeviceBytes {
   Counter allocated_total, freed_total, peak;
-  void allocate(uint64_t n) { // under admission
-    allocated_total.bump(n);
+  void allocate(uint64_t n) { // from any thread
+    allocated_total.add(n);
     uint64_t live = now();
-    if (live > peak.get()) peak.v.store(live, std::memory_order_relaxed);
+    uint64_t p = peak.get();
+    while (live > p &&
+           !peak.v.compare_exchange_weak(p, live, std::memory_order_relaxed)) {
+    }
   }
   void free(uint64_t n) { freed_total.add(n); }
   // Freed is read first: a free that happens between the two loads can

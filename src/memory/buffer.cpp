@@ -56,7 +56,7 @@ t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
                      rt.ordinal(), r.entry, core::describe(r.code).c_str()),
         static_cast<int32_t>(r.code));
   if (!r) return rt.fail_op(r, what);
-  rt.counters().allocations.bump(); // under admission
+  rt.counters().allocations.add();
   rt.counters().device_bytes.allocate(bytes);
   *out = p;
   return T4A_SUCCESS;
@@ -101,19 +101,24 @@ t4a_status Buffer::alloc(core::Ref<core::Runtime> runtime, uint64_t bytes,
     *out = std::move(b);
     return T4A_SUCCESS;
   }
-  core::Admission adm(rt.admission());
-  core::Epochs::Items retired; // dropped under admission (see synchronize)
-  if (adm.status() != T4A_SUCCESS) return adm.status();
   if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
-  // Retirement is polled here, amortized: one query per 64 allocations,
-  // and only while sealed epochs are outstanding.
-  if (rt.epochs().has_sealed() && (rt.counters().allocations.get() & 63) == 0) {
-    core::ContextScope scope;
-    if (t4a_status s = scope.enter(rt.context(), "allocating a buffer");
-        s != T4A_SUCCESS)
-      return s;
-    if (t4a_status s = rt.epochs().poll(rt, &retired); s != T4A_SUCCESS)
-      return s;
+  // An allocation is not admitted: it touches nothing another operation
+  // can see (the new memory is reachable only through the handle made
+  // below, so every use of it is ordered after this call), and its
+  // counters are atomic. Retirement is polled here, amortized: once per
+  // 64 allocations, only if admission is free at that moment and sealed
+  // epochs are outstanding.
+  if ((rt.counters().allocations.get() & 63) == 0) {
+    core::TryAdmission adm(rt.admission());
+    core::Epochs::Items retired; // dropped under admission (see synchronize)
+    if (adm.held() && rt.epochs().has_sealed()) {
+      core::ContextScope scope;
+      if (t4a_status s = scope.enter(rt.context(), "allocating a buffer");
+          s != T4A_SUCCESS)
+        return s;
+      if (t4a_status s = rt.epochs().poll(rt, &retired); s != T4A_SUCCESS)
+        return s;
+    }
   }
   if (t4a_status s = device_alloc(rt, bytes, &b->ptr_, "allocating a buffer");
       s != T4A_SUCCESS)
@@ -138,7 +143,7 @@ t4a_status Buffer::alloc(core::Ref<core::Runtime> runtime, uint64_t bytes,
                        core::describe(r.code).c_str()),
           static_cast<int32_t>(r.code));
     }
-    rt.counters().zero_fills.bump();
+    rt.counters().zero_fills.add();
   }
   *out = std::move(b);
   return T4A_SUCCESS;

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -587,14 +588,14 @@ static void *worker(void *p) {
  * read as a wrapped-around huge number. */
 typedef struct {
   t4a_runtime rt;
-  volatile int stop;
+  atomic_int stop;
   uint64_t max_seen;
   int failures;
 } stats_reader;
 
 static void *read_stats(void *p) {
   stats_reader *r = p;
-  while (!r->stop) {
+  while (!atomic_load(&r->stop)) {
     t4a_runtime_stats s = T4A_RUNTIME_STATS_INIT;
     if (t4a_runtime_stats_get(r->rt, &s) != T4A_SUCCESS) r->failures++;
     if (s.bytes_allocated > r->max_seen) r->max_seen = s.bytes_allocated;
@@ -608,13 +609,14 @@ static void test_threads_share_runtime(void **state) {
   pthread_t th[8], reader;
   worker_arg args[8];
   stats_reader sr = {rt, 0, 0, 0};
+  atomic_init(&sr.stop, 0);
   assert_int_equal(pthread_create(&reader, NULL, read_stats, &sr), 0);
   for (int i = 0; i < 8; ++i) {
     args[i] = (worker_arg){rt, i, 0, ""};
     assert_int_equal(pthread_create(&th[i], NULL, worker, &args[i]), 0);
   }
   for (int i = 0; i < 8; ++i) pthread_join(th[i], NULL);
-  sr.stop = 1;
+  atomic_store(&sr.stop, 1);
   pthread_join(reader, NULL);
   assert_int_equal(sr.failures, 0);
   /* 8 workers hold at most a 3 MiB buffer and a 3 MiB snapshot each. */
