@@ -490,6 +490,8 @@ static void test_disk_cache_disabled_and_request_dir(void **state) {
   after = stats_now();
   assert_int_equal(after.disk_hits - before.disk_hits, 0);
   assert_int_equal(after.nvrtc_invocations - before.nvrtc_invocations, 1);
+  /* Later cases must not write to the user's cache. */
+  fresh_cache_dir(dir, sizeof dir, "after-request-dir");
 }
 
 /* ---- bad requests ------------------------------------------------------- */
@@ -643,8 +645,9 @@ static void test_complete_error_log(void **state) {
   t4a_artifact a = {SENTINEL_ID};
   t4a_error_info info = T4A_ERROR_INFO_INIT;
   t4a_compile_stats before, after;
-  char message[8192], first[64], detected[64];
+  char message[8192], first[64], detected[64], dir[1024];
   (void)state;
+  fresh_cache_dir(dir, sizeof dir, "error-log");
   source = malloc(capacity);
   assert_non_null(source);
   at += (size_t)snprintf(source + at, capacity - at,
