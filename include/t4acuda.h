@@ -1062,7 +1062,8 @@ typedef struct t4a_compile_request {
    *  `T4A_CACHE_MAX_BYTES` overrides it. */
   uint64_t disk_cache_max_bytes;
   /** Disk cache directory; NULL: `$XDG_CACHE_HOME/t4acuda`, else
-   *  `$HOME/.cache/t4acuda`. `T4A_CACHE_DIR` overrides it. */
+   *  `$HOME/.cache/t4acuda`; "": no disk cache. `T4A_CACHE_DIR`, when
+   *  set, overrides it. */
   const char *cache_dir;
 } t4a_compile_request;
 
@@ -1099,7 +1100,7 @@ typedef struct t4a_compile_request {
  *     #T4A_MEMORY_CACHE_ENTRIES entries and #T4A_MEMORY_CACHE_BYTES
  *     bytes. A hit returns the same artifact handle (same id), retained.
  *  5. **Disk cache.** One file per key under the cache directory
- *     (`T4A_CACHE_DIR`, else `request->cache_dir`, else
+ *     (`T4A_CACHE_DIR`, else `request->cache_dir` ("" disables it), else
  *     `$XDG_CACHE_HOME/t4acuda`, else `$HOME/.cache/t4acuda`; a set but
  *     empty `T4A_CACHE_DIR` disables it). Every read verifies the header,
  *     sizes, key and a SHA-256 of the payload; a corrupt or truncated
