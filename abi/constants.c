@@ -29,5 +29,19 @@ int main(void) {
          (unsigned long long)T4A_DEFAULT_STAGING_CHUNK_BYTES);
   printf("constant T4A_STAGING_THREADS_AUTO %d\n",
          (int)T4A_STAGING_THREADS_AUTO);
+  printf("constant T4A_COMPILE_CUBIN %u\n", (unsigned)T4A_COMPILE_CUBIN);
+  printf("constant T4A_COMPILE_PTX %u\n", (unsigned)T4A_COMPILE_PTX);
+  printf("constant T4A_COMPILE_NO_MEMORY_CACHE %u\n",
+         (unsigned)T4A_COMPILE_NO_MEMORY_CACHE);
+  printf("constant T4A_COMPILE_NO_DISK_CACHE %u\n",
+         (unsigned)T4A_COMPILE_NO_DISK_CACHE);
+  printf("constant T4A_DEFAULT_DISK_CACHE_BYTES %llu\n",
+         (unsigned long long)T4A_DEFAULT_DISK_CACHE_BYTES);
+  printf("constant T4A_MEMORY_CACHE_ENTRIES %d\n",
+         (int)T4A_MEMORY_CACHE_ENTRIES);
+  printf("constant T4A_MEMORY_CACHE_BYTES %llu\n",
+         (unsigned long long)T4A_MEMORY_CACHE_BYTES);
+  printf("constant T4A_ARTIFACT_KEY_CAPACITY %d\n",
+         (int)T4A_ARTIFACT_KEY_CAPACITY);
   return 0;
 }

@@ -52,7 +52,9 @@
  * Options structs come first; these environment variables override them:
  * `T4A_CUDA_DRIVER_PATH` (the libcuda to load), `T4A_NVRTC_PATH` (the
  * libnvrtc to load), `T4A_LOG` (`off`, `error`, `warn`, `info`, `debug`:
- * the default logger's level), `T4A_CACHE_DIR` (compile cache).
+ * the default logger's level), `T4A_CACHE_DIR` (the compile cache's disk
+ * directory; set but empty disables the disk cache) and
+ * `T4A_CACHE_MAX_BYTES` (the disk cache's bound); see t4a_compile().
  */
 #ifndef T4ACUDA_H
 #define T4ACUDA_H
@@ -370,6 +372,12 @@ typedef struct t4a_host_buffer {
 typedef struct t4a_download {
   uint64_t id; /**< generation-tagged id; #T4A_NULL_ID is the null handle. */
 } t4a_download;
+
+/** @brief A compiled artifact (image, log, lowered names, key, target);
+ *  immutable, reference counted, needs no runtime. */
+typedef struct t4a_artifact {
+  uint64_t id; /**< generation-tagged id; #T4A_NULL_ID is the null handle. */
+} t4a_artifact;
 /** @} */
 
 /* ------------------------------------------------------------------------ */
@@ -998,6 +1006,310 @@ T4A_API t4a_status t4a_buffer_download_host(t4a_runtime runtime,
                                             t4a_host_buffer dst,
                                             uint64_t dst_offset,
                                             uint64_t bytes);
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Compilation and artifacts                                          */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+/** Output kind: a CUBIN (ELF) for one exact SM (the default). */
+#define T4A_COMPILE_CUBIN 0u
+/** Output kind: PTX text, JIT-compiled by the driver when loaded. */
+#define T4A_COMPILE_PTX 1u
+
+/** t4a_compile_request::flags: do not look up or fill the in-memory
+ *  cache. */
+#define T4A_COMPILE_NO_MEMORY_CACHE 0x1u
+/** t4a_compile_request::flags: do not read or write the disk cache. */
+#define T4A_COMPILE_NO_DISK_CACHE 0x2u
+
+/** Default bound of the disk cache in bytes (1 GiB). */
+#define T4A_DEFAULT_DISK_CACHE_BYTES ((uint64_t)1 << 30)
+/** Entries the process-wide in-memory cache keeps at most. */
+#define T4A_MEMORY_CACHE_ENTRIES 256
+/** Image and log bytes the process-wide in-memory cache keeps at most. */
+#define T4A_MEMORY_CACHE_BYTES ((uint64_t)256 << 20)
+/** Bytes of an identity key in hex, including the NUL (64 digits + 1). */
+#define T4A_ARTIFACT_KEY_CAPACITY 65
+
+/**
+ * @brief What to compile, for what target, and how to cache it.
+ *
+ * Every pointer is read only during t4a_compile(); nothing is kept.
+ * Strings are NUL-terminated. An array whose count is 0 may be NULL.
+ */
+typedef struct t4a_compile_request {
+  uint32_t struct_size; /**< sizeof(t4a_compile_request) of the caller. */
+  /** #T4A_COMPILE_CUBIN (default) or #T4A_COMPILE_PTX: the output wanted.
+   *  Target selection may turn a CUBIN request into PTX (see
+   *  t4a_compile()); ::t4a_artifact_info::output says what was made. */
+  uint32_t output;
+  const char *source;       /**< CUDA C++ source; required. */
+  const char *program_name; /**< name in diagnostics; NULL: "t4a.cu". */
+  /** `header_count` include names, as `#include "name"` spells them. */
+  const char *const *header_names;
+  /** `header_count` header contents, matching `header_names`. */
+  const char *const *header_sources;
+  uint32_t header_count; /**< entries of the two header arrays. */
+  uint32_t option_count; /**< entries of `options`. */
+  /** NVRTC options ("-std=c++17", "-DN=4"), one per string. An option
+   *  "-arch=..." / "--gpu-architecture=..." overrides target selection. */
+  const char *const *options;
+  /** Name expressions ("&kernel<float>") whose lowered (mangled) names are
+   *  wanted; see t4a_artifact_lowered_name(). */
+  const char *const *name_expressions;
+  uint32_t name_expression_count; /**< entries of `name_expressions`. */
+  /** Target compute capability, major (9 for sm_90); used when `runtime` is
+   *  the null handle. 1..99. */
+  int32_t cc_major;
+  int32_t cc_minor; /**< Target compute capability, minor: 0..9. */
+  /** #T4A_COMPILE_NO_MEMORY_CACHE, #T4A_COMPILE_NO_DISK_CACHE; 0. */
+  uint32_t flags;
+  /** When not null: compile for this runtime's device (its compute
+   *  capability; the driver's version limits PTX). Not retained. */
+  t4a_runtime runtime;
+  /** Disk cache bound in bytes; 0: #T4A_DEFAULT_DISK_CACHE_BYTES.
+   *  `T4A_CACHE_MAX_BYTES` overrides it. */
+  uint64_t disk_cache_max_bytes;
+  /** Disk cache directory; NULL: `$XDG_CACHE_HOME/t4acuda`, else
+   *  `$HOME/.cache/t4acuda`; "": no disk cache. `T4A_CACHE_DIR`, when
+   *  set, overrides it. */
+  const char *cache_dir;
+} t4a_compile_request;
+
+/** Initializer for ::t4a_compile_request: CUBIN, no target yet, caches
+ *  on. */
+#define T4A_COMPILE_REQUEST_INIT                                               \
+  {sizeof(t4a_compile_request), T4A_COMPILE_CUBIN, NULL, NULL, NULL, NULL, 0,  \
+   0, NULL, NULL, 0, 0, 0, 0, {0}, 0, NULL}
+
+/**
+ * @brief Compiles CUDA C++ with NVRTC, or finds the result in a cache.
+ *
+ * Needs no device and no context: only NVRTC (and the driver when
+ * `request->runtime` is set). In order:
+ *  1. **Validation.** Every field is checked before anything else; each
+ *     rejection names the field and index: NULL `source`, a count with a
+ *     NULL array, a NULL entry, a header name or option containing a
+ *     newline or carriage return, an unknown `output` or `flags` bit, a
+ *     compute capability outside 1..99 / 0..9, no target (null runtime and
+ *     `cc_major` 0).
+ *  2. **Target selection.** CUBIN for the exact `sm_XY` when CUBIN was
+ *     requested and NVRTC supports it (and, with a runtime, the driver's
+ *     CUDA major is at least NVRTC's); otherwise PTX for the highest
+ *     NVRTC-supported `compute_AB` not above the device's, only when the
+ *     driver's CUDA version is at least NVRTC's (it must JIT that PTX);
+ *     otherwise #T4A_ERROR_UNSUPPORTED naming the NVRTC, driver and device
+ *     versions. With an explicit compute capability (null runtime) the
+ *     driver's version is unknown and not checked. An "-arch=" option
+ *     skips selection: the option is used as given.
+ *  3. **Identity key.** SHA-256 over every input (source, program name,
+ *     headers, options, name expressions, each length-prefixed), the
+ *     requested output, the selected target and the NVRTC version.
+ *  4. **Memory cache.** Process-wide, LRU, at most
+ *     #T4A_MEMORY_CACHE_ENTRIES entries and #T4A_MEMORY_CACHE_BYTES
+ *     bytes. A hit returns the same artifact handle (same id), retained.
+ *  5. **Disk cache.** One file per key under the cache directory
+ *     (`T4A_CACHE_DIR`, else `request->cache_dir` ("" disables it), else
+ *     `$XDG_CACHE_HOME/t4acuda`, else `$HOME/.cache/t4acuda`; a set but
+ *     empty `T4A_CACHE_DIR` disables it). Every read verifies the header,
+ *     sizes, key and a SHA-256 of the payload; a corrupt or truncated
+ *     entry is compiled again, replaced and counted
+ *     (::t4a_compile_stats::disk_corrupt_entries). Writes go to a
+ *     temporary file in the same directory, renamed into place, so
+ *     concurrent processes never read a partial entry. After a write, the
+ *     least recently used entries (by modification time, refreshed on
+ *     every hit) are removed until the directory holds at most the bound
+ *     (`T4A_CACHE_MAX_BYTES`, else `request->disk_cache_max_bytes`, else
+ *     #T4A_DEFAULT_DISK_CACHE_BYTES). A disk cache that cannot be used
+ *     (unwritable directory) is skipped with a warning; it never fails a
+ *     compile.
+ *  6. **NVRTC.** On a miss. A failed compile creates no artifact and
+ *     returns #T4A_ERROR_COMPILE: ::t4a_error_info::compiler_result holds
+ *     the `nvrtcResult`, the message the first lines of the log, and
+ *     t4a_last_compile_log() the complete log. An empty image (for example
+ *     a CUBIN for a virtual architecture, "-arch=compute_90") is also
+ *     #T4A_ERROR_COMPILE. Failures are never cached.
+ *
+ * @param[in]  request  what to compile (see #T4A_COMPILE_REQUEST_INIT).
+ * @param[out] artifact one reference; release with t4a_artifact_release().
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_ARGUMENT (as in 1, NULL
+ *         `request` or `artifact`, a bad struct_size);
+ *         #T4A_ERROR_VERSION_MISMATCH (non-zero unknown tail);
+ *         #T4A_ERROR_INVALID_HANDLE (a released or forged `runtime`);
+ *         #T4A_ERROR_NO_COMPILER (no NVRTC: the message names every
+ *         library tried); #T4A_ERROR_UNSUPPORTED (no loadable target);
+ *         #T4A_ERROR_COMPILE; #T4A_ERROR_NO_DRIVER / #T4A_ERROR_DRIVER
+ *         (reading the runtime's device); #T4A_ERROR_OUT_OF_HOST_MEMORY.
+ * Blocks while NVRTC runs (tens of milliseconds or more). Thread-safe: two
+ * threads compiling the same request at once may both run NVRTC; both get
+ * a valid artifact.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_compile(const t4a_compile_request *request,
+                               t4a_artifact *artifact);
+
+/**
+ * @brief Copies the full NVRTC log of the calling thread's last compile
+ *        that returned #T4A_ERROR_COMPILE (query-then-copy).
+ *
+ * Never truncated by the library: `*needed` (if not NULL) receives the
+ * full length including the NUL; at most `capacity` bytes are written,
+ * NUL-terminated. "" when no compile of this thread has failed. Kept until
+ * the thread's next failing compile; a successful compile does not change
+ * it.
+ * @param[out] buf      destination, may be NULL when `capacity` is 0.
+ * @param[in]  capacity bytes available at `buf`.
+ * @param[out] needed   optional: bytes the whole log needs.
+ * @return #T4A_SUCCESS (also when truncated: compare `*needed` with
+ *         `capacity`); #T4A_ERROR_INVALID_ARGUMENT if `buf` is NULL and
+ *         `capacity` is not 0. Does not change the last error.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_last_compile_log(char *buf, size_t capacity,
+                                        size_t *needed);
+
+/**
+ * @brief Adds a reference to an artifact.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (the reference count is saturated).
+ * Thread-safe.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_artifact_retain(t4a_artifact artifact);
+
+/**
+ * @brief Drops a reference; the last one frees the artifact.
+ *
+ * The in-memory cache holds a reference of its own while the artifact is
+ * cached, so the same handle stays valid there after the caller's last
+ * release.
+ * @param[in] artifact the null handle is a successful no-op.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE (also for one release
+ *         too many). Thread-safe, from any thread.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_artifact_release(t4a_artifact artifact);
+
+/** @brief Facts about an artifact. */
+typedef struct t4a_artifact_info {
+  uint32_t struct_size; /**< in: sizeof(t4a_artifact_info) of the caller. */
+  /** what was made: #T4A_COMPILE_CUBIN or #T4A_COMPILE_PTX. */
+  uint32_t output;
+  /** the target architecture's major (9 for sm_90 / compute_90). */
+  int32_t cc_major;
+  int32_t cc_minor;      /**< the target architecture's minor. */
+  uint64_t image_bytes;  /**< bytes of the image (t4a_artifact_image()). */
+  uint64_t log_bytes;    /**< bytes of the log, without the NUL. */
+  /** lowered names available (the request's name expressions). */
+  uint32_t name_expression_count;
+  uint32_t reserved0; /**< zero. */
+} t4a_artifact_info;
+
+/** Initializer for ::t4a_artifact_info. */
+#define T4A_ARTIFACT_INFO_INIT {sizeof(t4a_artifact_info), 0, 0, 0, 0, 0, 0, 0}
+
+/**
+ * @brief Target, sizes and name count of an artifact.
+ * @param[in]     artifact the artifact.
+ * @param[in,out] info     set `info->struct_size` (#T4A_ARTIFACT_INFO_INIT).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (NULL `info`, struct_size below 4).
+ * Never blocks. Thread-safe.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_artifact_info_get(t4a_artifact artifact,
+                                         t4a_artifact_info *info);
+
+/**
+ * @brief Copies an artifact's image (CUBIN bytes, or PTX text with its
+ *        NUL) (query-then-copy).
+ *
+ * `*needed` (if not NULL) receives the image's size; at most `capacity`
+ * bytes are copied.
+ * @param[in]  artifact the artifact.
+ * @param[out] buf      destination, may be NULL when `capacity` is 0.
+ * @param[in]  capacity bytes available at `buf`.
+ * @param[out] needed   optional: the image's size in bytes.
+ * @return #T4A_SUCCESS (also when `capacity` is short);
+ *         #T4A_ERROR_INVALID_HANDLE; #T4A_ERROR_INVALID_ARGUMENT (`buf`
+ *         NULL with `capacity` not 0). Thread-safe.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_artifact_image(t4a_artifact artifact, void *buf,
+                                      size_t capacity, size_t *needed);
+
+/**
+ * @brief Copies an artifact's full NVRTC log (query-then-copy).
+ *
+ * The log of a successful compile (warnings), never truncated by the
+ * library; "" when NVRTC printed nothing. As t4a_last_error_message():
+ * `*needed` is the full length including the NUL, at most `capacity`
+ * bytes are written, NUL-terminated.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (`buf` NULL with `capacity` not 0).
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_artifact_log(t4a_artifact artifact, char *buf,
+                                    size_t capacity, size_t *needed);
+
+/**
+ * @brief Copies the lowered (mangled) name of the request's `index`-th
+ *        name expression (query-then-copy, as t4a_artifact_log()).
+ * @param[in] artifact the artifact.
+ * @param[in] index    0 .. ::t4a_artifact_info::name_expression_count - 1.
+ * @param[out] buf      destination, may be NULL when `capacity` is 0.
+ * @param[in]  capacity bytes available at `buf`.
+ * @param[out] needed   optional: bytes the name needs, with its NUL.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (index out of range, naming it and
+ *         the count; `buf` NULL with `capacity` not 0).
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_artifact_lowered_name(t4a_artifact artifact,
+                                             uint32_t index, char *buf,
+                                             size_t capacity, size_t *needed);
+
+/**
+ * @brief Copies an artifact's identity key as 64 lower-case hex digits
+ *        (query-then-copy; #T4A_ARTIFACT_KEY_CAPACITY bytes suffice).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (`buf` NULL with `capacity` not 0).
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_artifact_key(t4a_artifact artifact, char *buf,
+                                    size_t capacity, size_t *needed);
+
+/** @brief Process-wide compile counters (R-CMP-6); each is incremented
+ *  where the thing happens. */
+typedef struct t4a_compile_stats {
+  uint32_t struct_size; /**< in: sizeof(t4a_compile_stats) of the caller. */
+  uint32_t reserved0;   /**< zero. */
+  /** t4a_compile() calls that passed validation and target selection. */
+  uint64_t requests;
+  uint64_t memory_hits; /**< requests answered by the in-memory cache. */
+  uint64_t disk_hits;   /**< requests answered by a verified disk entry. */
+  uint64_t nvrtc_invocations; /**< nvrtcCompileProgram calls. */
+  uint64_t nvrtc_successes;   /**< of those, the ones that succeeded. */
+  /** disk entries found corrupt or truncated (then compiled again). */
+  uint64_t disk_corrupt_entries;
+  uint64_t disk_writes;      /**< entries written to the disk cache. */
+  uint64_t disk_evictions;   /**< entries removed to respect the bound. */
+  uint64_t memory_evictions; /**< in-memory entries dropped (LRU). */
+} t4a_compile_stats;
+
+/** Initializer for ::t4a_compile_stats. */
+#define T4A_COMPILE_STATS_INIT                                                 \
+  {sizeof(t4a_compile_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+
+/**
+ * @brief Reads the process-wide compile counters. Needs no driver.
+ * @param[in,out] stats set `stats->struct_size` (#T4A_COMPILE_STATS_INIT).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_ARGUMENT (NULL `stats`,
+ *         struct_size below 4). Never blocks. Thread-safe.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_compile_stats_get(t4a_compile_stats *stats);
 /** @} */
 
 /* ------------------------------------------------------------------------ */

@@ -676,6 +676,174 @@ inline void copy(RuntimeView rt, const Buffer &dst, uint64_t dst_offset,
 }
 #endif
 
+// ---------------------------------------------------------------------------
+// Compilation and artifacts
+// ---------------------------------------------------------------------------
+
+namespace detail {
+/** Query-then-copy of a string getter `get(buf, capacity, needed)`. */
+template <class Get> t4a_status read_string(Get get, std::string &out) {
+  size_t needed = 0;
+  t4a_status s = get(nullptr, 0, &needed);
+  if (s != T4A_SUCCESS) return s;
+  std::string tmp(needed, '\0');
+  s = get(&tmp[0], tmp.size(), &needed);
+  if (s != T4A_SUCCESS) return s;
+  tmp.resize(needed > 0 ? needed - 1 : 0);
+  out.swap(tmp);
+  return T4A_SUCCESS;
+}
+} // namespace detail
+
+/**
+ * @brief The complete NVRTC log of this thread's last failed compile
+ *        (t4a_last_compile_log()); empty if none.
+ */
+inline std::string last_compile_log() {
+  std::string log;
+  (void)detail::read_string(
+      [](char *b, size_t c, size_t *n) {
+        return t4a_last_compile_log(b, c, n);
+      },
+      log);
+  return log;
+}
+
+/** @brief A compile request with the defaults of
+ *  #T4A_COMPILE_REQUEST_INIT and a few setters. The strings it points to
+ *  must outlive the call to t4a::compile(). */
+struct CompileRequest : t4a_compile_request {
+  /** The defaults (CUBIN, no target, caches on). */
+  CompileRequest() noexcept : t4a_compile_request T4A_COMPILE_REQUEST_INIT {}
+  /** Sets the source (required). */
+  CompileRequest &with_source(const char *text) noexcept {
+    source = text;
+    return *this;
+  }
+  /** Targets compute capability `major`.`minor`. */
+  CompileRequest &for_cc(int32_t major, int32_t minor) noexcept {
+    cc_major = major;
+    cc_minor = minor;
+    return *this;
+  }
+  /** Targets the device of a runtime (not retained). */
+  CompileRequest &for_runtime(t4a_runtime rt) noexcept {
+    runtime = rt;
+    return *this;
+  }
+  /** Asks for #T4A_COMPILE_CUBIN or #T4A_COMPILE_PTX. */
+  CompileRequest &with_output(uint32_t kind) noexcept {
+    output = kind;
+    return *this;
+  }
+};
+
+/**
+ * @brief A compiled artifact (t4a_compile()); copying retains, the last
+ *        release frees it (t4a_artifact_release()).
+ */
+class Artifact : public detail::Shared<t4a_artifact, t4a_artifact_retain,
+                                       t4a_artifact_release> {
+public:
+  using Shared::Shared;
+  /** Target, sizes and name count (t4a_artifact_info_get()); non-throwing;
+   *  `out` is written only on success. */
+  t4a_status info(t4a_artifact_info &out, std::nothrow_t) const noexcept {
+    t4a_artifact_info tmp = T4A_ARTIFACT_INFO_INIT;
+    t4a_status s = t4a_artifact_info_get(get(), &tmp);
+    if (s == T4A_SUCCESS) out = tmp;
+    return s;
+  }
+#if T4A_HPP_EXCEPTIONS
+  /** Target, sizes and name count (t4a_artifact_info_get()).
+   *  @throws Error */
+  t4a_artifact_info info() const {
+    t4a_artifact_info out = T4A_ARTIFACT_INFO_INIT;
+    check(t4a_artifact_info_get(get(), &out));
+    return out;
+  }
+  /** The image: CUBIN bytes or PTX text with its NUL
+   *  (t4a_artifact_image()). @throws Error */
+  std::string image() const {
+    size_t needed = 0;
+    check(t4a_artifact_image(get(), nullptr, 0, &needed));
+    std::string out(needed, '\0');
+    if (needed > 0)
+      check(t4a_artifact_image(get(), &out[0], out.size(), nullptr));
+    return out;
+  }
+  /** The full NVRTC log (t4a_artifact_log()). @throws Error */
+  std::string log() const {
+    t4a_artifact h = get();
+    std::string out;
+    check(detail::read_string(
+        [h](char *b, size_t c, size_t *n) {
+          return t4a_artifact_log(h, b, c, n);
+        },
+        out));
+    return out;
+  }
+  /** The lowered name of name expression `index`
+   *  (t4a_artifact_lowered_name()). @throws Error */
+  std::string lowered_name(uint32_t index) const {
+    t4a_artifact h = get();
+    std::string out;
+    check(detail::read_string(
+        [h, index](char *b, size_t c, size_t *n) {
+          return t4a_artifact_lowered_name(h, index, b, c, n);
+        },
+        out));
+    return out;
+  }
+  /** The identity key, 64 hex digits (t4a_artifact_key()). @throws Error */
+  std::string key() const {
+    char buf[T4A_ARTIFACT_KEY_CAPACITY];
+    check(t4a_artifact_key(get(), buf, sizeof buf, nullptr));
+    return buf;
+  }
+#endif
+};
+
+/** @brief Compiles or finds the artifact (t4a_compile()); non-throwing.
+ *  `out` is written only on success; on #T4A_ERROR_COMPILE see
+ *  t4a::last_compile_log(). */
+inline t4a_status compile(const t4a_compile_request &request, Artifact &out,
+                          std::nothrow_t) noexcept {
+  t4a_artifact h{T4A_NULL_ID};
+  t4a_status s = t4a_compile(&request, &h);
+  if (s == T4A_SUCCESS) out = Artifact(h);
+  return s;
+}
+
+/** @brief The process-wide compile counters (t4a_compile_stats_get());
+ *  non-throwing. */
+inline t4a_status compile_stats(t4a_compile_stats &out,
+                                std::nothrow_t) noexcept {
+  t4a_compile_stats tmp = T4A_COMPILE_STATS_INIT;
+  t4a_status s = t4a_compile_stats_get(&tmp);
+  if (s == T4A_SUCCESS) out = tmp;
+  return s;
+}
+
+#if T4A_HPP_EXCEPTIONS
+/** @brief Compiles or finds the artifact (t4a_compile()).
+ *  @throws Error (for #T4A_ERROR_COMPILE the message holds the first lines
+ *  of the log; t4a::last_compile_log() the whole log) */
+inline Artifact compile(const t4a_compile_request &request) {
+  t4a_artifact h{T4A_NULL_ID};
+  check(t4a_compile(&request, &h));
+  return Artifact(h);
+}
+
+/** @brief The process-wide compile counters (t4a_compile_stats_get()).
+ *  @throws Error */
+inline t4a_compile_stats compile_stats() {
+  t4a_compile_stats out = T4A_COMPILE_STATS_INIT;
+  check(t4a_compile_stats_get(&out));
+  return out;
+}
+#endif
+
 } // namespace t4a
 
 #endif /* T4ACUDA_HPP */

@@ -36,6 +36,27 @@ t4a_status device_get(int32_t ordinal, const char *arg, CUdevice *out) {
   return T4A_SUCCESS;
 }
 
+t4a_status device_compute_capability(int32_t ordinal, int32_t *major,
+                                     int32_t *minor) {
+  CUdevice d = 0;
+  if (t4a_status s = device_get(ordinal, "ordinal", &d); s != T4A_SUCCESS)
+    return s;
+  int maj = 0, min = 0;
+  if (auto r = cu::device_get_attribute(
+          &maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d);
+      !r)
+    return fail_driver(r, "reading the compute capability of device %d",
+                       ordinal);
+  if (auto r = cu::device_get_attribute(
+          &min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d);
+      !r)
+    return fail_driver(r, "reading the compute capability of device %d",
+                       ordinal);
+  *major = maj;
+  *minor = min;
+  return T4A_SUCCESS;
+}
+
 t4a_status device_info(int32_t ordinal, t4a_device_info *out) {
   CUdevice d = 0;
   if (t4a_status s = device_get(ordinal, "ordinal", &d); s != T4A_SUCCESS)

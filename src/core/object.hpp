@@ -17,6 +17,7 @@ enum class Kind : uint8_t {
   Buffer = 2,
   HostBuffer = 3,
   Download = 4,
+  Artifact = 5,
   TestObject = 255, // test builds: registry stress objects
 };
 

@@ -74,6 +74,17 @@ static const t4a_runtime_info k_runtime_info = T4A_RUNTIME_INFO_INIT;
 static const t4a_runtime_stats k_runtime_stats = T4A_RUNTIME_STATS_INIT;
 static const t4a_buffer_info k_buffer_info = T4A_BUFFER_INFO_INIT;
 static const t4a_process_stats k_process_stats = T4A_PROCESS_STATS_INIT;
+static const t4a_compile_request k_compile_request = T4A_COMPILE_REQUEST_INIT;
+static const t4a_artifact_info k_artifact_info = T4A_ARTIFACT_INFO_INIT;
+static const t4a_compile_stats k_compile_stats = T4A_COMPILE_STATS_INIT;
+/* The compile constants are usable where a constant is needed. */
+_Static_assert(T4A_COMPILE_CUBIN == 0 && T4A_COMPILE_PTX == 1, "outputs");
+_Static_assert((T4A_COMPILE_NO_MEMORY_CACHE & T4A_COMPILE_NO_DISK_CACHE) == 0,
+               "distinct compile flags");
+_Static_assert(T4A_DEFAULT_DISK_CACHE_BYTES == ((uint64_t)1 << 30),
+               "1 GiB disk cache by default");
+_Static_assert(T4A_ARTIFACT_KEY_CAPACITY == 65, "64 hex digits and a NUL");
+_Static_assert(sizeof(t4a_compile_request) == 104, "no implicit padding");
 /* The buffer flag is usable where a constant is needed. */
 static const uint32_t k_buffer_flags = T4A_BUFFER_ZERO;
 static const char k_version[] = T4A_VERSION_STRING;
@@ -87,7 +98,31 @@ static void test_init_macros(void **state) {
   t4a_runtime_stats runtime_stats = T4A_RUNTIME_STATS_INIT;
   t4a_buffer_info buffer_info = T4A_BUFFER_INFO_INIT;
   t4a_process_stats process_stats = T4A_PROCESS_STATS_INIT;
+  t4a_compile_request compile_request = T4A_COMPILE_REQUEST_INIT;
+  t4a_artifact_info artifact_info = T4A_ARTIFACT_INFO_INIT;
+  t4a_compile_stats compile_stats = T4A_COMPILE_STATS_INIT;
+  t4a_artifact artifact = {T4A_NULL_ID};
   (void)state;
+  assert_int_equal(compile_request.struct_size, sizeof(t4a_compile_request));
+  assert_int_equal(compile_request.output, T4A_COMPILE_CUBIN);
+  assert_null(compile_request.source);
+  assert_null(compile_request.program_name);
+  assert_int_equal(compile_request.header_count, 0);
+  assert_int_equal(compile_request.option_count, 0);
+  assert_int_equal(compile_request.name_expression_count, 0);
+  assert_int_equal(compile_request.cc_major, 0);
+  assert_int_equal(compile_request.flags, 0);
+  assert_int_equal(compile_request.runtime.id, T4A_NULL_ID);
+  assert_int_equal(compile_request.disk_cache_max_bytes, 0);
+  assert_null(compile_request.cache_dir);
+  assert_memory_equal(&k_compile_request, &compile_request,
+                      sizeof compile_request);
+  assert_int_equal(artifact_info.struct_size, sizeof(t4a_artifact_info));
+  assert_memory_equal(&k_artifact_info, &artifact_info, sizeof artifact_info);
+  assert_int_equal(compile_stats.struct_size, sizeof(t4a_compile_stats));
+  assert_int_equal(compile_stats.requests, 0);
+  assert_memory_equal(&k_compile_stats, &compile_stats, sizeof compile_stats);
+  assert_int_equal(artifact.id, T4A_NULL_ID);
   assert_int_equal(error_info.struct_size, sizeof(t4a_error_info));
   assert_int_equal(error_info.status, T4A_SUCCESS);
   assert_null(error_info.entry_point);

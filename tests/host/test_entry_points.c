@@ -8,7 +8,8 @@
  *     fresh process: all zeros), and functions taking a handle reject it
  *     (INVALID_HANDLE) before touching the driver: every runtime, buffer,
  *     host buffer and download needs a driver to exist, so without one no
- *     handle of theirs can be valid;
+ *     handle of theirs can be valid (artifacts need only NVRTC, and this
+ *     program compiles nothing: t4a_compile is only given bad arguments);
  *   - every function taking a handle rejects null, forged, wrong-kind,
  *     released and stale handles with INVALID_HANDLE naming the argument
  *     (for functions taking several handles, the first one checked: the
@@ -47,6 +48,7 @@
 #define KIND_BUFFER 2u
 #define KIND_HOST_BUFFER 3u
 #define KIND_DOWNLOAD 4u
+#define KIND_ARTIFACT 5u
 #define KIND_TEST_OBJECT 255u
 #define MAKE_ID(kind, gen, slot)                                               \
   (((uint64_t)(kind) << 56) | ((uint64_t)((gen)&0xFFFFFFu) << 32) |            \
@@ -599,6 +601,135 @@ static t4a_status call_buffer_download_host(uint64_t id) {
   return t4a_buffer_download_host(rt, src, 0, dst, 0, 16);
 }
 
+/* -- compile and artifacts -- */
+
+static void check_compile(void) {
+  /* Argument errors come first and need neither NVRTC nor a driver; a
+   * forged runtime is INVALID_HANDLE naming request->runtime. */
+  static const char *const k_source = "__global__ void k() {}";
+  t4a_compile_request r = T4A_COMPILE_REQUEST_INIT;
+  t4a_artifact a = {SENTINEL_ID};
+  t4a_error_info info;
+  char message[2048];
+  assert_int_equal(t4a_compile(NULL, &a), T4A_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(a.id, SENTINEL_ID);
+  read_last(&info, message, sizeof message);
+  assert_string_equal(info.entry_point, "t4a_compile");
+  expect_message_contains(message, "request is NULL");
+  r.source = k_source;
+  r.runtime.id = MAKE_ID(KIND_RUNTIME, 1, 0);
+  expect_bad_handle(t4a_compile(&r, &a), "t4a_compile", "request->runtime",
+                    r.runtime.id);
+  assert_int_equal(a.id, SENTINEL_ID);
+  r.runtime.id = MAKE_ID(KIND_BUFFER, 1, 0);
+  expect_bad_handle_why(t4a_compile(&r, &a), "t4a_compile",
+                        "request->runtime", r.runtime.id, WHY_KIND);
+  assert_int_equal(a.id, SENTINEL_ID);
+}
+
+static void check_last_compile_log(void) {
+  char log[16] = "sentinel";
+  size_t needed = 0;
+  /* No compile failed in this process: the log is "". */
+  assert_int_equal(t4a_last_compile_log(log, sizeof log, &needed),
+                   T4A_SUCCESS);
+  assert_int_equal(needed, 1);
+  assert_string_equal(log, "");
+  assert_int_equal(t4a_last_compile_log(NULL, 4, &needed),
+                   T4A_ERROR_INVALID_ARGUMENT);
+}
+
+static void check_compile_stats_get(void) {
+  /* Nothing was compiled in this process (argument errors are not
+   * requests): all zeros. */
+  const t4a_compile_stats fresh = T4A_COMPILE_STATS_INIT;
+  t4a_compile_stats stats;
+  memset(&stats, 0x5A, sizeof stats);
+  stats.struct_size = sizeof stats;
+  assert_int_equal(t4a_compile_stats_get(&stats), T4A_SUCCESS);
+  assert_memory_equal(&stats, &fresh, sizeof stats);
+  assert_int_equal(t4a_compile_stats_get(NULL), T4A_ERROR_INVALID_ARGUMENT);
+}
+
+static t4a_status call_artifact_retain(uint64_t id) {
+  t4a_artifact a = {id};
+  return t4a_artifact_retain(a);
+}
+
+static t4a_status call_artifact_release(uint64_t id) {
+  t4a_artifact a = {id};
+  return t4a_artifact_release(a);
+}
+
+static t4a_status call_artifact_info_get(uint64_t id) {
+  t4a_artifact a = {id};
+  t4a_artifact_info info, copy;
+  t4a_status s;
+  memset(&info, 0x5A, sizeof info);
+  info.struct_size = sizeof info;
+  memcpy(&copy, &info, sizeof info);
+  s = t4a_artifact_info_get(a, &info);
+  if (s != T4A_SUCCESS)
+    assert_memory_equal(&info, &copy, sizeof info);
+  return s;
+}
+
+static t4a_status call_artifact_image(uint64_t id) {
+  t4a_artifact a = {id};
+  unsigned char buf[HOST_BYTES];
+  size_t needed = 77;
+  t4a_status s;
+  fill_sentinel(buf);
+  s = t4a_artifact_image(a, buf, sizeof buf, &needed);
+  if (s != T4A_SUCCESS) {
+    expect_sentinel(buf);
+    assert_int_equal(needed, 77);
+  }
+  return s;
+}
+
+static t4a_status call_artifact_log(uint64_t id) {
+  t4a_artifact a = {id};
+  char buf[HOST_BYTES];
+  size_t needed = 77;
+  t4a_status s;
+  fill_sentinel((unsigned char *)buf);
+  s = t4a_artifact_log(a, buf, sizeof buf, &needed);
+  if (s != T4A_SUCCESS) {
+    expect_sentinel((unsigned char *)buf);
+    assert_int_equal(needed, 77);
+  }
+  return s;
+}
+
+static t4a_status call_artifact_lowered_name(uint64_t id) {
+  t4a_artifact a = {id};
+  char buf[HOST_BYTES];
+  size_t needed = 77;
+  t4a_status s;
+  fill_sentinel((unsigned char *)buf);
+  s = t4a_artifact_lowered_name(a, 0, buf, sizeof buf, &needed);
+  if (s != T4A_SUCCESS) {
+    expect_sentinel((unsigned char *)buf);
+    assert_int_equal(needed, 77);
+  }
+  return s;
+}
+
+static t4a_status call_artifact_key(uint64_t id) {
+  t4a_artifact a = {id};
+  char buf[HOST_BYTES];
+  size_t needed = 77;
+  t4a_status s;
+  fill_sentinel((unsigned char *)buf);
+  s = t4a_artifact_key(a, buf, sizeof buf, &needed);
+  if (s != T4A_SUCCESS) {
+    expect_sentinel((unsigned char *)buf);
+    assert_int_equal(needed, 77);
+  }
+  return s;
+}
+
 /* -- testing-only -- */
 
 #if defined(T4A_TEST_HAVE_TESTING)
@@ -749,6 +880,17 @@ static const row k_rows[] = {
     HANDLE_ROW(host_buffer_pointer, KIND_HOST_BUFFER, "host_buffer", 0),
     HANDLE_ROW(buffer_upload_host, KIND_RUNTIME, "runtime", 0),
     HANDLE_ROW(buffer_download_host, KIND_RUNTIME, "runtime", 0),
+    /* compile and artifacts */
+    ROW(t4a_compile, CONTEXT_FREE, check_compile),
+    ROW(t4a_last_compile_log, CONTEXT_FREE, check_last_compile_log),
+    ROW(t4a_compile_stats_get, CONTEXT_FREE, check_compile_stats_get),
+    HANDLE_ROW(artifact_retain, KIND_ARTIFACT, "artifact", 0),
+    HANDLE_ROW(artifact_release, KIND_ARTIFACT, "artifact", 1),
+    HANDLE_ROW(artifact_info_get, KIND_ARTIFACT, "artifact", 0),
+    HANDLE_ROW(artifact_image, KIND_ARTIFACT, "artifact", 0),
+    HANDLE_ROW(artifact_log, KIND_ARTIFACT, "artifact", 0),
+    HANDLE_ROW(artifact_lowered_name, KIND_ARTIFACT, "artifact", 0),
+    HANDLE_ROW(artifact_key, KIND_ARTIFACT, "artifact", 0),
     /* process-wide counters */
     ROW(t4a_process_stats_get, CONTEXT_FREE, check_process_stats_get),
 #if defined(T4A_TEST_HAVE_TESTING)
@@ -884,8 +1026,9 @@ static void expect_rejected_why(const row *w, uint64_t id, const char *why) {
   expect_bad_handle_why(w->with_handle(id), w->name, w->arg, id, why);
 }
 
-static const uint8_t k_kinds[] = {KIND_RUNTIME, KIND_BUFFER, KIND_HOST_BUFFER,
-                                  KIND_DOWNLOAD, KIND_TEST_OBJECT};
+static const uint8_t k_kinds[] = {KIND_RUNTIME,  KIND_BUFFER,
+                                  KIND_HOST_BUFFER, KIND_DOWNLOAD,
+                                  KIND_ARTIFACT, KIND_TEST_OBJECT};
 
 typedef struct forged_id {
   uint64_t id;

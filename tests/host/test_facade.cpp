@@ -22,6 +22,7 @@ extern "C" {
 // The same operations in a translation unit built with -fno-exceptions.
 t4a_status facade_noexcept_create(t4a::Runtime &out);
 t4a_status facade_noexcept_buffers(t4a::Buffer &out, uint64_t forged_id);
+t4a_status facade_noexcept_compile(t4a::Artifact &out, std::string &log);
 
 static_assert(!std::is_copy_constructible_v<t4a::Runtime>,
               "an owning runtime is move-only");
@@ -512,6 +513,57 @@ static void test_log_and_process_stats(void **) {
   t4a::set_log_callback(nullptr, nullptr, T4A_LOG_WARN); // the default
 }
 
+// Compiling needs NVRTC only. The disk cache is off: this test must not
+// write to the user's cache directory.
+static void test_compile(void **) {
+  t4a::CompileRequest r;
+  r.with_source("extern \"C\" __global__ void k(int *p) { *p = 1; }")
+      .for_cc(9, 0)
+      .with_output(T4A_COMPILE_PTX);
+  r.flags = T4A_COMPILE_NO_DISK_CACHE;
+  t4a::Artifact a = t4a::compile(r);
+  assert_true(static_cast<bool>(a));
+  t4a_artifact_info info = a.info();
+  assert_int_equal(info.output, T4A_COMPILE_PTX);
+  assert_int_equal(info.cc_major, 9);
+  std::string image = a.image();
+  assert_int_equal(image.size(), info.image_bytes);
+  assert_true(image.find(".entry k") != std::string::npos);
+  assert_int_equal(a.key().size(), 64);
+  {
+    t4a::Artifact copy = a; // retains: the same handle
+    assert_int_equal(copy.get().id, a.get().id);
+    t4a::Artifact again = t4a::compile(r); // memory hit: the same handle
+    assert_int_equal(again.get().id, a.get().id);
+  }
+  assert_true(a.info().image_bytes > 0); // still held
+  assert_true(t4a::compile_stats().memory_hits >= 1);
+
+  // A failed compile throws COMPILE; the whole log stays available.
+  t4a::CompileRequest bad;
+  bad.with_source("__global__ void k() { nope; }").for_cc(9, 0);
+  bad.flags = T4A_COMPILE_NO_DISK_CACHE;
+  bool threw = false;
+  try {
+    (void)t4a::compile(bad);
+  } catch (const t4a::Error &e) {
+    threw = true;
+    assert_int_equal(e.status(), T4A_ERROR_COMPILE);
+    assert_string_equal(e.entry_point().c_str(), "t4a_compile");
+    assert_true(std::string(e.what()).find("nope") != std::string::npos);
+  }
+  assert_true(threw);
+  assert_true(t4a::last_compile_log().find("\"nope\" is undefined") !=
+              std::string::npos);
+
+  // The -fno-exceptions translation unit: the same through nothrow.
+  t4a::Artifact out;
+  std::string log;
+  assert_int_equal(facade_noexcept_compile(out, log), T4A_ERROR_COMPILE);
+  assert_false(static_cast<bool>(out));
+  assert_true(log.find("error") != std::string::npos);
+}
+
 static void test_versions(void **) {
   auto v = t4a::nvrtc_version();
   assert_true(v.first >= 12);
@@ -532,6 +584,7 @@ int main() {
       cmocka_unit_test(test_download),
       cmocka_unit_test(test_buffers_without_exceptions),
       cmocka_unit_test(test_log_and_process_stats),
+      cmocka_unit_test(test_compile),
       cmocka_unit_test(test_versions),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -48,3 +48,14 @@ t4a_status facade_noexcept_buffers(t4a::Buffer &out, uint64_t forged_id) {
     return T4A_ERROR_INTERNAL;
   return t4a::Buffer::alloc(none, 64, T4A_BUFFER_ZERO, out, std::nothrow);
 }
+
+// A failing compile without exceptions: the status, no artifact, and the
+// complete log through t4a::last_compile_log().
+t4a_status facade_noexcept_compile(t4a::Artifact &out, std::string &log) {
+  t4a::CompileRequest r;
+  r.with_source("__global__ void k() { undefined_here; }").for_cc(8, 0);
+  r.flags = T4A_COMPILE_NO_DISK_CACHE;
+  t4a_status s = t4a::compile(r, out, std::nothrow);
+  log = t4a::last_compile_log();
+  return s;
+}

@@ -1,0 +1,196 @@
+// Compile and artifact entry points (R-CMP): t4a_compile, the per-thread
+// log of the last failed compile, artifact retain/release/getters and the
+// process-wide compile counters.
+#include <cstring>
+
+#include "capi/barrier.hpp"
+#include "compile/artifact.hpp"
+#include "compile/compile_stats.hpp"
+#include "compile/compiler.hpp"
+#include "compile/request.hpp"
+#include "core/device.hpp"
+#include "core/struct_io.hpp"
+
+using namespace t4a;
+using core::Kind;
+using core::Ref;
+
+namespace {
+
+// Query-then-copy of bytes; `terminate` adds a NUL (text) and counts it.
+t4a_status copy_out(const std::string &s, void *buf, size_t capacity,
+                    size_t *needed, bool terminate) {
+  if (buf == nullptr && capacity != 0)
+    return core::fail(T4A_ERROR_INVALID_ARGUMENT,
+                      "buf is NULL but capacity is %zu", capacity);
+  if (needed != nullptr) *needed = s.size() + (terminate ? 1 : 0);
+  if (capacity == 0) return T4A_SUCCESS;
+  char *out = static_cast<char *>(buf);
+  size_t room = terminate ? capacity - 1 : capacity;
+  size_t n = s.size() < room ? s.size() : room;
+  std::memcpy(out, s.data(), n);
+  if (terminate) out[n] = '\0';
+  return T4A_SUCCESS;
+}
+
+t4a_status resolve_artifact(t4a_artifact h, Ref<compile::Artifact> *out) {
+  return capi::resolve(h.id, Kind::Artifact, "artifact", out);
+}
+
+// The device a request targets: its own compute capability, or its
+// runtime's device with the driver's version.
+t4a_status device_target(const compile::Request &r,
+                         compile::DeviceTarget *out) {
+  compile::DeviceTarget d;
+  d.cc_major = r.cc_major;
+  d.cc_minor = r.cc_minor;
+  if (r.runtime_id != T4A_NULL_ID) {
+    Ref<core::Runtime> rt;
+    if (t4a_status s =
+            capi::resolve(r.runtime_id, Kind::Runtime, "request->runtime", &rt);
+        s != T4A_SUCCESS)
+      return s;
+    int32_t major = 0, minor = 0;
+    if (t4a_status s =
+            core::device_compute_capability(rt->ordinal(), &major, &minor);
+        s != T4A_SUCCESS)
+      return s;
+    int v = 0;
+    if (auto res = driver::cu::driver_get_version(&v); !res)
+      return core::fail_driver(res, "reading the driver version");
+    d.cc_major = major;
+    d.cc_minor = minor;
+    d.driver_version = v;
+  }
+  *out = d;
+  return T4A_SUCCESS;
+}
+
+} // namespace
+
+extern "C" {
+
+T4A_API t4a_status t4a_compile(const t4a_compile_request *request,
+                               t4a_artifact *artifact) {
+  return T4A_ENTRY({
+    compile::Request r;
+    if (t4a_status s = compile::read_request(request, &r); s != T4A_SUCCESS)
+      return s;
+    if (artifact == nullptr) return capi::null_arg("artifact");
+    compile::DeviceTarget d;
+    if (t4a_status s = device_target(r, &d); s != T4A_SUCCESS) return s;
+    uint64_t id = 0;
+    if (t4a_status s = compile::compile(r, d, &id); s != T4A_SUCCESS) return s;
+    artifact->id = id;
+    return T4A_SUCCESS;
+  });
+}
+
+// Does not go through the barrier: it must not change the last error.
+T4A_API t4a_status t4a_last_compile_log(char *buf, size_t capacity,
+                                        size_t *needed) {
+  if (buf == nullptr && capacity != 0) return T4A_ERROR_INVALID_ARGUMENT;
+  const std::string &log = compile::last_compile_log();
+  if (needed != nullptr) *needed = log.size() + 1;
+  if (capacity > 0) {
+    size_t n = log.size() < capacity - 1 ? log.size() : capacity - 1;
+    std::memcpy(buf, log.data(), n);
+    buf[n] = '\0';
+  }
+  return T4A_SUCCESS;
+}
+
+T4A_API t4a_status t4a_artifact_retain(t4a_artifact artifact) {
+  return T4A_ENTRY(
+      { return capi::retain_handle(artifact.id, Kind::Artifact, "artifact"); });
+}
+
+T4A_API t4a_status t4a_artifact_release(t4a_artifact artifact) {
+  return T4A_ENTRY({
+    return capi::release_handle(artifact.id, Kind::Artifact, "artifact");
+  });
+}
+
+T4A_API t4a_status t4a_artifact_info_get(t4a_artifact artifact,
+                                         t4a_artifact_info *info) {
+  return T4A_ENTRY({
+    Ref<compile::Artifact> a;
+    if (t4a_status s = resolve_artifact(artifact, &a); s != T4A_SUCCESS)
+      return s;
+    if (t4a_status s = core::check_out_struct(info, "info"); s != T4A_SUCCESS)
+      return s;
+    t4a_artifact_info full;
+    std::memset(&full, 0, sizeof full);
+    full.struct_size = sizeof full;
+    full.output = a->target().output;
+    full.cc_major = a->target().arch / 10;
+    full.cc_minor = a->target().arch % 10;
+    full.image_bytes = a->image().size();
+    full.log_bytes = a->log().size();
+    full.name_expression_count =
+        static_cast<uint32_t>(a->lowered_names().size());
+    core::write_struct(info, full);
+    return T4A_SUCCESS;
+  });
+}
+
+T4A_API t4a_status t4a_artifact_image(t4a_artifact artifact, void *buf,
+                                      size_t capacity, size_t *needed) {
+  return T4A_ENTRY({
+    Ref<compile::Artifact> a;
+    if (t4a_status s = resolve_artifact(artifact, &a); s != T4A_SUCCESS)
+      return s;
+    return copy_out(a->image(), buf, capacity, needed, false);
+  });
+}
+
+T4A_API t4a_status t4a_artifact_log(t4a_artifact artifact, char *buf,
+                                    size_t capacity, size_t *needed) {
+  return T4A_ENTRY({
+    Ref<compile::Artifact> a;
+    if (t4a_status s = resolve_artifact(artifact, &a); s != T4A_SUCCESS)
+      return s;
+    return copy_out(a->log(), buf, capacity, needed, true);
+  });
+}
+
+T4A_API t4a_status t4a_artifact_lowered_name(t4a_artifact artifact,
+                                             uint32_t index, char *buf,
+                                             size_t capacity, size_t *needed) {
+  return T4A_ENTRY({
+    Ref<compile::Artifact> a;
+    if (t4a_status s = resolve_artifact(artifact, &a); s != T4A_SUCCESS)
+      return s;
+    const auto &names = a->lowered_names();
+    if (index >= names.size())
+      return core::fail(T4A_ERROR_INVALID_ARGUMENT,
+                        "index is %u; the artifact has %zu lowered names",
+                        index, names.size());
+    return copy_out(names[index], buf, capacity, needed, true);
+  });
+}
+
+T4A_API t4a_status t4a_artifact_key(t4a_artifact artifact, char *buf,
+                                    size_t capacity, size_t *needed) {
+  return T4A_ENTRY({
+    Ref<compile::Artifact> a;
+    if (t4a_status s = resolve_artifact(artifact, &a); s != T4A_SUCCESS)
+      return s;
+    return copy_out(compile::to_hex(a->key()), buf, capacity, needed, true);
+  });
+}
+
+T4A_API t4a_status t4a_compile_stats_get(t4a_compile_stats *stats) {
+  return T4A_ENTRY({
+    if (t4a_status s = core::check_out_struct(stats, "stats"); s != T4A_SUCCESS)
+      return s;
+    t4a_compile_stats full;
+    std::memset(&full, 0, sizeof full);
+    full.struct_size = sizeof full;
+    compile::compile_stats().fill(&full);
+    core::write_struct(stats, full);
+    return T4A_SUCCESS;
+  });
+}
+
+} // extern "C"

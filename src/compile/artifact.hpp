@@ -1,0 +1,48 @@
+// An artifact: the immutable result of one compile (image, full log,
+// lowered names, identity key, target). Registered as Kind::Artifact;
+// shared by handles, the in-memory cache and (later) modules. Immutable
+// after construction, so every reader may use it without a lock.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compile/sha256.hpp"
+#include "core/object.hpp"
+
+namespace t4a::compile {
+
+struct Target {
+  uint32_t output = 0; // T4A_COMPILE_CUBIN or T4A_COMPILE_PTX
+  int arch = 0;        // 90 for sm_90 / compute_90
+};
+
+class Artifact final : public core::Object {
+public:
+  Artifact(const Digest &key, Target target, std::string image, std::string log,
+           std::vector<std::string> lowered_names)
+      : Object(core::Kind::Artifact), key_(key), target_(target),
+        image_(std::move(image)), log_(std::move(log)),
+        lowered_(std::move(lowered_names)) {}
+
+  const Digest &key() const { return key_; }
+  Target target() const { return target_; }
+  const std::string &image() const { return image_; }
+  const std::string &log() const { return log_; }
+  const std::vector<std::string> &lowered_names() const { return lowered_; }
+  // Bytes this artifact holds (what the in-memory cache bounds).
+  uint64_t footprint() const {
+    uint64_t n = image_.size() + log_.size();
+    for (const std::string &s : lowered_) n += s.size();
+    return n;
+  }
+
+private:
+  Digest key_;
+  Target target_;
+  std::string image_;
+  std::string log_;
+  std::vector<std::string> lowered_;
+};
+
+} // namespace t4a::compile

@@ -1,0 +1,154 @@
+#include "compile/compiler.hpp"
+
+#include "compile/compile_stats.hpp"
+#include "compile/disk_cache.hpp"
+#include "compile/memory_cache.hpp"
+#include "compile/nvrtc_compile.hpp"
+#include "compile/target.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/registry.hpp"
+#include "driver/nvrtc_api.hpp"
+
+namespace t4a::compile {
+
+using core::Ref;
+
+namespace {
+
+thread_local std::string tl_compile_log;
+
+// The first lines of a log for an error message; the whole log stays
+// available through t4a_last_compile_log().
+std::string log_excerpt(const std::string &log) {
+  constexpr size_t k_max_lines = 10, k_max_bytes = 2000;
+  if (log.empty()) return "NVRTC printed no log";
+  size_t end = 0, lines = 0;
+  while (end < log.size() && lines < k_max_lines && end < k_max_bytes) {
+    size_t nl = log.find('\n', end);
+    end = nl == std::string::npos ? log.size() : nl + 1;
+    ++lines;
+  }
+  if (end > k_max_bytes) end = k_max_bytes;
+  std::string out = "log:\n" + log.substr(0, end);
+  if (end < log.size())
+    out += "... (" + std::to_string(log.size() - end) +
+           " more bytes; t4a_last_compile_log() returns the complete log)";
+  return out;
+}
+
+t4a_status publish(Ref<Artifact> a, const Request &r, uint64_t *id) {
+  uint64_t bytes = a->footprint();
+  Digest key = a->key();
+  uint64_t h = core::Registry::instance().insert(
+      core::Ref<core::Object>::adopt(a.detach()));
+  if ((r.flags & T4A_COMPILE_NO_MEMORY_CACHE) == 0)
+    MemoryCache::instance().insert(key, h, bytes);
+  *id = h;
+  return T4A_SUCCESS;
+}
+
+} // namespace
+
+const std::string &last_compile_log() { return tl_compile_log; }
+
+t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
+  const driver::NvrtcState &nv = driver::nvrtc_load();
+  if (!nv.ready) return core::fail_message(T4A_ERROR_NO_COMPILER, nv.reason);
+  const int nvrtc_version = nv.major * 1000 + nv.minor * 10;
+
+  Target target;
+  bool arch_given = arch_from_options(r.options, r.output, &target);
+  if (!arch_given) {
+    TargetQuery q;
+    q.archs = nvrtc_supported_archs();
+    q.nvrtc_version = nvrtc_version;
+    q.driver_version = d.driver_version;
+    q.cc_major = d.cc_major;
+    q.cc_minor = d.cc_minor;
+    q.output = r.output;
+    TargetChoice c = select_target(q);
+    if (c.status != T4A_SUCCESS)
+      return core::fail_message(c.status, "selecting a target for '" +
+                                              r.program_name +
+                                              "': " + c.message);
+    target.output = c.output;
+    target.arch = c.arch;
+  }
+  CompileStats &stats = compile_stats();
+  stats.requests.add();
+  Digest key = identity_key(r, target, nv.major, nv.minor);
+
+  if ((r.flags & T4A_COMPILE_NO_MEMORY_CACHE) == 0) {
+    if (uint64_t hit = MemoryCache::instance().lookup(key)) {
+      stats.memory_hits.add();
+      *id = hit;
+      return T4A_SUCCESS;
+    }
+  }
+  DiskConfig disk = disk_config(r);
+  if (disk.enabled) {
+    DiskEntry e;
+    std::string why;
+    switch (disk_read(disk, key, &e, &why)) {
+    case DiskRead::Hit:
+      stats.disk_hits.add();
+      return publish(core::make_ref<Artifact>(key, e.target, std::move(e.image),
+                                              std::move(e.log),
+                                              std::move(e.lowered)),
+                     r, id);
+    case DiskRead::Corrupt:
+      stats.disk_corrupt_entries.add();
+      core::logf(T4A_LOG_WARN,
+                 "compile cache: corrupt entry (%s); compiling again and "
+                 "replacing it",
+                 why.c_str());
+      break;
+    case DiskRead::Miss: break;
+    }
+  }
+
+  std::vector<std::string> options = r.options;
+  if (!arch_given)
+    options.push_back("-arch=" + arch_name(target.output, target.arch));
+  const std::string what = "compiling '" + r.program_name + "' for " +
+                           (arch_given ? std::string("the -arch option")
+                                       : arch_name(target.output, target.arch));
+  NvrtcRun run = run_nvrtc(r, options, target.output);
+  if (run.compiled) stats.nvrtc_invocations.add();
+  if (run.compiled && run.failed_call != "nvrtcCompileProgram")
+    stats.nvrtc_successes.add();
+  if (!run.failed_call.empty()) {
+    t4a_status s = run.result == NVRTC_ERROR_OUT_OF_MEMORY
+                       ? T4A_ERROR_OUT_OF_HOST_MEMORY
+                       : T4A_ERROR_COMPILE;
+    if (s == T4A_ERROR_COMPILE) tl_compile_log = run.log;
+    return core::fail_message(s,
+                              what + ": " + run.failed_call + " returned " +
+                                  nvrtc_error_text(run.result) + "; " +
+                                  log_excerpt(run.log),
+                              0, static_cast<int32_t>(run.result));
+  }
+  if (run.image.empty()) {
+    tl_compile_log = run.log;
+    return core::fail_message(
+        T4A_ERROR_COMPILE,
+        what + ": NVRTC produced an empty " +
+            (target.output == T4A_COMPILE_PTX ? "PTX" : "CUBIN") +
+            " image (a CUBIN needs a real sm_ architecture, not a virtual "
+            "compute_ one); nothing was cached; " +
+            log_excerpt(run.log));
+  }
+  Ref<Artifact> a =
+      core::make_ref<Artifact>(key, target, std::move(run.image),
+                               std::move(run.log), std::move(run.lowered));
+  if (disk.enabled) {
+    std::string why;
+    if (!disk_write(disk, *a, &why))
+      core::logf(T4A_LOG_WARN, "compile cache: entry not written: %s",
+                 why.c_str());
+  }
+  return publish(std::move(a), r, id);
+}
+
+} // namespace t4a::compile

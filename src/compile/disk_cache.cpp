@@ -1,0 +1,308 @@
+#include "compile/disk_cache.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "compile/compile_stats.hpp"
+#include "core/log.hpp"
+
+namespace t4a::compile {
+
+namespace {
+
+// Entry layout, little-endian:
+//   0  magic "T4ACACHE"          8  u32 format version   12 u32 header size
+//  16  key (32 bytes)            48  u32 output  52 u32 arch
+//  56  u32 lowered-name count    60  u32 zero
+//  64  u64 image bytes           72  u64 log bytes   80 u64 names bytes
+//  88  SHA-256 of the payload (32 bytes)            120 u64 zero
+// 128  payload: image, log, names (each: u32 length, bytes)
+constexpr char k_magic[8] = {'T', '4', 'A', 'C', 'A', 'C', 'H', 'E'};
+constexpr uint32_t k_format = 1;
+constexpr size_t k_header = 128;
+constexpr char k_suffix[] = ".t4ac";
+// A temporary file older than this was left by a process that died while
+// writing it; eviction removes it.
+constexpr time_t k_stale_temp_seconds = 600;
+
+void put32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+void put64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint32_t get32(const uint8_t *p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = v << 8 | p[i];
+  return v;
+}
+uint64_t get64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
+  return v;
+}
+
+bool make_dirs(const std::string &dir) {
+  std::string partial;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    partial = dir.substr(0, pos);
+    if (partial.empty()) continue;
+    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) return false;
+  }
+  struct stat st;
+  return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool read_all(int fd, uint8_t *p, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::read(fd, p + done, n - done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    done += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool write_all(int fd, const uint8_t *p, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::write(fd, p + done, n - done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    done += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool ends_with(const std::string &s, const char *suffix) {
+  size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+void evict(const DiskConfig &c, const std::string &keep) {
+  DIR *d = ::opendir(c.dir.c_str());
+  if (d == nullptr) return;
+  struct File {
+    struct timespec mtime;
+    uint64_t bytes;
+    std::string path;
+  };
+  std::vector<File> files;
+  uint64_t total = 0;
+  time_t now = std::time(nullptr);
+  while (struct dirent *e = ::readdir(d)) {
+    std::string name = e->d_name;
+    std::string path = c.dir + "/" + name;
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (name.size() > 1 && name[0] == '.' && ends_with(name, ".tmp")) {
+      if (now - st.st_mtime > k_stale_temp_seconds)
+        (void)::unlink(path.c_str());
+      continue;
+    }
+    if (!ends_with(name, k_suffix)) continue;
+    total += static_cast<uint64_t>(st.st_size);
+    files.push_back({st.st_mtim, static_cast<uint64_t>(st.st_size), path});
+  }
+  ::closedir(d);
+  if (total <= c.max_bytes) return;
+  std::sort(files.begin(), files.end(), [](const File &a, const File &b) {
+    if (a.mtime.tv_sec != b.mtime.tv_sec)
+      return a.mtime.tv_sec < b.mtime.tv_sec;
+    if (a.mtime.tv_nsec != b.mtime.tv_nsec)
+      return a.mtime.tv_nsec < b.mtime.tv_nsec;
+    return a.path < b.path;
+  });
+  for (const File &f : files) {
+    if (total <= c.max_bytes) break;
+    if (f.path == keep) continue;
+    if (::unlink(f.path.c_str()) == 0) compile_stats().disk_evictions.add();
+    total -= f.bytes; // gone, by us or by another process
+  }
+}
+
+} // namespace
+
+DiskConfig disk_config(const Request &r) {
+  DiskConfig c;
+  if ((r.flags & T4A_COMPILE_NO_DISK_CACHE) != 0) return c;
+  if (const char *env = std::getenv("T4A_CACHE_DIR")) {
+    c.dir = env;
+  } else if (r.has_cache_dir) {
+    c.dir = r.cache_dir;
+  } else {
+    const char *xdg = std::getenv("XDG_CACHE_HOME");
+    const char *home = std::getenv("HOME");
+    if (xdg != nullptr && xdg[0] == '/')
+      c.dir = std::string(xdg) + "/t4acuda";
+    else if (home != nullptr && home[0] != '\0')
+      c.dir = std::string(home) + "/.cache/t4acuda";
+  }
+  while (c.dir.size() > 1 && c.dir.back() == '/') c.dir.pop_back();
+  if (c.dir.empty()) return c;
+  c.enabled = true;
+  c.max_bytes = r.disk_cache_max_bytes != 0 ? r.disk_cache_max_bytes
+                                            : T4A_DEFAULT_DISK_CACHE_BYTES;
+  if (const char *env = std::getenv("T4A_CACHE_MAX_BYTES")) {
+    char *end = nullptr;
+    errno = 0;
+    unsigned long long v = std::strtoull(env, &end, 10);
+    if (env[0] >= '0' && env[0] <= '9' && end != nullptr && *end == '\0' &&
+        errno == 0)
+      c.max_bytes = v;
+    else
+      core::logf(T4A_LOG_WARN,
+                 "T4A_CACHE_MAX_BYTES='%s' is not a decimal byte count; "
+                 "ignored",
+                 env);
+  }
+  return c;
+}
+
+std::string disk_entry_path(const DiskConfig &c, const Digest &key) {
+  return c.dir + "/" + to_hex(key) + k_suffix;
+}
+
+DiskRead disk_read(const DiskConfig &c, const Digest &key, DiskEntry *out,
+                   std::string *why) {
+  std::string path = disk_entry_path(c, key);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return DiskRead::Miss;
+  struct stat st;
+  std::vector<uint8_t> data;
+  bool read_ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (read_ok) {
+    data.resize(static_cast<size_t>(st.st_size));
+    read_ok = read_all(fd, data.data(), data.size());
+  }
+  ::close(fd);
+  auto corrupt = [&](const char *what) {
+    *why = path + ": " + what;
+    return DiskRead::Corrupt;
+  };
+  if (!read_ok) return corrupt("cannot be read in full");
+  if (data.size() < k_header) return corrupt("truncated header");
+  const uint8_t *h = data.data();
+  if (std::memcmp(h, k_magic, sizeof k_magic) != 0) return corrupt("bad magic");
+  if (get32(h + 8) != k_format) return corrupt("unknown format version");
+  if (get32(h + 12) != k_header) return corrupt("bad header size");
+  if (std::memcmp(h + 16, key.data(), key.size()) != 0)
+    return corrupt("key differs from the file name's");
+  uint64_t image = get64(h + 64), log = get64(h + 72), names = get64(h + 80);
+  uint64_t payload = data.size() - k_header;
+  if (image > payload || log > payload - image ||
+      names != payload - image - log)
+    return corrupt("section sizes do not match the file size (truncated?)");
+  const uint8_t *p = h + k_header;
+  Digest sum = Sha256::of(p, payload);
+  if (std::memcmp(sum.data(), h + 88, sum.size()) != 0)
+    return corrupt("payload checksum mismatch");
+  uint32_t output = get32(h + 48);
+  if (output != T4A_COMPILE_CUBIN && output != T4A_COMPILE_PTX)
+    return corrupt("bad output kind");
+  if (image == 0) return corrupt("empty image");
+  DiskEntry e;
+  e.target.output = output;
+  e.target.arch = static_cast<int>(get32(h + 52));
+  e.image.assign(reinterpret_cast<const char *>(p), image);
+  e.log.assign(reinterpret_cast<const char *>(p + image), log);
+  const uint8_t *q = p + image + log, *end = q + names;
+  uint32_t count = get32(h + 56);
+  for (uint32_t i = 0; i < count; ++i) {
+    if (end - q < 4) return corrupt("lowered names truncated");
+    uint32_t n = get32(q);
+    q += 4;
+    if (static_cast<uint64_t>(end - q) < n)
+      return corrupt("lowered names truncated");
+    e.lowered.emplace_back(reinterpret_cast<const char *>(q), n);
+    q += n;
+  }
+  if (q != end) return corrupt("trailing bytes after the lowered names");
+  // A hit makes the entry the most recently used one.
+  (void)::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+  *out = std::move(e);
+  return DiskRead::Hit;
+}
+
+bool disk_write(const DiskConfig &c, const Artifact &a, std::string *why) {
+  if (!make_dirs(c.dir)) {
+    *why = "cannot create the cache directory '" + c.dir +
+           "': " + std::strerror(errno);
+    return false;
+  }
+  std::vector<uint8_t> names;
+  for (const std::string &s : a.lowered_names()) {
+    size_t at = names.size();
+    names.resize(at + 4 + s.size());
+    put32(names.data() + at, static_cast<uint32_t>(s.size()));
+    std::memcpy(names.data() + at + 4, s.data(), s.size());
+  }
+  Sha256 sum;
+  sum.update(a.image().data(), a.image().size());
+  sum.update(a.log().data(), a.log().size());
+  sum.update(names.data(), names.size());
+  Digest checksum = sum.finish();
+  uint8_t h[k_header] = {};
+  std::memcpy(h, k_magic, sizeof k_magic);
+  put32(h + 8, k_format);
+  put32(h + 12, k_header);
+  std::memcpy(h + 16, a.key().data(), a.key().size());
+  put32(h + 48, a.target().output);
+  put32(h + 52, static_cast<uint32_t>(a.target().arch));
+  put32(h + 56, static_cast<uint32_t>(a.lowered_names().size()));
+  put64(h + 64, a.image().size());
+  put64(h + 72, a.log().size());
+  put64(h + 80, names.size());
+  std::memcpy(h + 88, checksum.data(), checksum.size());
+
+  static std::atomic<uint64_t> serial{0};
+  std::string final_path = disk_entry_path(c, a.key());
+  std::string temp = c.dir + "/." + to_hex(a.key()) + "." +
+                     std::to_string(::getpid()) + "." +
+                     std::to_string(serial.fetch_add(1)) + ".tmp";
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *why = "cannot create '" + temp + "': " + std::strerror(errno);
+    return false;
+  }
+  bool ok = write_all(fd, h, sizeof h) &&
+            write_all(fd, reinterpret_cast<const uint8_t *>(a.image().data()),
+                      a.image().size()) &&
+            write_all(fd, reinterpret_cast<const uint8_t *>(a.log().data()),
+                      a.log().size()) &&
+            write_all(fd, names.data(), names.size());
+  int saved = errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    saved = errno;
+  }
+  if (!ok) {
+    (void)::unlink(temp.c_str());
+    *why = "cannot write '" + temp + "': " + std::strerror(saved);
+    return false;
+  }
+  if (::rename(temp.c_str(), final_path.c_str()) != 0) {
+    saved = errno;
+    (void)::unlink(temp.c_str());
+    *why = "cannot rename '" + temp + "' to '" + final_path +
+           "': " + std::strerror(saved);
+    return false;
+  }
+  compile_stats().disk_writes.add();
+  evict(c, final_path);
+  return true;
+}
+
+} // namespace t4a::compile

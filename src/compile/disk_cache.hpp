@@ -1,0 +1,55 @@
+// The persistent disk cache of artifacts (R-CMP-3): one file per identity
+// key, "<dir>/<key hex>.t4ac", written atomically (a temporary file in the
+// same directory, then rename), verified on every read (magic, format
+// version, header size, key, section sizes, SHA-256 of the payload),
+// bounded in bytes by evicting the least recently used entries (file
+// modification time, refreshed on every hit). Safe across processes:
+// readers only ever open complete files, and concurrent writers of one key
+// write identical content.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compile/artifact.hpp"
+#include "compile/request.hpp"
+
+namespace t4a::compile {
+
+struct DiskConfig {
+  bool enabled = false;
+  std::string dir;
+  uint64_t max_bytes = 0;
+};
+
+// The directory and bound for a request: T4A_CACHE_DIR (set but empty:
+// disabled), else request->cache_dir ("" disabled), else
+// $XDG_CACHE_HOME/t4acuda (absolute paths only), else
+// $HOME/.cache/t4acuda, else disabled; T4A_CACHE_MAX_BYTES, else the
+// request's bound, else T4A_DEFAULT_DISK_CACHE_BYTES. The
+// T4A_COMPILE_NO_DISK_CACHE flag disables it.
+DiskConfig disk_config(const Request &r);
+
+struct DiskEntry {
+  Target target;
+  std::string image, log;
+  std::vector<std::string> lowered;
+};
+
+enum class DiskRead { Miss, Hit, Corrupt };
+
+// Reads and verifies the entry of `key`. Corrupt: the file exists but is
+// truncated or fails a check; *why says which.
+DiskRead disk_read(const DiskConfig &c, const Digest &key, DiskEntry *out,
+                   std::string *why);
+
+// Writes the artifact's entry atomically, then evicts least recently used
+// entries while the directory holds more than the bound (never the entry
+// just written). False with *why when it could not be written.
+bool disk_write(const DiskConfig &c, const Artifact &a, std::string *why);
+
+// The entry file of a key (for diagnostics and tests).
+std::string disk_entry_path(const DiskConfig &c, const Digest &key);
+
+} // namespace t4a::compile

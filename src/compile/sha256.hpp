@@ -1,0 +1,36 @@
+// SHA-256 (FIPS 180-4), written for t4acuda's compile identity keys and the
+// disk cache's payload checksums. Incremental: update() any number of
+// times, then finish().
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace t4a::compile {
+
+using Digest = std::array<uint8_t, 32>;
+
+class Sha256 {
+public:
+  Sha256();
+  void update(const void *data, size_t bytes);
+  // Pads, returns the digest; the object must not be updated afterwards.
+  Digest finish();
+
+  static Digest of(const void *data, size_t bytes);
+
+private:
+  void block(const uint8_t *p);
+
+  uint32_t h_[8];
+  uint8_t buf_[64];
+  size_t used_ = 0;    // bytes in buf_
+  uint64_t total_ = 0; // message bytes so far
+};
+
+// Lower-case hex of a digest (64 characters).
+std::string to_hex(const Digest &d);
+
+} // namespace t4a::compile
