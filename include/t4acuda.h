@@ -1156,8 +1156,8 @@ T4A_API t4a_status t4a_compile(const t4a_compile_request *request,
  * Never truncated by the library: `*needed` (if not NULL) receives the
  * full length including the NUL; at most `capacity` bytes are written,
  * NUL-terminated. "" when no compile of this thread has failed. Kept until
- * the thread's next failing compile; a successful compile does not change
- * it.
+ * the thread's next failing compile or t4a_last_error_clear(); a
+ * successful compile does not change it.
  * @param[out] buf      destination, may be NULL when `capacity` is 0.
  * @param[in]  capacity bytes available at `buf`.
  * @param[out] needed   optional: bytes the whole log needs.

@@ -16,8 +16,6 @@ using core::Ref;
 
 namespace {
 
-thread_local std::string tl_compile_log;
-
 // The first lines of a log for an error message; the whole log stays
 // available through t4a_last_compile_log().
 std::string log_excerpt(const std::string &log) {
@@ -50,7 +48,11 @@ t4a_status publish(Ref<Artifact> a, const Request &r, uint64_t *id) {
 
 } // namespace
 
-const std::string &last_compile_log() { return tl_compile_log; }
+// Kept in the thread's last-error record, which (unlike a C++
+// thread_local string) survives thread-local destruction at exit.
+const std::string &last_compile_log() {
+  return core::last_error().compile_log;
+}
 
 t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
   const driver::NvrtcState &nv = driver::nvrtc_load();
@@ -122,7 +124,7 @@ t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
     t4a_status s = run.result == NVRTC_ERROR_OUT_OF_MEMORY
                        ? T4A_ERROR_OUT_OF_HOST_MEMORY
                        : T4A_ERROR_COMPILE;
-    if (s == T4A_ERROR_COMPILE) tl_compile_log = run.log;
+    if (s == T4A_ERROR_COMPILE) core::set_compile_log(run.log);
     return core::fail_message(s,
                               what + ": " + run.failed_call + " returned " +
                                   nvrtc_error_text(run.result) + "; " +
@@ -130,7 +132,7 @@ t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
                               0, static_cast<int32_t>(run.result));
   }
   if (run.image.empty()) {
-    tl_compile_log = run.log;
+    core::set_compile_log(run.log);
     return core::fail_message(
         T4A_ERROR_COMPILE,
         what + ": NVRTC produced an empty " +

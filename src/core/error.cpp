@@ -65,6 +65,10 @@ void clear_last_error() {
   if (tl_record != nullptr) *tl_record = LastError{};
 }
 
+void set_compile_log(std::string log) {
+  if (LastError *rec = record()) rec->compile_log.swap(log);
+}
+
 void finish_failure(const char *entry, t4a_status status) {
   LastError *rec = record();
   if (rec == nullptr) return;

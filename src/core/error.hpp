@@ -21,13 +21,18 @@ struct LastError {
   std::string message;
   // Recorded by fail*() but not yet stamped with the entry point's name.
   bool pending = false;
+  // The complete log of the thread's last failed compile (set by the
+  // compile layer; fail*() leave it alone).
+  std::string compile_log;
 };
 
 // The calling thread's record for reading: an empty one when the thread
 // has none (yet, or any more at its exit).
 const LastError &last_error();
-// Clears the calling thread's record.
+// Clears the calling thread's record (its compile log too).
 void clear_last_error();
+// Keeps the complete log of a failed compile in the thread's record.
+void set_compile_log(std::string log);
 
 // Called by the exception barrier when an entry point returns an error:
 // stamps the thread's last error with the entry point's name (prefixing the
