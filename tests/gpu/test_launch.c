@@ -271,7 +271,7 @@ static void test_two_entry_points_one_module(void **state) {
   ASSERT_OK(t4a_runtime_destroy(rt));
 }
 
-/* Evicting and releasing a module while a ~100 ms kernel of it runs: the
+/* Evicting and releasing a module while a ~300 ms kernel of it runs: the
  * result is right and the unload happens only after completion. */
 static void test_evict_while_running(void **state) {
   (void)state;
@@ -281,7 +281,10 @@ static void test_evict_while_running(void **state) {
       kernel_of(rt, k_spin_src, T4A_COMPILE_CUBIN, "spin_write", &m);
   t4a_buffer out;
   ASSERT_OK(t4a_buffer_alloc(rt, 4, T4A_BUFFER_ZERO, &out));
-  uint64_t cycles = cycles_for_ms(100);
+  /* Compiled before the launch: compiling takes longer than the kernel
+   * would run, and the eviction must happen while it runs. */
+  t4a_artifact art = compile(rt, k_other_src, T4A_COMPILE_CUBIN);
+  uint64_t cycles = cycles_for_ms(300);
   uint32_t value = 0xC0FFEEu;
   t4a_arg args[3] = {scalar_arg(&cycles, 8), buf_arg(out),
                      scalar_arg(&value, 4)};
@@ -291,7 +294,6 @@ static void test_evict_while_running(void **state) {
   ASSERT_OK(t4a_module_release(m));
   /* Loading another artifact evicts the spinning kernel's module. */
   t4a_module other;
-  t4a_artifact art = compile(rt, k_other_src, T4A_COMPILE_CUBIN);
   ASSERT_OK(t4a_module_load(rt, art, &other));
   t4a_runtime_stats s = stats_of(rt);
   assert_int_equal(s.module_evictions, 1);
