@@ -378,6 +378,23 @@ typedef struct t4a_download {
 typedef struct t4a_artifact {
   uint64_t id; /**< generation-tagged id; #T4A_NULL_ID is the null handle. */
 } t4a_artifact;
+
+/** @brief A loaded module (CUBIN, PTX or fatbin) of one runtime; reference
+ *  counted. Unloaded only after every launch that used it has completed. */
+typedef struct t4a_module {
+  uint64_t id; /**< generation-tagged id; #T4A_NULL_ID is the null handle. */
+} t4a_module;
+
+/** @brief A kernel (entry point) of a module; keeps its module alive. */
+typedef struct t4a_kernel {
+  uint64_t id; /**< generation-tagged id; #T4A_NULL_ID is the null handle. */
+} t4a_kernel;
+
+/** @brief A point in a runtime's stream (a recorded event); reference
+ *  counted. Once observed complete it stays complete. */
+typedef struct t4a_completion {
+  uint64_t id; /**< generation-tagged id; #T4A_NULL_ID is the null handle. */
+} t4a_completion;
 /** @} */
 
 /* ------------------------------------------------------------------------ */
@@ -512,6 +529,10 @@ T4A_API t4a_status t4a_device_can_access_peer(int32_t ordinal, int32_t peer,
 #define T4A_DEFAULT_STAGING_CHUNK_BYTES ((uint64_t)8 << 20)
 /** Staging copy threads: choose from the host's cores (at most 8). */
 #define T4A_STAGING_THREADS_AUTO 0
+/** Default bound on the modules a runtime's module cache keeps loaded. */
+#define T4A_DEFAULT_MODULE_CACHE_ENTRIES 64u
+/** Default bound on the image bytes a runtime's module cache keeps. */
+#define T4A_DEFAULT_MODULE_CACHE_BYTES ((uint64_t)256 << 20)
 
 /** @brief Options for t4a_runtime_create(). */
 typedef struct t4a_runtime_options {
@@ -531,13 +552,22 @@ typedef struct t4a_runtime_options {
    *  #T4A_STAGING_THREADS_AUTO (half the host's cores, at most 8). */
   int32_t staging_threads;
   uint32_t reserved0; /**< zero. */
+  /** Modules the runtime's module cache keeps loaded (least recently used
+   *  evicted first); 0 means #T4A_DEFAULT_MODULE_CACHE_ENTRIES.
+   *  @since 0.1.0 */
+  uint32_t module_cache_entries;
+  uint32_t reserved1; /**< zero. @since 0.1.0 */
+  /** Image bytes the module cache keeps loaded; 0 means
+   *  #T4A_DEFAULT_MODULE_CACHE_BYTES. @since 0.1.0 */
+  uint64_t module_cache_bytes;
 } t4a_runtime_options;
 
 /** Initializer for ::t4a_runtime_options with the defaults. */
 #define T4A_RUNTIME_OPTIONS_INIT                                               \
   {sizeof(t4a_runtime_options), 0, T4A_POOL_KEEP_ALL,                          \
    T4A_DEFAULT_STAGING_BYTES, T4A_DEFAULT_STAGING_CHUNK_BYTES,                 \
-   T4A_STAGING_THREADS_AUTO, 0}
+   T4A_STAGING_THREADS_AUTO, 0, T4A_DEFAULT_MODULE_CACHE_ENTRIES, 0,           \
+   T4A_DEFAULT_MODULE_CACHE_BYTES}
 
 /**
  * @brief Creates a runtime on one device.
@@ -672,12 +702,28 @@ typedef struct t4a_runtime_stats {
   uint64_t quarantined;
   /** device allocations leaked because completion was not proven. */
   uint64_t leaked_allocations;
+  /** kernels launched (t4a_launch() calls that enqueued). @since 0.1.0 */
+  uint64_t launches;
+  /** modules loaded with `cuModuleLoadData` (cache misses). @since 0.1.0 */
+  uint64_t module_loads;
+  /** modules unloaded with `cuModuleUnload`. @since 0.1.0 */
+  uint64_t module_unloads;
+  /** t4a_module_load() / t4a_module_load_data() calls served by the
+   *  runtime's module cache. @since 0.1.0 */
+  uint64_t module_cache_hits;
+  /** modules evicted from the module cache by its bounds. @since 0.1.0 */
+  uint64_t module_evictions;
+  /** modules never unloaded because completion was not proven.
+   *  @since 0.1.0 */
+  uint64_t leaked_modules;
+  /** completions recorded (t4a_runtime_record()). @since 0.1.0 */
+  uint64_t completions_recorded;
 } t4a_runtime_stats;
 
 /** Initializer for ::t4a_runtime_stats. */
 #define T4A_RUNTIME_STATS_INIT                                                 \
   {sizeof(t4a_runtime_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
-   0, 0, 0, 0}
+   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /**
  * @brief Reads a runtime's counters.
@@ -1310,6 +1356,354 @@ typedef struct t4a_compile_stats {
  * @since 0.1.0
  */
 T4A_API t4a_status t4a_compile_stats_get(t4a_compile_stats *stats);
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Modules and kernels                                                */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+/**
+ * @brief Loads an artifact's image as a module of `runtime`.
+ *
+ * Goes through the runtime's module cache, keyed by the artifact's identity
+ * key (not by entry name): loading the same artifact again, or another
+ * artifact with the same key, returns the cached module (counted in
+ * ::t4a_runtime_stats::module_cache_hits) without a driver call. The cache
+ * holds strong references, is bounded by
+ * ::t4a_runtime_options::module_cache_entries and
+ * ::t4a_runtime_options::module_cache_bytes and evicts the least recently
+ * used module. A module released or evicted is unloaded only after every
+ * launch that used it has completed.
+ *
+ * @param[in]  runtime  the runtime whose context loads the module.
+ * @param[in]  artifact a compiled artifact (CUBIN or PTX).
+ * @param[out] module   a new reference; release with t4a_module_release().
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE; #T4A_ERROR_INVALID_ARGUMENT
+ *         (NULL `module`); #T4A_ERROR_DEVICE_FAULT; #T4A_ERROR_DRIVER (the
+ *         driver rejected the image, e.g. `CUDA_ERROR_INVALID_IMAGE` or
+ *         `CUDA_ERROR_NO_BINARY_FOR_GPU`); #T4A_ERROR_OUT_OF_MEMORY.
+ * Thread-safe; admitted like every runtime operation.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_module_load(t4a_runtime runtime, t4a_artifact artifact,
+                                   t4a_module *module);
+
+/**
+ * @brief Loads raw CUBIN, PTX (NUL-terminated or not) or fatbin bytes.
+ *
+ * Cached like t4a_module_load(), keyed by the SHA-256 of the bytes.
+ * @param[in]  runtime the runtime.
+ * @param[in]  image   the image bytes (copied; may be freed on return).
+ * @param[in]  bytes   their count, at least 1.
+ * @param[out] module  a new reference; release with t4a_module_release().
+ * @return as t4a_module_load(); #T4A_ERROR_INVALID_ARGUMENT for a NULL or
+ *         empty image.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_module_load_data(t4a_runtime runtime, const void *image,
+                                        size_t bytes, t4a_module *module);
+
+/**
+ * @brief Adds a reference to a module.
+ * @param[in] module the module.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_module_retain(t4a_module module);
+
+/**
+ * @brief Drops a reference to a module.
+ *
+ * The module is unloaded when no handle, kernel, cache entry or pending
+ * launch uses it any more (a launch keeps it until its work is complete).
+ * @param[in] module the module; the null handle is a successful no-op.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_module_release(t4a_module module);
+
+/**
+ * @brief Looks up a kernel (entry point) of a module by name.
+ *
+ * The name is the mangled (lowered) name, or the plain name of an
+ * `extern "C"` kernel. The kernel's attributes, parameter layout (where the
+ * driver reports it) and its device's launch limits are read once here.
+ * @param[in]  module the module.
+ * @param[in]  name   the entry point's name.
+ * @param[out] kernel a new reference; keeps the module alive.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (NULL or empty `name`, NULL `kernel`);
+ *         #T4A_ERROR_UNKNOWN_ENTRY_POINT (no such name, which the message
+ *         names); #T4A_ERROR_DEVICE_FAULT; #T4A_ERROR_DRIVER.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_kernel_get(t4a_module module, const char *name,
+                                  t4a_kernel *kernel);
+
+/**
+ * @brief Adds a reference to a kernel.
+ * @param[in] kernel the kernel.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_kernel_retain(t4a_kernel kernel);
+
+/**
+ * @brief Drops a reference to a kernel (and, with the last, its module's).
+ * @param[in] kernel the kernel; the null handle is a successful no-op.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_kernel_release(t4a_kernel kernel);
+
+/** ::t4a_kernel_info::param_count when the driver does not report the
+ *  kernel's parameters (no `cuFuncGetParamInfo`). */
+#define T4A_PARAMS_UNKNOWN (-1)
+
+/** @brief What the driver reports about a kernel. */
+typedef struct t4a_kernel_info {
+  uint32_t struct_size; /**< in: sizeof(t4a_kernel_info) of the caller. */
+  /** parameters, or #T4A_PARAMS_UNKNOWN; sizes via t4a_kernel_param(). */
+  int32_t param_count;
+  /** bytes of the parameter block (last offset + size); 0 when unknown. */
+  uint64_t param_bytes;
+  int32_t registers;             /**< registers per thread. */
+  int32_t max_threads_per_block; /**< the kernel's launch limit. */
+  int32_t static_shared_bytes;   /**< statically allocated shared memory. */
+  int32_t local_bytes;           /**< local memory per thread. */
+  int32_t const_bytes;           /**< constant memory. */
+  int32_t ptx_version;           /**< PTX virtual architecture * 10 + minor. */
+  int32_t binary_version;        /**< binary architecture * 10 + minor. */
+  /** the dynamic shared memory a launch may use now
+   *  (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`; raised by
+   *  t4a_launch() when needed). */
+  int32_t max_dynamic_shared_bytes;
+  uint32_t reserved0; /**< zero; keeps the size a multiple of 8. */
+} t4a_kernel_info;
+
+/** Initializer for ::t4a_kernel_info. */
+#define T4A_KERNEL_INFO_INIT                                                   \
+  {sizeof(t4a_kernel_info), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+
+/**
+ * @brief Describes a kernel.
+ * @param[in]     kernel the kernel.
+ * @param[in,out] info   set `info->struct_size` (#T4A_KERNEL_INFO_INIT).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (NULL `info`, struct_size below 4);
+ *         #T4A_ERROR_DRIVER.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_kernel_info_get(t4a_kernel kernel,
+                                       t4a_kernel_info *info);
+
+/**
+ * @brief One parameter's offset and size in the kernel's parameter block.
+ * @param[in]  kernel the kernel.
+ * @param[in]  index  0 .. param_count-1.
+ * @param[out] offset byte offset (may be NULL).
+ * @param[out] size   byte size (may be NULL).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (index out of range);
+ *         #T4A_ERROR_UNSUPPORTED (the driver does not report parameters).
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_kernel_param(t4a_kernel kernel, uint32_t index,
+                                    uint64_t *offset, uint64_t *size);
+
+/**
+ * @brief Blocks of `block_size` threads that fit on one multiprocessor.
+ * @param[in]  kernel         the kernel.
+ * @param[in]  block_size     threads per block, at least 1.
+ * @param[in]  dynamic_shared dynamic shared bytes per block.
+ * @param[out] blocks_per_sm  active blocks per multiprocessor.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT; #T4A_ERROR_DEVICE_FAULT;
+ *         #T4A_ERROR_DRIVER.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_kernel_occupancy(t4a_kernel kernel, int32_t block_size,
+                                        uint64_t dynamic_shared,
+                                        int32_t *blocks_per_sm);
+
+/**
+ * @brief The block size with the highest occupancy.
+ * @param[in]  kernel         the kernel.
+ * @param[in]  dynamic_shared dynamic shared bytes per block.
+ * @param[out] block_size     the suggested threads per block.
+ * @param[out] min_grid_size  blocks needed to fill the device (may be NULL).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT; #T4A_ERROR_DEVICE_FAULT;
+ *         #T4A_ERROR_DRIVER.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_kernel_suggest_block_size(t4a_kernel kernel,
+                                                 uint64_t dynamic_shared,
+                                                 int32_t *block_size,
+                                                 int32_t *min_grid_size);
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Launch                                                             */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+/** ::t4a_arg::kind: a buffer plus byte offset, passed as a device pointer. */
+#define T4A_ARG_BUFFER 1u
+/** ::t4a_arg::kind: scalar bytes (`value`, `size`), copied at launch. */
+#define T4A_ARG_SCALAR 2u
+/** ::t4a_arg::kind: a raw device pointer, passed unchecked. */
+#define T4A_ARG_DEVICE_POINTER 3u
+
+/** The most parameter bytes a kernel launch may pass (CUDA 12.1 and newer
+ *  on Volta and newer devices). */
+#define T4A_MAX_PARAM_BYTES 32764u
+
+/** @brief One kernel argument. Its layout is frozen: new kinds of argument
+ *  get new `kind` values, never new fields. */
+typedef struct t4a_arg {
+  uint32_t kind;      /**< #T4A_ARG_BUFFER, #T4A_ARG_SCALAR or
+                           #T4A_ARG_DEVICE_POINTER. */
+  uint32_t reserved0; /**< zero. */
+  t4a_buffer buffer;  /**< #T4A_ARG_BUFFER: a buffer of the runtime. */
+  /** #T4A_ARG_BUFFER: byte offset into the buffer (below its size). */
+  uint64_t offset;
+  /** #T4A_ARG_SCALAR: the bytes; read during t4a_launch() only. */
+  const void *value;
+  /** #T4A_ARG_SCALAR: their count, which must equal the parameter's size
+   *  where the driver reports it. */
+  uint64_t size;
+  /** #T4A_ARG_DEVICE_POINTER: the pointer, passed as is. */
+  uint64_t device_pointer;
+} t4a_arg;
+
+/** Initializer for ::t4a_arg (kind 0: not an argument yet). */
+#define T4A_ARG_INIT {0, 0, {0}, 0, NULL, 0, 0}
+
+/** @brief What t4a_launch() launches. */
+typedef struct t4a_launch_desc {
+  uint32_t struct_size; /**< in: sizeof(t4a_launch_desc) of the caller. */
+  uint32_t flags;       /**< zero (no flags are defined yet). */
+  t4a_kernel kernel;    /**< the kernel, of the launching runtime. */
+  uint32_t grid[3];     /**< blocks in x, y, z; each at least 1. */
+  uint32_t block[3];    /**< threads per block in x, y, z; each at least 1. */
+  /** dynamic shared memory per block; above 48 KiB the kernel's limit is
+   *  raised automatically up to the device's opt-in maximum. */
+  uint32_t dynamic_shared_bytes;
+  uint32_t arg_count;   /**< entries of `args`. */
+  const t4a_arg *args;  /**< the arguments, in parameter order. */
+} t4a_launch_desc;
+
+/** Initializer for ::t4a_launch_desc: one block of one thread. */
+#define T4A_LAUNCH_DESC_INIT                                                   \
+  {sizeof(t4a_launch_desc), 0, {0}, {1, 1, 1}, {1, 1, 1}, 0, 0, NULL}
+
+/**
+ * @brief Launches a kernel on the runtime's stream.
+ *
+ * Everything is validated before anything is enqueued, and each rejection
+ * names the field or argument index and the values: handles; a kernel or
+ * buffer of another runtime (#T4A_ERROR_WRONG_RUNTIME); zero dimensions;
+ * a block above the kernel's or the device's limits; a grid above the
+ * device's; shared memory above the device's opt-in maximum; argument count
+ * and scalar sizes differing from the kernel's parameters where the driver
+ * reports them (a scalar of the wrong size is never passed); buffer offsets
+ * at or past the buffer's end; empty buffers; parameter bytes above
+ * #T4A_MAX_PARAM_BYTES. A rejected launch enqueues nothing and counts
+ * nothing.
+ *
+ * The launch keeps the kernel's module loaded until its work is complete
+ * (through the runtime's open completion epoch: no event per launch), adds
+ * no host wait and, up to 32 arguments, allocates no heap memory.
+ *
+ * @param[in] runtime the runtime whose stream runs the kernel.
+ * @param[in] desc    the launch (#T4A_LAUNCH_DESC_INIT).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT; #T4A_ERROR_WRONG_RUNTIME;
+ *         #T4A_ERROR_VERSION_MISMATCH; #T4A_ERROR_DRIVER (the driver
+ *         rejected the launch; the CUresult is in the last error);
+ *         #T4A_ERROR_DEVICE_FAULT (sticky; the runtime is broken).
+ * Thread-safe; admitted.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_launch(t4a_runtime runtime, const t4a_launch_desc *desc);
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Completions                                                        */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+/**
+ * @brief Records a completion: the point the runtime's stream has reached.
+ *
+ * Records an event after all work enqueued so far; the runtime's open
+ * completion epoch is sealed first, so that what it keeps alive can retire
+ * once that work is done. Counted in ::t4a_runtime_stats::events_recorded
+ * and ::t4a_runtime_stats::completions_recorded.
+ * @param[in]  runtime    the runtime.
+ * @param[out] completion a new completion; release with
+ *                        t4a_completion_release().
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT; #T4A_ERROR_DEVICE_FAULT;
+ *         #T4A_ERROR_DRIVER. Never blocks.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_runtime_record(t4a_runtime runtime,
+                                      t4a_completion *completion);
+
+/**
+ * @brief Whether the work before a completion is done, without waiting.
+ *
+ * A completion once observed complete stays complete, even if its context
+ * later faults.
+ * @param[in] completion the completion.
+ * @return #T4A_SUCCESS (done); #T4A_NOT_READY; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_DEVICE_FAULT; #T4A_ERROR_DRIVER.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_completion_poll(t4a_completion completion);
+
+/**
+ * @brief Waits on the host until the work before a completion is done.
+ *
+ * Counted in ::t4a_runtime_stats::host_waits of the recording runtime
+ * unless the completion was already observed complete.
+ * @param[in] completion the completion.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE; #T4A_ERROR_DEVICE_FAULT;
+ *         #T4A_ERROR_DRIVER. Blocks.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_completion_wait(t4a_completion completion);
+
+/**
+ * @brief Makes a runtime's later work wait for a completion.
+ *
+ * `cuStreamWaitEvent` on the runtime's stream: no host wait. The completion
+ * may come from any runtime, on any device.
+ * @param[in] runtime    the runtime whose stream waits.
+ * @param[in] completion the completion to wait for.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE; #T4A_ERROR_DEVICE_FAULT;
+ *         #T4A_ERROR_DRIVER.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_runtime_wait(t4a_runtime runtime,
+                                    t4a_completion completion);
+
+/**
+ * @brief Adds a reference to a completion.
+ * @param[in] completion the completion.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_completion_retain(t4a_completion completion);
+
+/**
+ * @brief Drops a reference to a completion.
+ * @param[in] completion the completion; the null handle is a successful
+ *                       no-op.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_completion_release(t4a_completion completion);
 /** @} */
 
 /* ------------------------------------------------------------------------ */

@@ -26,8 +26,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #if !defined(T4A_NO_EXCEPTIONS) &&                                             \
@@ -841,6 +843,358 @@ inline t4a_compile_stats compile_stats() {
   t4a_compile_stats out = T4A_COMPILE_STATS_INIT;
   check(t4a_compile_stats_get(&out));
   return out;
+}
+#endif
+
+// ---------------------------------------------------------------------------
+// Modules and kernels
+// ---------------------------------------------------------------------------
+
+/**
+ * @brief A kernel (entry point) of a module (t4a_kernel_get()); copying
+ *        retains, the last release drops it (t4a_kernel_release()).
+ *
+ * A kernel keeps its module loaded. Obtain one with Module::kernel().
+ */
+class Kernel
+    : public detail::Shared<t4a_kernel, t4a_kernel_retain, t4a_kernel_release> {
+public:
+  using Shared::Shared;
+  /** Attributes and parameter layout (t4a_kernel_info_get());
+   *  non-throwing; `out` is written only on success. */
+  t4a_status info(t4a_kernel_info &out, std::nothrow_t) const noexcept {
+    t4a_kernel_info tmp = T4A_KERNEL_INFO_INIT;
+    t4a_status s = t4a_kernel_info_get(get(), &tmp);
+    if (s == T4A_SUCCESS) out = tmp;
+    return s;
+  }
+  /** One parameter's offset and size (t4a_kernel_param()); non-throwing;
+   *  `offset` and `size` are written only on success. */
+  t4a_status param(uint32_t index, uint64_t &offset, uint64_t &size,
+                   std::nothrow_t) const noexcept {
+    uint64_t o = 0, z = 0;
+    t4a_status s = t4a_kernel_param(get(), index, &o, &z);
+    if (s == T4A_SUCCESS) {
+      offset = o;
+      size = z;
+    }
+    return s;
+  }
+  /** Active blocks of `block_size` threads per multiprocessor
+   *  (t4a_kernel_occupancy()); non-throwing; `blocks_per_sm` is written
+   *  only on success. */
+  t4a_status occupancy(int32_t block_size, uint64_t dynamic_shared,
+                       int32_t &blocks_per_sm, std::nothrow_t) const noexcept {
+    int32_t n = 0;
+    t4a_status s = t4a_kernel_occupancy(get(), block_size, dynamic_shared, &n);
+    if (s == T4A_SUCCESS) blocks_per_sm = n;
+    return s;
+  }
+  /** The block size with the highest occupancy and the blocks needed to
+   *  fill the device (t4a_kernel_suggest_block_size()); non-throwing;
+   *  `block_size` and `min_grid_size` are written only on success. */
+  t4a_status suggest_block_size(uint64_t dynamic_shared, int32_t &block_size,
+                                int32_t &min_grid_size,
+                                std::nothrow_t) const noexcept {
+    int32_t block = 0, grid = 0;
+    t4a_status s =
+        t4a_kernel_suggest_block_size(get(), dynamic_shared, &block, &grid);
+    if (s == T4A_SUCCESS) {
+      block_size = block;
+      min_grid_size = grid;
+    }
+    return s;
+  }
+#if T4A_HPP_EXCEPTIONS
+  /** Attributes and parameter layout (t4a_kernel_info_get()).
+   *  @throws Error */
+  t4a_kernel_info info() const {
+    t4a_kernel_info out = T4A_KERNEL_INFO_INIT;
+    check(t4a_kernel_info_get(get(), &out));
+    return out;
+  }
+  /** One parameter as {offset, size} (t4a_kernel_param()). @throws Error
+   *  (#T4A_ERROR_UNSUPPORTED when the driver does not report parameters) */
+  std::pair<uint64_t, uint64_t> param(uint32_t index) const {
+    uint64_t offset = 0, size = 0;
+    check(t4a_kernel_param(get(), index, &offset, &size));
+    return {offset, size};
+  }
+  /** Active blocks of `block_size` threads per multiprocessor
+   *  (t4a_kernel_occupancy()). @throws Error */
+  int32_t occupancy(int32_t block_size, uint64_t dynamic_shared = 0) const {
+    int32_t n = 0;
+    check(t4a_kernel_occupancy(get(), block_size, dynamic_shared, &n));
+    return n;
+  }
+  /** The suggested block size as {block_size, min_grid_size}
+   *  (t4a_kernel_suggest_block_size()). @throws Error */
+  std::pair<int32_t, int32_t>
+  suggest_block_size(uint64_t dynamic_shared = 0) const {
+    int32_t block = 0, grid = 0;
+    check(t4a_kernel_suggest_block_size(get(), dynamic_shared, &block, &grid));
+    return {block, grid};
+  }
+#endif
+};
+
+/**
+ * @brief A loaded module (t4a_module_load(), t4a_module_load_data());
+ *        copying retains, the last release drops it (t4a_module_release()).
+ *
+ * Loads go through the runtime's module cache; the module is unloaded once
+ * no handle, kernel, cache entry or pending launch uses it.
+ */
+class Module
+    : public detail::Shared<t4a_module, t4a_module_retain, t4a_module_release> {
+public:
+  using Shared::Shared;
+  /** Loads an artifact's image without throwing (t4a_module_load());
+   *  `out` is written only on success. */
+  static t4a_status load(RuntimeView rt, const Artifact &artifact, Module &out,
+                         std::nothrow_t) noexcept {
+    t4a_module h{T4A_NULL_ID};
+    t4a_status s = t4a_module_load(rt.get(), artifact.get(), &h);
+    if (s == T4A_SUCCESS) out = Module(h);
+    return s;
+  }
+  /** Loads raw CUBIN, PTX or fatbin bytes without throwing
+   *  (t4a_module_load_data()); the bytes are copied; `out` is written only
+   *  on success. */
+  static t4a_status load(RuntimeView rt, const void *image, size_t bytes,
+                         Module &out, std::nothrow_t) noexcept {
+    t4a_module h{T4A_NULL_ID};
+    t4a_status s = t4a_module_load_data(rt.get(), image, bytes, &h);
+    if (s == T4A_SUCCESS) out = Module(h);
+    return s;
+  }
+  /** Looks up a kernel by its (lowered or `extern "C"`) name
+   *  (t4a_kernel_get()); non-throwing; `out` is written only on success. */
+  t4a_status kernel(const char *name, Kernel &out,
+                    std::nothrow_t) const noexcept {
+    t4a_kernel h{T4A_NULL_ID};
+    t4a_status s = t4a_kernel_get(get(), name, &h);
+    if (s == T4A_SUCCESS) out = Kernel(h);
+    return s;
+  }
+#if T4A_HPP_EXCEPTIONS
+  /** Loads an artifact's image (t4a_module_load()). @throws Error */
+  Module(RuntimeView rt, const Artifact &artifact) {
+    t4a_module h{T4A_NULL_ID};
+    check(t4a_module_load(rt.get(), artifact.get(), &h));
+    *this = Module(h);
+  }
+  /** Loads raw CUBIN, PTX or fatbin bytes (t4a_module_load_data()).
+   *  @throws Error */
+  Module(RuntimeView rt, const void *image, size_t bytes) {
+    t4a_module h{T4A_NULL_ID};
+    check(t4a_module_load_data(rt.get(), image, bytes, &h));
+    *this = Module(h);
+  }
+  /** Looks up a kernel by name (t4a_kernel_get()). @throws Error
+   *  (#T4A_ERROR_UNKNOWN_ENTRY_POINT for a name the module lacks) */
+  Kernel kernel(const char *name) const {
+    t4a_kernel h{T4A_NULL_ID};
+    check(t4a_kernel_get(get(), name, &h));
+    return Kernel(h);
+  }
+#endif
+};
+
+// ---------------------------------------------------------------------------
+// Launch
+// ---------------------------------------------------------------------------
+
+/** @brief A ::t4a_arg passing `buffer`'s device address plus `offset`
+ *  (#T4A_ARG_BUFFER). The buffer is not retained: keep it alive until
+ *  t4a::launch() returns. */
+inline t4a_arg arg_buffer(const Buffer &buffer, uint64_t offset = 0) noexcept {
+  t4a_arg a = T4A_ARG_INIT;
+  a.kind = T4A_ARG_BUFFER;
+  a.buffer = buffer.get();
+  a.offset = offset;
+  return a;
+}
+
+/** @brief A ::t4a_arg passing the `sizeof(T)` bytes of `value`
+ *  (#T4A_ARG_SCALAR). The bytes are read during t4a::launch() only, so
+ *  `value` must live until it returns (a temporary in the launch call's
+ *  argument list does). Host pointers are not kernel arguments: pass device
+ *  addresses with t4a::arg_device_pointer(). */
+template <class T> inline t4a_arg arg_scalar(const T &value) noexcept {
+  static_assert(std::is_trivially_copyable<T>::value,
+                "a scalar kernel argument is copied bytewise");
+  static_assert(!std::is_pointer<T>::value,
+                "pass device addresses with t4a::arg_device_pointer()");
+  t4a_arg a = T4A_ARG_INIT;
+  a.kind = T4A_ARG_SCALAR;
+  a.value = &value;
+  a.size = sizeof(T);
+  return a;
+}
+
+/** @brief A ::t4a_arg passing a raw device address, unchecked
+ *  (#T4A_ARG_DEVICE_POINTER). */
+inline t4a_arg arg_device_pointer(uint64_t device_pointer) noexcept {
+  t4a_arg a = T4A_ARG_INIT;
+  a.kind = T4A_ARG_DEVICE_POINTER;
+  a.device_pointer = device_pointer;
+  return a;
+}
+
+/** @brief Grid or block dimensions; unset dimensions are 1. */
+struct Dim3 {
+  uint32_t x; /**< extent in x. */
+  uint32_t y; /**< extent in y. */
+  uint32_t z; /**< extent in z. */
+  /** `x` by `y` by `z`; implicit, so `256` or `{16, 16}` convert. */
+  constexpr Dim3(uint32_t x_ = 1, uint32_t y_ = 1, uint32_t z_ = 1) noexcept
+      : x(x_), y(y_), z(z_) {}
+};
+
+namespace detail {
+/** The ::t4a_launch_desc of a t4a::launch() call. */
+inline t4a_launch_desc launch_desc(const Kernel &kernel, Dim3 grid, Dim3 block,
+                                   uint32_t shared, const t4a_arg *args,
+                                   uint32_t count) noexcept {
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.kernel = kernel.get();
+  d.grid[0] = grid.x;
+  d.grid[1] = grid.y;
+  d.grid[2] = grid.z;
+  d.block[0] = block.x;
+  d.block[1] = block.y;
+  d.block[2] = block.z;
+  d.dynamic_shared_bytes = shared;
+  d.arg_count = count;
+  d.args = args;
+  return d;
+}
+} // namespace detail
+
+/** @brief Launches a described kernel on the runtime's stream
+ *  (t4a_launch()); non-throwing. */
+inline t4a_status launch(RuntimeView rt, const t4a_launch_desc &desc,
+                         std::nothrow_t) noexcept {
+  return t4a_launch(rt.get(), &desc);
+}
+/**
+ * @brief Launches `kernel` on the runtime's stream (t4a_launch());
+ *        non-throwing.
+ * @param rt     the runtime.
+ * @param kernel a kernel of that runtime.
+ * @param grid   blocks in x, y, z.
+ * @param block  threads per block in x, y, z.
+ * @param shared dynamic shared memory bytes per block.
+ * @param args   `count` arguments in parameter order (t4a::arg_buffer(),
+ *               t4a::arg_scalar(), t4a::arg_device_pointer()).
+ * @param count  the number of arguments.
+ */
+inline t4a_status launch(RuntimeView rt, const Kernel &kernel, Dim3 grid,
+                         Dim3 block, uint32_t shared, const t4a_arg *args,
+                         uint32_t count, std::nothrow_t) noexcept {
+  t4a_launch_desc d =
+      detail::launch_desc(kernel, grid, block, shared, args, count);
+  return t4a_launch(rt.get(), &d);
+}
+/** @brief Launches `kernel` with the arguments listed in place
+ *  (t4a_launch()); non-throwing. */
+inline t4a_status launch(RuntimeView rt, const Kernel &kernel, Dim3 grid,
+                         Dim3 block, uint32_t shared,
+                         std::initializer_list<t4a_arg> args,
+                         std::nothrow_t) noexcept {
+  return launch(rt, kernel, grid, block, shared, args.begin(),
+                static_cast<uint32_t>(args.size()), std::nothrow);
+}
+#if T4A_HPP_EXCEPTIONS
+/** @brief Launches a described kernel on the runtime's stream
+ *  (t4a_launch()). @throws Error */
+inline void launch(RuntimeView rt, const t4a_launch_desc &desc) {
+  check(t4a_launch(rt.get(), &desc));
+}
+/** @brief Launches `kernel` with `count` arguments (t4a_launch()).
+ *  @throws Error */
+inline void launch(RuntimeView rt, const Kernel &kernel, Dim3 grid, Dim3 block,
+                   uint32_t shared, const t4a_arg *args, uint32_t count) {
+  t4a_launch_desc d =
+      detail::launch_desc(kernel, grid, block, shared, args, count);
+  check(t4a_launch(rt.get(), &d));
+}
+/** @brief Launches `kernel` with the arguments listed in place
+ *  (t4a_launch()). @throws Error */
+inline void launch(RuntimeView rt, const Kernel &kernel, Dim3 grid, Dim3 block,
+                   uint32_t shared, std::initializer_list<t4a_arg> args) {
+  launch(rt, kernel, grid, block, shared, args.begin(),
+         static_cast<uint32_t>(args.size()));
+}
+#endif
+
+// ---------------------------------------------------------------------------
+// Completions
+// ---------------------------------------------------------------------------
+
+/**
+ * @brief The point a runtime's stream had reached (t4a::record());
+ *        copying retains, the last release drops it
+ *        (t4a_completion_release()).
+ */
+class Completion : public detail::Shared<t4a_completion, t4a_completion_retain,
+                                         t4a_completion_release> {
+public:
+  using Shared::Shared;
+  /** Whether the work before it is done (t4a_completion_poll()):
+   *  #T4A_SUCCESS or #T4A_NOT_READY; never waits. */
+  t4a_status poll(std::nothrow_t) const noexcept {
+    return t4a_completion_poll(get());
+  }
+  /** Host wait until the work before it is done (t4a_completion_wait());
+   *  non-throwing. */
+  t4a_status wait(std::nothrow_t) const noexcept {
+    return t4a_completion_wait(get());
+  }
+#if T4A_HPP_EXCEPTIONS
+  /** Whether the work before it is done (t4a_completion_poll()); never
+   *  waits. @throws Error */
+  bool poll() const {
+    t4a_status s = t4a_completion_poll(get());
+    if (s == T4A_NOT_READY) return false;
+    check(s);
+    return true;
+  }
+  /** Host wait until the work before it is done (t4a_completion_wait()).
+   *  @throws Error */
+  void wait() const { check(t4a_completion_wait(get())); }
+#endif
+};
+
+/** @brief Records a completion after the work enqueued so far
+ *  (t4a_runtime_record()); non-throwing; `out` is written only on
+ *  success. */
+inline t4a_status record(RuntimeView rt, Completion &out,
+                         std::nothrow_t) noexcept {
+  t4a_completion h{T4A_NULL_ID};
+  t4a_status s = t4a_runtime_record(rt.get(), &h);
+  if (s == T4A_SUCCESS) out = Completion(h);
+  return s;
+}
+/** @brief Makes the runtime's later work wait for a completion of any
+ *  runtime, without a host wait (t4a_runtime_wait()); non-throwing. */
+inline t4a_status wait(RuntimeView rt, const Completion &completion,
+                       std::nothrow_t) noexcept {
+  return t4a_runtime_wait(rt.get(), completion.get());
+}
+#if T4A_HPP_EXCEPTIONS
+/** @brief Records a completion after the work enqueued so far
+ *  (t4a_runtime_record()). @throws Error */
+inline Completion record(RuntimeView rt) {
+  t4a_completion h{T4A_NULL_ID};
+  check(t4a_runtime_record(rt.get(), &h));
+  return Completion(h);
+}
+/** @brief Makes the runtime's later work wait for a completion
+ *  (t4a_runtime_wait()). @throws Error */
+inline void wait(RuntimeView rt, const Completion &completion) {
+  check(t4a_runtime_wait(rt.get(), completion.get()));
 }
 #endif
 

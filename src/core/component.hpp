@@ -10,6 +10,10 @@ public:
   virtual ~RuntimeComponent() = default;
   // Frees what it owns when `completion_proven`, else leaks and counts.
   virtual void teardown(bool completion_proven) = 0;
+  // t4a_runtime_destroy drained the stream: drop the references this part
+  // holds to objects that hold the runtime (cached modules), which would
+  // otherwise keep it alive for ever. Runs under admission.
+  virtual void on_destroy() {}
 };
 
 } // namespace t4a::core

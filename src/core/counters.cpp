@@ -22,6 +22,13 @@ void RuntimeCounters::fill(t4a_runtime_stats *s) const {
   s->events_recorded = events_recorded.get();
   s->quarantined = quarantined.get();
   s->leaked_allocations = leaked_allocations.get();
+  s->launches = launches.get();
+  s->module_loads = module_loads.get();
+  s->module_unloads = module_unloads.get();
+  s->module_cache_hits = module_cache_hits.get();
+  s->module_evictions = module_evictions.get();
+  s->leaked_modules = leaked_modules.get();
+  s->completions_recorded = completions_recorded.get();
 }
 
 ProcessCounters &ProcessCounters::instance() {

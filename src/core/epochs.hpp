@@ -41,6 +41,11 @@ public:
   // one object add one item. Call reserve_keep() first.
   void keep(Ref<Object> obj);
   size_t open_items() const { return open_.size(); }
+  // Whether the last keep of the open epoch was `obj` (keep() would add
+  // nothing): lets a hot path skip reserve_keep() and the reference.
+  bool keeps_last(const Object *obj) const {
+    return !open_.empty() && open_.back().get() == obj;
+  }
   bool has_sealed() const { return !sealed_.empty(); }
   uint64_t sealed_through() const { return next_seq_ - 1; }
 

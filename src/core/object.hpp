@@ -18,6 +18,9 @@ enum class Kind : uint8_t {
   HostBuffer = 3,
   Download = 4,
   Artifact = 5,
+  Module = 6,
+  Kernel = 7,
+  Completion = 8,
   TestObject = 255, // test builds: registry stress objects
 };
 

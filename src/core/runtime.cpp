@@ -45,6 +45,10 @@ t4a_status Runtime::create(const t4a_runtime_options &given,
                 "4096 and at most options->staging_bytes (%llu)",
                 static_cast<unsigned long long>(o.staging_chunk_bytes),
                 static_cast<unsigned long long>(o.staging_bytes));
+  if (o.module_cache_entries == 0)
+    o.module_cache_entries = T4A_DEFAULT_MODULE_CACHE_ENTRIES;
+  if (o.module_cache_bytes == 0)
+    o.module_cache_bytes = T4A_DEFAULT_MODULE_CACHE_BYTES;
   if (o.staging_threads < 0 || o.staging_threads > 64)
     return fail(T4A_ERROR_INVALID_ARGUMENT,
                 "options->staging_threads is %d; it must be 0 (automatic) or "
@@ -185,7 +189,13 @@ t4a_status Runtime::destroy() {
   // by this runtime and kept alive by its epoch. Work another thread
   // enqueues meanwhile stays kept until teardown's own drain.
   t4a_status s = synchronize("draining the stream before destroy");
-  if (s == T4A_SUCCESS) return s;
+  if (s == T4A_SUCCESS) {
+    Admission adm(admission_);
+    if (adm.status() == T4A_SUCCESS)
+      for (auto &p : parts_)
+        if (p) p->on_destroy();
+    return s;
+  }
   drained_.store(false, std::memory_order_release);
   // Completion is unproven: what the epochs keep is leaked, and so is this
   // runtime (its teardown may never run if a kept host buffer of its own

@@ -28,7 +28,7 @@ namespace t4a::core {
 class Runtime final : public Object {
 public:
   // Parts owned by higher layers, created on first use under admission.
-  enum class Part { Staging = 0, CopyWorkers = 1, count_ };
+  enum class Part { Staging = 0, CopyWorkers = 1, Modules = 2, count_ };
 
   static t4a_status create(const t4a_runtime_options &options,
                            Ref<Runtime> *out);

@@ -189,6 +189,45 @@ inline DrvResult mem_host_alloc(void **p, size_t n, unsigned flags) {
   return T4A_CU(cuMemHostAlloc, p, n, flags);
 }
 inline DrvResult mem_free_host(void *p) { return T4A_CU(cuMemFreeHost, p); }
+// Modules, kernels and launches.
+inline DrvResult module_load_data(CUmodule *m, const void *image) {
+  return T4A_CU(cuModuleLoadData, m, image);
+}
+inline DrvResult module_unload(CUmodule m) { return T4A_CU(cuModuleUnload, m); }
+inline DrvResult module_get_function(CUfunction *f, CUmodule m,
+                                     const char *name) {
+  return T4A_CU(cuModuleGetFunction, f, m, name);
+}
+inline DrvResult func_get_attribute(int *v, CUfunction_attribute a,
+                                    CUfunction f) {
+  return T4A_CU(cuFuncGetAttribute, v, a, f);
+}
+inline DrvResult func_set_attribute(CUfunction f, CUfunction_attribute a,
+                                    int v) {
+  return T4A_CU(cuFuncSetAttribute, f, a, v);
+}
+// Optional: check has(Entry::cuFuncGetParamInfo) first.
+inline DrvResult func_get_param_info(CUfunction f, size_t index,
+                                     size_t *offset, size_t *size) {
+  return T4A_CU(cuFuncGetParamInfo, f, index, offset, size);
+}
+inline DrvResult launch_kernel(CUfunction f, const unsigned grid[3],
+                               const unsigned block[3], unsigned shared,
+                               CUstream s, void **params) {
+  return T4A_CU(cuLaunchKernel, f, grid[0], grid[1], grid[2], block[0],
+                block[1], block[2], shared, s, params, nullptr);
+}
+inline DrvResult occupancy_max_active_blocks(int *n, CUfunction f, int block,
+                                             size_t shared) {
+  return T4A_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, n, f, block,
+                shared);
+}
+inline DrvResult occupancy_max_potential_block_size(int *min_grid, int *block,
+                                                    CUfunction f,
+                                                    size_t shared) {
+  return T4A_CU(cuOccupancyMaxPotentialBlockSize, min_grid, block, f, nullptr,
+                shared, 0);
+}
 } // namespace cu
 
 #undef T4A_CU

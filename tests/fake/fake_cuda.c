@@ -304,6 +304,87 @@ static CUresult f_cuMemFreeHost(void *p) {
   return CUDA_SUCCESS;
 }
 
+/* Modules and launches: enough for the library to load and for argument
+ * checks to run; kernels do nothing. A function named "no_such_*" is
+ * absent. No cuFuncGetParamInfo: parameters are unknown, as with an older
+ * driver. */
+struct CUmod_st {
+  int loaded;
+};
+struct CUfunc_st {
+  int dynamic_shared;
+};
+static struct CUfunc_st g_function;
+static CUresult f_cuModuleLoadData(CUmodule *m, const void *image) {
+  if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (image == NULL) return CUDA_ERROR_INVALID_VALUE;
+  CUmodule x = calloc(1, sizeof *x);
+  if (x == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  x->loaded = 1;
+  *m = x;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuModuleUnload(CUmodule m) {
+  if (m == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  free(m);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuModuleGetFunction(CUfunction *f, CUmodule m,
+                                      const char *name) {
+  if (m == NULL || name == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (strncmp(name, "no_such_", 8) == 0) return CUDA_ERROR_NOT_FOUND;
+  *f = &g_function;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuFuncGetAttribute(int *v, CUfunction_attribute a,
+                                     CUfunction f) {
+  if (f == NULL || v == NULL) return CUDA_ERROR_INVALID_VALUE;
+  switch (a) {
+  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+  case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+  case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *v = 90; break;
+  case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = 16; break;
+  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+    *v = f->dynamic_shared != 0 ? f->dynamic_shared : 48 * 1024;
+    break;
+  default: *v = 0; break;
+  }
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuFuncSetAttribute(CUfunction f, CUfunction_attribute a,
+                                     int v) {
+  if (f == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+    f->dynamic_shared = v;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
+                                 unsigned gz, unsigned bx, unsigned by,
+                                 unsigned bz, unsigned shared, CUstream s,
+                                 void **params, void **extra) {
+  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared;
+  (void)params, (void)extra;
+  if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  return f != NULL && s != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult f_cuOccupancyMaxActiveBlocksPerMultiprocessor(
+    int *n, CUfunction f, int block, size_t shared) {
+  (void)shared;
+  if (f == NULL || block <= 0) return CUDA_ERROR_INVALID_VALUE;
+  *n = 2048 / block > 32 ? 32 : 2048 / block;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block,
+                                                   CUfunction f,
+                                                   CUoccupancyB2DSize fn,
+                                                   size_t shared, int limit) {
+  (void)fn, (void)shared, (void)limit;
+  if (f == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *min_grid = 264;
+  *block = 256;
+  return CUDA_SUCCESS;
+}
+
 #define E(n) {#n, (void *)f_##n},
 static const struct {
   const char *name;
@@ -321,7 +402,11 @@ static const struct {
     E(cuMemPoolSetAttribute) E(cuMemPoolGetAttribute) E(cuMemPoolTrimTo)
     E(cuMemAllocFromPoolAsync) E(cuMemFreeAsync) E(cuMemsetD8Async)
     E(cuMemcpyHtoDAsync) E(cuMemcpyDtoHAsync) E(cuMemcpyDtoDAsync)
-    E(cuMemHostAlloc) E(cuMemFreeHost)};
+    E(cuMemHostAlloc) E(cuMemFreeHost) E(cuModuleLoadData)
+    E(cuModuleUnload) E(cuModuleGetFunction) E(cuFuncGetAttribute)
+    E(cuFuncSetAttribute) E(cuLaunchKernel)
+    E(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+    E(cuOccupancyMaxPotentialBlockSize)};
 #undef E
 
 FAKE_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,

@@ -37,11 +37,13 @@ _Static_assert(offsetof(t4a_process_stats, struct_size) == 0, "size first");
  * the gaps), so a caller's zeroed struct has no indeterminate bytes and
  * the 64-bit fields are 8-byte aligned. */
 _Static_assert(sizeof(t4a_runtime_options) ==
-                   4 + 4 + 8 + 8 + 8 + 4 + 4,
+                   4 + 4 + 8 + 8 + 8 + 4 + 4 + 4 + 4 + 8,
                "t4a_runtime_options has no padding");
+_Static_assert(offsetof(t4a_runtime_options, module_cache_entries) == 40,
+               "the module cache fields are appended");
 _Static_assert(offsetof(t4a_runtime_options, staging_bytes) == 16,
                "the 0.1.0 foundation fields come first, unchanged");
-_Static_assert(sizeof(t4a_runtime_stats) == 4 + 4 + 19 * 8,
+_Static_assert(sizeof(t4a_runtime_stats) == 4 + 4 + 26 * 8,
                "t4a_runtime_stats has no padding");
 _Static_assert(offsetof(t4a_runtime_stats, trims) == 16,
                "the 0.1.0 foundation counters come first, unchanged");
@@ -85,6 +87,29 @@ _Static_assert(T4A_DEFAULT_DISK_CACHE_BYTES == ((uint64_t)1 << 30),
                "1 GiB disk cache by default");
 _Static_assert(T4A_ARTIFACT_KEY_CAPACITY == 65, "64 hex digits and a NUL");
 _Static_assert(sizeof(t4a_compile_request) == 104, "no implicit padding");
+/* Launch layer: handles, argument and descriptor layout. */
+_Static_assert(sizeof(t4a_module) == 8 && sizeof(t4a_kernel) == 8 &&
+                   sizeof(t4a_completion) == 8,
+               "handles are 8 bytes");
+_Static_assert(sizeof(t4a_arg) == 48, "t4a_arg is frozen: 48 bytes");
+_Static_assert(offsetof(t4a_arg, offset) == 16 && offsetof(t4a_arg, value) ==
+                   24 && offsetof(t4a_arg, device_pointer) == 40,
+               "t4a_arg layout");
+_Static_assert(sizeof(t4a_launch_desc) == 56, "no implicit padding");
+_Static_assert(offsetof(t4a_launch_desc, args) == 48, "args last");
+_Static_assert(sizeof(t4a_kernel_info) == 4 + 4 + 8 + 10 * 4,
+               "t4a_kernel_info has no padding");
+_Static_assert(T4A_ARG_BUFFER == 1 && T4A_ARG_SCALAR == 2 &&
+                   T4A_ARG_DEVICE_POINTER == 3,
+               "argument kinds");
+_Static_assert(T4A_MAX_PARAM_BYTES == 32764, "CUDA 12.1+ parameter limit");
+_Static_assert(T4A_PARAMS_UNKNOWN == -1, "unknown parameter count");
+_Static_assert(T4A_DEFAULT_MODULE_CACHE_ENTRIES == 64 &&
+                   T4A_DEFAULT_MODULE_CACHE_BYTES == ((uint64_t)256 << 20),
+               "module cache defaults");
+static const t4a_arg k_arg = T4A_ARG_INIT;
+static const t4a_launch_desc k_launch_desc = T4A_LAUNCH_DESC_INIT;
+static const t4a_kernel_info k_kernel_info = T4A_KERNEL_INFO_INIT;
 /* The buffer flag is usable where a constant is needed. */
 static const uint32_t k_buffer_flags = T4A_BUFFER_ZERO;
 static const char k_version[] = T4A_VERSION_STRING;
@@ -102,7 +127,26 @@ static void test_init_macros(void **state) {
   t4a_artifact_info artifact_info = T4A_ARTIFACT_INFO_INIT;
   t4a_compile_stats compile_stats = T4A_COMPILE_STATS_INIT;
   t4a_artifact artifact = {T4A_NULL_ID};
+  t4a_arg arg = T4A_ARG_INIT;
+  t4a_launch_desc launch_desc = T4A_LAUNCH_DESC_INIT;
+  t4a_kernel_info kernel_info = T4A_KERNEL_INFO_INIT;
   (void)state;
+  assert_int_equal(arg.kind, 0);
+  assert_null(arg.value);
+  assert_memory_equal(&k_arg, &arg, sizeof arg);
+  assert_int_equal(launch_desc.struct_size, sizeof(t4a_launch_desc));
+  assert_int_equal(launch_desc.grid[0] * launch_desc.grid[1] *
+                       launch_desc.grid[2],
+                   1);
+  assert_int_equal(launch_desc.block[0] * launch_desc.block[1] *
+                       launch_desc.block[2],
+                   1);
+  assert_int_equal(launch_desc.kernel.id, T4A_NULL_ID);
+  assert_int_equal(launch_desc.arg_count, 0);
+  assert_null(launch_desc.args);
+  assert_memory_equal(&k_launch_desc, &launch_desc, sizeof launch_desc);
+  assert_int_equal(kernel_info.struct_size, sizeof(t4a_kernel_info));
+  assert_memory_equal(&k_kernel_info, &kernel_info, sizeof kernel_info);
   assert_int_equal(compile_request.struct_size, sizeof(t4a_compile_request));
   assert_int_equal(compile_request.output, T4A_COMPILE_CUBIN);
   assert_null(compile_request.source);
@@ -144,6 +188,10 @@ static void test_init_macros(void **state) {
   assert_int_equal(runtime_options.staging_chunk_bytes, UINT64_C(8388608));
   assert_int_equal(runtime_options.staging_threads, T4A_STAGING_THREADS_AUTO);
   assert_int_equal(runtime_options.reserved0, 0);
+  assert_int_equal(runtime_options.module_cache_entries,
+                   T4A_DEFAULT_MODULE_CACHE_ENTRIES);
+  assert_int_equal(runtime_options.module_cache_bytes,
+                   T4A_DEFAULT_MODULE_CACHE_BYTES);
   assert_int_equal(runtime_stats.leaked_allocations, 0);
   assert_int_equal(runtime_stats.staging_bytes_peak, 0);
   assert_int_equal(buffer_info.struct_size, sizeof(t4a_buffer_info));

@@ -49,6 +49,9 @@
 #define KIND_HOST_BUFFER 3u
 #define KIND_DOWNLOAD 4u
 #define KIND_ARTIFACT 5u
+#define KIND_MODULE 6u
+#define KIND_KERNEL 7u
+#define KIND_COMPLETION 8u
 #define KIND_TEST_OBJECT 255u
 #define MAKE_ID(kind, gen, slot)                                               \
   (((uint64_t)(kind) << 56) | ((uint64_t)((gen)&0xFFFFFFu) << 32) |            \
@@ -730,6 +733,137 @@ static t4a_status call_artifact_key(uint64_t id) {
   return s;
 }
 
+/* -- modules, kernels, launches, completions -- */
+
+static t4a_status call_module_load(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_artifact a = {MAKE_ID(KIND_ARTIFACT, 1, 1)};
+  t4a_module m = {SENTINEL_ID};
+  t4a_status s = t4a_module_load(rt, a, &m);
+  if (s != T4A_SUCCESS) assert_int_equal(m.id, SENTINEL_ID);
+  return s;
+}
+
+static t4a_status call_module_load_data(uint64_t id) {
+  t4a_runtime rt = {id};
+  static const unsigned char image[16] = {1};
+  t4a_module m = {SENTINEL_ID};
+  t4a_status s = t4a_module_load_data(rt, image, sizeof image, &m);
+  if (s != T4A_SUCCESS) assert_int_equal(m.id, SENTINEL_ID);
+  return s;
+}
+
+static t4a_status call_module_retain(uint64_t id) {
+  t4a_module m = {id};
+  return t4a_module_retain(m);
+}
+
+static t4a_status call_module_release(uint64_t id) {
+  t4a_module m = {id};
+  return t4a_module_release(m);
+}
+
+static t4a_status call_kernel_get(uint64_t id) {
+  t4a_module m = {id};
+  t4a_kernel k = {SENTINEL_ID};
+  t4a_status s = t4a_kernel_get(m, "saxpy", &k);
+  if (s != T4A_SUCCESS) assert_int_equal(k.id, SENTINEL_ID);
+  return s;
+}
+
+static t4a_status call_kernel_retain(uint64_t id) {
+  t4a_kernel k = {id};
+  return t4a_kernel_retain(k);
+}
+
+static t4a_status call_kernel_release(uint64_t id) {
+  t4a_kernel k = {id};
+  return t4a_kernel_release(k);
+}
+
+static t4a_status call_kernel_info_get(uint64_t id) {
+  t4a_kernel k = {id};
+  t4a_kernel_info info, copy;
+  t4a_status s;
+  memset(&info, 0x5A, sizeof info);
+  info.struct_size = sizeof info;
+  memcpy(&copy, &info, sizeof info);
+  s = t4a_kernel_info_get(k, &info);
+  if (s != T4A_SUCCESS) assert_memory_equal(&info, &copy, sizeof info);
+  return s;
+}
+
+static t4a_status call_kernel_param(uint64_t id) {
+  t4a_kernel k = {id};
+  uint64_t offset = SENTINEL_ID, size = SENTINEL_ID;
+  t4a_status s = t4a_kernel_param(k, 0, &offset, &size);
+  if (s != T4A_SUCCESS) {
+    assert_int_equal(offset, SENTINEL_ID);
+    assert_int_equal(size, SENTINEL_ID);
+  }
+  return s;
+}
+
+static t4a_status call_kernel_occupancy(uint64_t id) {
+  t4a_kernel k = {id};
+  int32_t n = SENTINEL32;
+  t4a_status s = t4a_kernel_occupancy(k, 256, 0, &n);
+  if (s != T4A_SUCCESS) assert_int_equal(n, SENTINEL32);
+  return s;
+}
+
+static t4a_status call_kernel_suggest_block_size(uint64_t id) {
+  t4a_kernel k = {id};
+  int32_t b = SENTINEL32, g = SENTINEL32;
+  t4a_status s = t4a_kernel_suggest_block_size(k, 0, &b, &g);
+  if (s != T4A_SUCCESS) {
+    assert_int_equal(b, SENTINEL32);
+    assert_int_equal(g, SENTINEL32);
+  }
+  return s;
+}
+
+static t4a_status call_launch(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.kernel.id = MAKE_ID(KIND_KERNEL, 1, 1);
+  return t4a_launch(rt, &d);
+}
+
+static t4a_status call_runtime_record(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_completion c = {SENTINEL_ID};
+  t4a_status s = t4a_runtime_record(rt, &c);
+  if (s != T4A_SUCCESS) assert_int_equal(c.id, SENTINEL_ID);
+  return s;
+}
+
+static t4a_status call_runtime_wait(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_completion c = {MAKE_ID(KIND_COMPLETION, 1, 1)};
+  return t4a_runtime_wait(rt, c);
+}
+
+static t4a_status call_completion_poll(uint64_t id) {
+  t4a_completion c = {id};
+  return t4a_completion_poll(c);
+}
+
+static t4a_status call_completion_wait(uint64_t id) {
+  t4a_completion c = {id};
+  return t4a_completion_wait(c);
+}
+
+static t4a_status call_completion_retain(uint64_t id) {
+  t4a_completion c = {id};
+  return t4a_completion_retain(c);
+}
+
+static t4a_status call_completion_release(uint64_t id) {
+  t4a_completion c = {id};
+  return t4a_completion_release(c);
+}
+
 /* -- testing-only -- */
 
 #if defined(T4A_TEST_HAVE_TESTING)
@@ -891,6 +1025,25 @@ static const row k_rows[] = {
     HANDLE_ROW(artifact_log, KIND_ARTIFACT, "artifact", 0),
     HANDLE_ROW(artifact_lowered_name, KIND_ARTIFACT, "artifact", 0),
     HANDLE_ROW(artifact_key, KIND_ARTIFACT, "artifact", 0),
+    /* modules, kernels, launches, completions */
+    HANDLE_ROW(module_load, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(module_load_data, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(module_retain, KIND_MODULE, "module", 0),
+    HANDLE_ROW(module_release, KIND_MODULE, "module", 1),
+    HANDLE_ROW(kernel_get, KIND_MODULE, "module", 0),
+    HANDLE_ROW(kernel_retain, KIND_KERNEL, "kernel", 0),
+    HANDLE_ROW(kernel_release, KIND_KERNEL, "kernel", 1),
+    HANDLE_ROW(kernel_info_get, KIND_KERNEL, "kernel", 0),
+    HANDLE_ROW(kernel_param, KIND_KERNEL, "kernel", 0),
+    HANDLE_ROW(kernel_occupancy, KIND_KERNEL, "kernel", 0),
+    HANDLE_ROW(kernel_suggest_block_size, KIND_KERNEL, "kernel", 0),
+    HANDLE_ROW(launch, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(runtime_record, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(runtime_wait, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(completion_poll, KIND_COMPLETION, "completion", 0),
+    HANDLE_ROW(completion_wait, KIND_COMPLETION, "completion", 0),
+    HANDLE_ROW(completion_retain, KIND_COMPLETION, "completion", 0),
+    HANDLE_ROW(completion_release, KIND_COMPLETION, "completion", 1),
     /* process-wide counters */
     ROW(t4a_process_stats_get, CONTEXT_FREE, check_process_stats_get),
 #if defined(T4A_TEST_HAVE_TESTING)
@@ -1026,9 +1179,10 @@ static void expect_rejected_why(const row *w, uint64_t id, const char *why) {
   expect_bad_handle_why(w->with_handle(id), w->name, w->arg, id, why);
 }
 
-static const uint8_t k_kinds[] = {KIND_RUNTIME,  KIND_BUFFER,
-                                  KIND_HOST_BUFFER, KIND_DOWNLOAD,
-                                  KIND_ARTIFACT, KIND_TEST_OBJECT};
+static const uint8_t k_kinds[] = {
+    KIND_RUNTIME,  KIND_BUFFER, KIND_HOST_BUFFER, KIND_DOWNLOAD,
+    KIND_ARTIFACT, KIND_MODULE, KIND_KERNEL,      KIND_COMPLETION,
+    KIND_TEST_OBJECT};
 
 typedef struct forged_id {
   uint64_t id;

@@ -23,6 +23,11 @@ extern "C" {
 t4a_status facade_noexcept_create(t4a::Runtime &out);
 t4a_status facade_noexcept_buffers(t4a::Buffer &out, uint64_t forged_id);
 t4a_status facade_noexcept_compile(t4a::Artifact &out, std::string &log);
+t4a_status facade_noexcept_launch(t4a::Module &module, t4a::Kernel &kernel,
+                                  t4a::Completion &completion,
+                                  uint64_t forged_module,
+                                  uint64_t forged_kernel,
+                                  uint64_t forged_completion);
 
 static_assert(!std::is_copy_constructible_v<t4a::Runtime>,
               "an owning runtime is move-only");
@@ -60,12 +65,58 @@ static_assert(!std::is_convertible_v<t4a_download, t4a::Download>);
 static_assert(!std::is_constructible_v<t4a::Buffer, t4a_host_buffer>);
 static_assert(!std::is_constructible_v<t4a::HostBuffer, t4a_buffer>);
 
+// Modules, kernels and completions are reference counted (each has a
+// retain and a release): shared like buffers, holding only the C handle.
+static_assert(sizeof(t4a::Module) == sizeof(t4a_module));
+static_assert(sizeof(t4a::Kernel) == sizeof(t4a_kernel));
+static_assert(sizeof(t4a::Completion) == sizeof(t4a_completion));
+static_assert(sizeof(t4a::Completion) == 8);
+static_assert(std::is_copy_constructible_v<t4a::Module>);
+static_assert(std::is_copy_assignable_v<t4a::Module>);
+static_assert(std::is_nothrow_copy_constructible_v<t4a::Module>);
+static_assert(std::is_nothrow_move_constructible_v<t4a::Module>);
+static_assert(std::is_nothrow_move_assignable_v<t4a::Module>);
+static_assert(std::is_nothrow_destructible_v<t4a::Module>);
+static_assert(std::is_copy_constructible_v<t4a::Kernel>);
+static_assert(std::is_copy_assignable_v<t4a::Kernel>);
+static_assert(std::is_nothrow_copy_constructible_v<t4a::Kernel>);
+static_assert(std::is_nothrow_move_constructible_v<t4a::Kernel>);
+static_assert(std::is_nothrow_move_assignable_v<t4a::Kernel>);
+static_assert(std::is_copy_constructible_v<t4a::Completion>);
+static_assert(std::is_copy_assignable_v<t4a::Completion>);
+static_assert(std::is_nothrow_copy_constructible_v<t4a::Completion>);
+static_assert(std::is_nothrow_move_constructible_v<t4a::Completion>);
+static_assert(std::is_nothrow_move_assignable_v<t4a::Completion>);
+static_assert(!std::is_convertible_v<t4a_module, t4a::Module>);
+static_assert(std::is_constructible_v<t4a::Module, t4a_module>);
+static_assert(!std::is_convertible_v<t4a_kernel, t4a::Kernel>);
+static_assert(!std::is_convertible_v<t4a_completion, t4a::Completion>);
+static_assert(!std::is_constructible_v<t4a::Module, t4a_kernel>);
+static_assert(!std::is_constructible_v<t4a::Kernel, t4a_module>);
+static_assert(!std::is_constructible_v<t4a::Completion, t4a_kernel>);
+static_assert(!std::is_constructible_v<t4a::Kernel, t4a::Module>);
+// Launch helpers: plain values, no allocation.
+static_assert(std::is_trivially_copyable_v<t4a::Dim3>);
+static_assert(std::is_convertible_v<uint32_t, t4a::Dim3>);
+static_assert(t4a::Dim3().x == 1 && t4a::Dim3().y == 1 && t4a::Dim3().z == 1);
+static_assert(t4a::Dim3(7).y == 1 && t4a::Dim3(7, 3).z == 1);
+static_assert(noexcept(t4a::arg_scalar(1.0f)));
+static_assert(noexcept(t4a::arg_device_pointer(0)));
+static_assert(noexcept(t4a::launch(t4a::RuntimeView(), t4a::Kernel(), 1, 1, 0,
+                                   {}, std::nothrow)));
+
 // Forged ids (kind byte << 56 | generation << 32 | slot; no driver, so no
 // real object of these kinds can exist).
 static constexpr uint64_t k_forged_buffer = 0x0200000100000011ull;
 static constexpr uint64_t k_forged_buffer2 = 0x0200000100000022ull;
 static constexpr uint64_t k_forged_host = 0x0300000100000033ull;
 static constexpr uint64_t k_forged_download = 0x0400000100000044ull;
+static constexpr uint64_t k_forged_module = 0x0600000100000066ull;
+static constexpr uint64_t k_forged_module2 = 0x0600000100000067ull;
+static constexpr uint64_t k_forged_kernel = 0x0700000100000077ull;
+static constexpr uint64_t k_forged_kernel2 = 0x0700000100000078ull;
+static constexpr uint64_t k_forged_completion = 0x0800000100000088ull;
+static constexpr uint64_t k_forged_completion2 = 0x0800000100000089ull;
 
 static std::string hex_id(uint64_t id) {
   char text[32];
@@ -488,6 +539,429 @@ static void test_buffers_without_exceptions(void **) {
   expect_last_bad_handle("t4a_buffer_alloc", "runtime", T4A_NULL_ID);
 }
 
+// The ownership rules of a shared wrapper W over handle H, with two forged
+// ids: null semantics, copy (a failed retain gives a null copy), copy
+// assignment, self-assignment, move, move assignment, nullptr assignment,
+// release() and reset(). `retain` and `release` are the C entry points,
+// `arg` the name they give the handle.
+template <class W, class H>
+static void check_shared(uint64_t id, uint64_t id2, const char *retain,
+                         const char *release, const char *arg) {
+  t4a_last_error_clear();
+  {
+    W a;
+    W b(nullptr);
+    assert_false(static_cast<bool>(a));
+    assert_int_equal(b.get().id, T4A_NULL_ID);
+    W c(a);
+    W d(std::move(b));
+    c = a;
+    d = std::move(c);
+    a.reset();
+    assert_false(static_cast<bool>(d));
+    assert_int_equal(a.release().id, T4A_NULL_ID);
+  } // null wrappers call nothing
+  expect_no_call_failed();
+
+  W a(H{id});
+  assert_true(static_cast<bool>(a));
+  assert_int_equal(a.get().id, id);
+  expect_no_call_failed(); // adopting calls nothing
+  {
+    W b(a); // the retain fails: the copy is null
+    expect_last_bad_handle(retain, arg, id);
+    assert_int_equal(b.get().id, T4A_NULL_ID);
+    assert_int_equal(a.get().id, id);
+    t4a_last_error_clear();
+  } // b is null: nothing released
+  expect_no_call_failed();
+
+  W c(H{id2});
+  c = a; // the retain fails: c becomes null, its old handle is released
+  expect_last_bad_handle(release, arg, id2);
+  assert_int_equal(c.get().id, T4A_NULL_ID);
+  assert_int_equal(a.get().id, id);
+  t4a_last_error_clear();
+  W &self = a;
+  a = self;
+  expect_no_call_failed();
+  assert_int_equal(a.get().id, id);
+
+  W m(std::move(a)); // no retain, no release
+  expect_no_call_failed();
+  assert_false(static_cast<bool>(a));
+  assert_int_equal(m.get().id, id);
+  W t(H{id2});
+  t = std::move(m); // releases t's old handle only
+  expect_last_bad_handle(release, arg, id2);
+  assert_false(static_cast<bool>(m));
+  assert_int_equal(t.get().id, id);
+  t4a_last_error_clear();
+  t = nullptr;
+  expect_last_bad_handle(release, arg, id);
+  assert_false(static_cast<bool>(t));
+
+  W r(H{id});
+  t4a_last_error_clear();
+  H back = r.release();
+  expect_no_call_failed();
+  assert_int_equal(back.id, id);
+  assert_false(static_cast<bool>(r));
+  { W g(back); } // the destructor releases
+  expect_last_bad_handle(release, arg, id);
+  W n(H{id2});
+  n.reset();
+  expect_last_bad_handle(release, arg, id2);
+  assert_false(static_cast<bool>(n));
+}
+
+static void test_module_kernel_completion_ownership(void **) {
+  check_shared<t4a::Module, t4a_module>(k_forged_module, k_forged_module2,
+                                        "t4a_module_retain",
+                                        "t4a_module_release", "module");
+  check_shared<t4a::Kernel, t4a_kernel>(k_forged_kernel, k_forged_kernel2,
+                                        "t4a_kernel_retain",
+                                        "t4a_kernel_release", "kernel");
+  check_shared<t4a::Completion, t4a_completion>(
+      k_forged_completion, k_forged_completion2, "t4a_completion_retain",
+      "t4a_completion_release", "completion");
+}
+
+// Module loads through a null or forged runtime view: INVALID_HANDLE naming
+// the runtime; a held module is neither replaced nor released.
+static void test_module_load(void **) {
+  t4a::RuntimeView none;
+  t4a::Artifact art(t4a_artifact{0x0500000100000055ull});
+  t4a::Module held(t4a_module{k_forged_module});
+  t4a_last_error_clear();
+  assert_int_equal(t4a::Module::load(none, art, held, std::nothrow),
+                   T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_module_load", "runtime", T4A_NULL_ID);
+  assert_int_equal(held.get().id, k_forged_module);
+  const unsigned char image[4] = {1, 2, 3, 4};
+  t4a::RuntimeView forged_rt(t4a_runtime{0x0100000100000055ull});
+  assert_int_equal(
+      t4a::Module::load(forged_rt, image, sizeof image, held, std::nothrow),
+      T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_module_load_data", "runtime",
+                         0x0100000100000055ull);
+  assert_int_equal(held.get().id, k_forged_module);
+  t4a::Module out;
+  assert_int_equal(
+      t4a::Module::load(none, image, sizeof image, out, std::nothrow),
+      T4A_ERROR_INVALID_HANDLE);
+  assert_false(static_cast<bool>(out));
+
+  bool thrown = false;
+  try {
+    t4a::Module m(none, art);
+    fail_msg("%s", "t4a::Module(null view, artifact) did not throw");
+  } catch (const t4a::Error &e) {
+    thrown = true;
+    assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+    assert_int_equal(e.driver_result(), 0);
+    assert_string_equal(e.entry_point().c_str(), "t4a_module_load");
+    assert_non_null(std::strstr(e.what(), "runtime (id 0x0000000000000000)"));
+  }
+  assert_true(thrown);
+  thrown = false;
+  try {
+    t4a::Module m(forged_rt, image, sizeof image);
+  } catch (const t4a::Error &e) {
+    thrown = true;
+    assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+    assert_string_equal(e.entry_point().c_str(), "t4a_module_load_data");
+    assert_non_null(std::strstr(e.what(), "0x0100000100000055"));
+  }
+  assert_true(thrown);
+  held.release();
+  art.release();
+}
+
+// Kernel lookup and queries on forged handles: INVALID_HANDLE, out-params
+// untouched, t4a::Error with the entry point.
+static void test_kernel_queries(void **) {
+  t4a::Module owned(t4a_module{k_forged_module});
+  const t4a::Module &m = owned; // lookups are const
+  t4a::Kernel held(t4a_kernel{k_forged_kernel2});
+  t4a_last_error_clear();
+  assert_int_equal(m.kernel("saxpy", held, std::nothrow),
+                   T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_kernel_get", "module", k_forged_module);
+  assert_int_equal(held.get().id, k_forged_kernel2);
+  bool thrown = false;
+  try {
+    (void)m.kernel("saxpy");
+  } catch (const t4a::Error &e) {
+    thrown = true;
+    assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+    assert_string_equal(e.entry_point().c_str(), "t4a_kernel_get");
+  }
+  assert_true(thrown);
+
+  t4a::Kernel kernel(t4a_kernel{k_forged_kernel});
+  const t4a::Kernel &k = kernel; // queries are const
+  t4a_kernel_info info;
+  std::memset(&info, 0xAB, sizeof info);
+  t4a_kernel_info expected;
+  std::memcpy(&expected, &info, sizeof info);
+  assert_int_equal(k.info(info, std::nothrow), T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_kernel_info_get", "kernel", k_forged_kernel);
+  assert_memory_equal(&info, &expected, sizeof info);
+  uint64_t offset = 11, size = 12;
+  assert_int_equal(k.param(0, offset, size, std::nothrow),
+                   T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_kernel_param", "kernel", k_forged_kernel);
+  assert_int_equal(offset, 11);
+  assert_int_equal(size, 12);
+  int32_t blocks = 13;
+  assert_int_equal(k.occupancy(256, 0, blocks, std::nothrow),
+                   T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_kernel_occupancy", "kernel", k_forged_kernel);
+  assert_int_equal(blocks, 13);
+  int32_t block = 14, grid = 15;
+  assert_int_equal(k.suggest_block_size(0, block, grid, std::nothrow),
+                   T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_kernel_suggest_block_size", "kernel",
+                         k_forged_kernel);
+  assert_int_equal(block, 14);
+  assert_int_equal(grid, 15);
+
+  struct Case {
+    const char *entry;
+    void (*call)(const t4a::Kernel &);
+  };
+  const Case cases[] = {
+      {"t4a_kernel_info_get", [](const t4a::Kernel &x) { (void)x.info(); }},
+      {"t4a_kernel_param", [](const t4a::Kernel &x) { (void)x.param(0); }},
+      {"t4a_kernel_occupancy",
+       [](const t4a::Kernel &x) { (void)x.occupancy(128); }},
+      {"t4a_kernel_suggest_block_size",
+       [](const t4a::Kernel &x) { (void)x.suggest_block_size(); }},
+  };
+  for (const Case &c : cases) {
+    thrown = false;
+    try {
+      c.call(k);
+    } catch (const t4a::Error &e) {
+      thrown = true;
+      assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+      assert_string_equal(e.entry_point().c_str(), c.entry);
+      assert_non_null(std::strstr(e.what(), "kernel (id 0x0700000100000077)"));
+    }
+    if (!thrown) fail_msg("%s on a forged kernel did not throw", c.entry);
+  }
+  held.release();
+  owned.release();
+  kernel.release();
+}
+
+// The t4a_arg helpers and the descriptor t4a::launch() builds.
+static void test_launch_args(void **) {
+  t4a::Buffer b(t4a_buffer{k_forged_buffer});
+  t4a_arg a = t4a::arg_buffer(b, 64);
+  assert_int_equal(a.kind, T4A_ARG_BUFFER);
+  assert_int_equal(a.reserved0, 0);
+  assert_int_equal(a.buffer.id, k_forged_buffer);
+  assert_int_equal(a.offset, 64);
+  assert_null(a.value);
+  assert_int_equal(a.size, 0);
+  assert_int_equal(a.device_pointer, 0);
+  assert_int_equal(t4a::arg_buffer(b).offset, 0);
+
+  const double x = 2.5;
+  t4a_arg s = t4a::arg_scalar(x);
+  assert_int_equal(s.kind, T4A_ARG_SCALAR);
+  assert_ptr_equal(s.value, &x);
+  assert_int_equal(s.size, sizeof(double));
+  assert_int_equal(s.buffer.id, T4A_NULL_ID);
+  struct Pair {
+    int32_t a;
+    float b;
+    uint16_t c;
+  } const pair{1, 2.0f, 3};
+  assert_int_equal(t4a::arg_scalar(pair).size, sizeof(Pair));
+
+  t4a_arg p = t4a::arg_device_pointer(0x7f0000001000ull);
+  assert_int_equal(p.kind, T4A_ARG_DEVICE_POINTER);
+  assert_int_equal(p.device_pointer, 0x7f0000001000ull);
+  assert_null(p.value);
+
+  t4a::Kernel k(t4a_kernel{k_forged_kernel});
+  const t4a_arg args[3] = {a, s, p};
+  t4a_launch_desc d =
+      t4a::detail::launch_desc(k, {8, 4, 2}, 256, 1024, args, 3);
+  assert_int_equal(d.struct_size, sizeof(t4a_launch_desc));
+  assert_int_equal(d.flags, 0);
+  assert_int_equal(d.kernel.id, k_forged_kernel);
+  assert_int_equal(d.grid[0], 8);
+  assert_int_equal(d.grid[1], 4);
+  assert_int_equal(d.grid[2], 2);
+  assert_int_equal(d.block[0], 256);
+  assert_int_equal(d.block[1], 1);
+  assert_int_equal(d.block[2], 1);
+  assert_int_equal(d.dynamic_shared_bytes, 1024);
+  assert_int_equal(d.arg_count, 3);
+  assert_ptr_equal(d.args, args);
+  b.release();
+  k.release();
+}
+
+// Launch through a null runtime view: every form reports INVALID_HANDLE
+// naming the runtime, thrown or returned.
+static void test_launch_null_runtime(void **) {
+  t4a::RuntimeView none;
+  t4a::Buffer b(t4a_buffer{k_forged_buffer});
+  t4a::Kernel k(t4a_kernel{k_forged_kernel});
+  const float alpha = 2.0f;
+  const uint32_t n = 1u << 20;
+  t4a_last_error_clear();
+  assert_int_equal(t4a::launch(none, k, (n + 255) / 256, 256, 0,
+                               {t4a::arg_scalar(n), t4a::arg_scalar(alpha),
+                                t4a::arg_buffer(b), t4a::arg_buffer(b, 4)},
+                               std::nothrow),
+                   T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_launch", "runtime", T4A_NULL_ID);
+  const t4a_arg args[2] = {t4a::arg_device_pointer(0x1000), t4a::arg_scalar(n)};
+  t4a_last_error_clear();
+  assert_int_equal(
+      t4a::launch(none, k, {16, 16}, {8, 8, 4}, 4096, args, 2, std::nothrow),
+      T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_launch", "runtime", T4A_NULL_ID);
+  t4a_last_error_clear();
+  assert_int_equal(t4a::launch(none, k, 1, 1, 0, {}, std::nothrow),
+                   T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_launch", "runtime", T4A_NULL_ID);
+  t4a_launch_desc desc = T4A_LAUNCH_DESC_INIT;
+  desc.kernel = k.get();
+  t4a_last_error_clear();
+  assert_int_equal(t4a::launch(none, desc, std::nothrow),
+                   T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_launch", "runtime", T4A_NULL_ID);
+
+  struct Case {
+    const char *what;
+    void (*call)(t4a::RuntimeView, const t4a::Kernel &, const t4a::Buffer &);
+  };
+  const Case cases[] = {
+      {"initializer list",
+       [](t4a::RuntimeView rt, const t4a::Kernel &kk, const t4a::Buffer &bb) {
+         t4a::launch(rt, kk, 4, 128, 0,
+                     {t4a::arg_buffer(bb), t4a::arg_scalar(1)});
+       }},
+      {"no arguments",
+       [](t4a::RuntimeView rt, const t4a::Kernel &kk, const t4a::Buffer &) {
+         t4a::launch(rt, kk, 1, 1, 0, {});
+       }},
+      {"pointer and count",
+       [](t4a::RuntimeView rt, const t4a::Kernel &kk, const t4a::Buffer &bb) {
+         const t4a_arg one[1] = {t4a::arg_buffer(bb)};
+         t4a::launch(rt, kk, {2, 2}, 32, 0, one, 1);
+       }},
+      {"descriptor",
+       [](t4a::RuntimeView rt, const t4a::Kernel &kk, const t4a::Buffer &) {
+         t4a_launch_desc dd = T4A_LAUNCH_DESC_INIT;
+         dd.kernel = kk.get();
+         t4a::launch(rt, dd);
+       }},
+  };
+  for (const Case &c : cases) {
+    bool thrown = false;
+    try {
+      c.call(none, k, b);
+    } catch (const t4a::Error &e) {
+      thrown = true;
+      assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+      assert_string_equal(e.entry_point().c_str(), "t4a_launch");
+      assert_non_null(std::strstr(e.what(), "runtime (id 0x0000000000000000)"));
+    }
+    if (!thrown) fail_msg("launch (%s) did not throw", c.what);
+  }
+  b.release();
+  k.release();
+}
+
+// Completions: poll and wait on a forged completion, record and runtime wait
+// through a null view.
+static void test_completion(void **) {
+  t4a::Completion c(t4a_completion{k_forged_completion});
+  t4a_last_error_clear();
+  assert_int_equal(c.poll(std::nothrow), T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_completion_poll", "completion",
+                         k_forged_completion);
+  assert_int_equal(c.wait(std::nothrow), T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_completion_wait", "completion",
+                         k_forged_completion);
+  bool thrown = false;
+  try {
+    (void)c.poll();
+  } catch (const t4a::Error &e) {
+    thrown = true;
+    assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+    assert_string_equal(e.entry_point().c_str(), "t4a_completion_poll");
+  }
+  assert_true(thrown);
+  thrown = false;
+  try {
+    c.wait();
+  } catch (const t4a::Error &e) {
+    thrown = true;
+    assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+    assert_string_equal(e.entry_point().c_str(), "t4a_completion_wait");
+  }
+  assert_true(thrown);
+
+  t4a::RuntimeView none;
+  t4a::Completion held(t4a_completion{k_forged_completion2});
+  t4a_last_error_clear();
+  assert_int_equal(t4a::record(none, held, std::nothrow),
+                   T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_runtime_record", "runtime", T4A_NULL_ID);
+  assert_int_equal(held.get().id, k_forged_completion2); // untouched
+  assert_int_equal(t4a::wait(none, c, std::nothrow), T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_runtime_wait", "runtime", T4A_NULL_ID);
+  thrown = false;
+  try {
+    (void)t4a::record(none);
+  } catch (const t4a::Error &e) {
+    thrown = true;
+    assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+    assert_string_equal(e.entry_point().c_str(), "t4a_runtime_record");
+    assert_non_null(std::strstr(e.what(), "runtime (id 0x0000000000000000)"));
+  }
+  assert_true(thrown);
+  thrown = false;
+  try {
+    t4a::wait(none, c);
+  } catch (const t4a::Error &e) {
+    thrown = true;
+    assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+    assert_string_equal(e.entry_point().c_str(), "t4a_runtime_wait");
+  }
+  assert_true(thrown);
+  held.release();
+  c.release();
+}
+
+// The -fno-exceptions translation unit uses the nothrow launch API; the
+// wrappers it is handed stay as they were.
+static void test_launch_without_exceptions(void **) {
+  t4a::Module m(t4a_module{k_forged_module});
+  t4a::Kernel k(t4a_kernel{k_forged_kernel});
+  t4a::Completion c(t4a_completion{k_forged_completion});
+  assert_int_equal(facade_noexcept_launch(m, k, c, k_forged_module2,
+                                          k_forged_kernel2,
+                                          k_forged_completion2),
+                   T4A_ERROR_INVALID_HANDLE);
+  expect_last_bad_handle("t4a_runtime_record", "runtime", T4A_NULL_ID);
+  assert_int_equal(m.get().id, k_forged_module);
+  assert_int_equal(k.get().id, k_forged_kernel);
+  assert_int_equal(c.get().id, k_forged_completion);
+  m.release();
+  k.release();
+  c.release();
+}
+
 static void test_log_and_process_stats(void **) {
   // Process counters need no driver; a fresh process has leaked nothing.
   t4a_process_stats st = t4a::process_stats();
@@ -583,6 +1057,13 @@ int main() {
       cmocka_unit_test(test_host_buffer),
       cmocka_unit_test(test_download),
       cmocka_unit_test(test_buffers_without_exceptions),
+      cmocka_unit_test(test_module_kernel_completion_ownership),
+      cmocka_unit_test(test_module_load),
+      cmocka_unit_test(test_kernel_queries),
+      cmocka_unit_test(test_launch_args),
+      cmocka_unit_test(test_launch_null_runtime),
+      cmocka_unit_test(test_completion),
+      cmocka_unit_test(test_launch_without_exceptions),
       cmocka_unit_test(test_log_and_process_stats),
       cmocka_unit_test(test_compile),
       cmocka_unit_test(test_versions),

@@ -59,3 +59,58 @@ t4a_status facade_noexcept_compile(t4a::Artifact &out, std::string &log) {
   log = t4a::last_compile_log();
   return s;
 }
+
+// Modules, kernels, launches and completions without exceptions, on forged
+// handles and a null runtime view. The wrappers passed in must come back
+// untouched (every call fails). Returns the final t4a::record status (the
+// last call made), or T4A_ERROR_INTERNAL if an earlier step gave something
+// other than expected.
+t4a_status facade_noexcept_launch(t4a::Module &module, t4a::Kernel &kernel,
+                                  t4a::Completion &completion,
+                                  uint64_t forged_module,
+                                  uint64_t forged_kernel,
+                                  uint64_t forged_completion) {
+  t4a::RuntimeView none;
+  const unsigned char image[2] = {'/', '/'};
+  if (t4a::Module::load(none, image, sizeof image, module, std::nothrow) !=
+          T4A_ERROR_INVALID_HANDLE ||
+      t4a::Module::load(none, t4a::Artifact(), module, std::nothrow) !=
+          T4A_ERROR_INVALID_HANDLE)
+    return T4A_ERROR_INTERNAL;
+  {
+    t4a::Module m(t4a_module{forged_module});
+    t4a::Module copy = m; // retain of a forged id fails: the copy is null
+    if (copy || m.get().id != forged_module) return T4A_ERROR_INTERNAL;
+    if (m.kernel("k", kernel, std::nothrow) != T4A_ERROR_INVALID_HANDLE)
+      return T4A_ERROR_INTERNAL;
+  } // m releases (fails silently)
+  {
+    const t4a::Kernel k(t4a_kernel{forged_kernel});
+    t4a_kernel_info info;
+    info.registers = 99;
+    int32_t blocks = 7, block = 8, grid = 9;
+    uint64_t offset = 10, size = 11;
+    if (k.info(info, std::nothrow) != T4A_ERROR_INVALID_HANDLE ||
+        k.param(0, offset, size, std::nothrow) != T4A_ERROR_INVALID_HANDLE ||
+        k.occupancy(128, 0, blocks, std::nothrow) != T4A_ERROR_INVALID_HANDLE ||
+        k.suggest_block_size(0, block, grid, std::nothrow) !=
+            T4A_ERROR_INVALID_HANDLE)
+      return T4A_ERROR_INTERNAL;
+    if (info.registers != 99 || blocks != 7 || block != 8 || grid != 9 ||
+        offset != 10 || size != 11)
+      return T4A_ERROR_INTERNAL;
+    const int32_t n = 4;
+    if (t4a::launch(none, k, 1, {32, 4}, 0,
+                    {t4a::arg_scalar(n), t4a::arg_device_pointer(0x1000)},
+                    std::nothrow) != T4A_ERROR_INVALID_HANDLE)
+      return T4A_ERROR_INTERNAL;
+  }
+  {
+    t4a::Completion c(t4a_completion{forged_completion});
+    if (c.poll(std::nothrow) != T4A_ERROR_INVALID_HANDLE ||
+        c.wait(std::nothrow) != T4A_ERROR_INVALID_HANDLE ||
+        t4a::wait(none, c, std::nothrow) != T4A_ERROR_INVALID_HANDLE)
+      return T4A_ERROR_INTERNAL;
+  }
+  return t4a::record(none, completion, std::nothrow);
+}

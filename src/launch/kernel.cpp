@@ -1,0 +1,170 @@
+#include "launch/kernel.hpp"
+
+#include <cstring>
+
+#include "core/context_scope.hpp"
+#include "core/device.hpp"
+#include "core/error.hpp"
+#include "core/struct_io.hpp"
+
+namespace t4a::launch {
+
+using core::Ref;
+using namespace t4a::driver;
+
+Kernel::Kernel(Ref<Module> m)
+    : Object(core::Kind::Kernel), module_(std::move(m)) {}
+
+t4a_status Kernel::get(Ref<Module> module, const char *name, Ref<Kernel> *out) {
+  core::Runtime &rt = module->runtime();
+  if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
+  core::ContextScope scope;
+  if (t4a_status s = scope.enter(rt.context(), "looking up a kernel");
+      s != T4A_SUCCESS)
+    return s;
+  Ref<Kernel> k = Ref<Kernel>::adopt(new Kernel(module));
+  k->name_ = name;
+  if (auto r = cu::module_get_function(&k->fn_, module->handle(), name); !r) {
+    if (r.code == CUDA_ERROR_NOT_FOUND)
+      return core::fail(T4A_ERROR_UNKNOWN_ENTRY_POINT,
+                        "the module has no kernel named '%s' (a C++ kernel "
+                        "needs its lowered name or extern \"C\")",
+                        name);
+    return rt.fail_op(r, "looking up a kernel (cuModuleGetFunction)");
+  }
+  struct {
+    CUfunction_attribute a;
+    int32_t *v;
+  } attrs[] = {
+      {CU_FUNC_ATTRIBUTE_NUM_REGS, &k->registers_},
+      {CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, &k->local_},
+      {CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, &k->const_},
+      {CU_FUNC_ATTRIBUTE_PTX_VERSION, &k->ptx_},
+      {CU_FUNC_ATTRIBUTE_BINARY_VERSION, &k->binary_},
+  };
+  for (auto &at : attrs)
+    if (auto r = cu::func_get_attribute(at.v, at.a, k->fn_); !r)
+      return rt.fail_op(r, "reading a kernel attribute");
+  int v = 0;
+  if (auto r = cu::func_get_attribute(
+          &v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn_);
+      !r)
+    return rt.fail_op(r, "reading a kernel attribute");
+  k->sig_.max_threads_per_block = static_cast<uint32_t>(v);
+  if (auto r = cu::func_get_attribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                      k->fn_);
+      !r)
+    return rt.fail_op(r, "reading a kernel attribute");
+  k->sig_.static_shared_bytes = static_cast<uint32_t>(v);
+  if (auto r = cu::func_get_attribute(
+          &v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k->fn_);
+      !r)
+    return rt.fail_op(r, "reading a kernel attribute");
+  k->dynamic_shared_.store(static_cast<uint32_t>(v));
+  if (has(Entry::cuFuncGetParamInfo)) {
+    // Parameters are reported one index at a time until INVALID_VALUE.
+    for (size_t i = 0; i < T4A_MAX_PARAM_BYTES; ++i) {
+      size_t off = 0, size = 0;
+      DrvResult r = cu::func_get_param_info(k->fn_, i, &off, &size);
+      if (r.code == CUDA_ERROR_INVALID_VALUE) break;
+      if (!r) return rt.fail_op(r, "reading a kernel's parameters");
+      k->offsets_.push_back(static_cast<uint32_t>(off));
+      k->sizes_.push_back(static_cast<uint32_t>(size));
+    }
+    k->sig_.params_known = true;
+    k->sig_.param_count = static_cast<uint32_t>(k->sizes_.size());
+    k->sig_.param_offsets = k->offsets_.data();
+    k->sig_.param_sizes = k->sizes_.data();
+  }
+  CUdevice dev = 0;
+  if (t4a_status s = core::device_get(rt.ordinal(), "device", &dev);
+      s != T4A_SUCCESS)
+    return s;
+  struct {
+    CUdevice_attribute a;
+    uint32_t *v;
+  } lims[] = {
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, &k->limits_.max_grid[0]},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, &k->limits_.max_grid[1]},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, &k->limits_.max_grid[2]},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, &k->limits_.max_block[0]},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, &k->limits_.max_block[1]},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, &k->limits_.max_block[2]},
+      {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+       &k->limits_.max_threads_per_block},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+       &k->limits_.max_shared_default},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+       &k->limits_.max_shared_optin},
+  };
+  for (auto &l : lims) {
+    int x = 0;
+    if (auto r = cu::device_get_attribute(&x, l.a, dev); !r)
+      return rt.fail_op(r, "reading the device's launch limits");
+    *l.v = x < 0 ? 0u : static_cast<uint32_t>(x);
+  }
+  // A device that reports no opt-in maximum allows the default.
+  if (k->limits_.max_shared_optin < k->limits_.max_shared_default)
+    k->limits_.max_shared_optin = k->limits_.max_shared_default;
+  *out = std::move(k);
+  return T4A_SUCCESS;
+}
+
+void Kernel::info(t4a_kernel_info *out) const {
+  t4a_kernel_info i;
+  std::memset(&i, 0, sizeof i);
+  i.struct_size = sizeof i;
+  if (sig_.params_known) {
+    i.param_count = static_cast<int32_t>(sig_.param_count);
+    for (size_t p = 0; p < sizes_.size(); ++p)
+      if (uint64_t end = uint64_t(offsets_[p]) + sizes_[p]; end > i.param_bytes)
+        i.param_bytes = end;
+  } else {
+    i.param_count = T4A_PARAMS_UNKNOWN;
+  }
+  i.registers = registers_;
+  i.max_threads_per_block = static_cast<int32_t>(sig_.max_threads_per_block);
+  i.static_shared_bytes = static_cast<int32_t>(sig_.static_shared_bytes);
+  i.local_bytes = local_;
+  i.const_bytes = const_;
+  i.ptx_version = ptx_;
+  i.binary_version = binary_;
+  i.max_dynamic_shared_bytes =
+      static_cast<int32_t>(dynamic_shared_.load(std::memory_order_relaxed));
+  core::write_struct(out, i);
+}
+
+bool Kernel::param(uint32_t index, uint64_t *offset, uint64_t *size) const {
+  if (index >= sizes_.size()) return false;
+  if (offset != nullptr) *offset = offsets_[index];
+  if (size != nullptr) *size = sizes_[index];
+  return true;
+}
+
+t4a_status Kernel::ensure_dynamic_shared(uint32_t bytes) {
+  if (dynamic_shared_.load(std::memory_order_relaxed) >= bytes)
+    return T4A_SUCCESS;
+  core::Runtime &rt = module_->runtime();
+  int now = 0;
+  if (auto r = cu::func_get_attribute(
+          &now, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, fn_);
+      !r)
+    return rt.fail_op(r, "reading the kernel's dynamic shared memory limit");
+  if (static_cast<uint32_t>(now) < bytes) {
+    if (auto r = cu::func_set_attribute(
+            fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            static_cast<int>(bytes));
+        !r)
+      return rt.fail_op(r, "raising the kernel's dynamic shared memory limit "
+                           "(cuFuncSetAttribute)");
+    now = static_cast<int>(bytes);
+  }
+  uint32_t seen = dynamic_shared_.load(std::memory_order_relaxed);
+  while (seen < static_cast<uint32_t>(now) &&
+         !dynamic_shared_.compare_exchange_weak(seen,
+                                                static_cast<uint32_t>(now))) {
+  }
+  return T4A_SUCCESS;
+}
+
+} // namespace t4a::launch

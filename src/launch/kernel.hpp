@@ -1,0 +1,48 @@
+// Kernels (R-MOD-2/3): an entry point of a module, with what the driver
+// reports about it (attributes, parameter layout where cuFuncGetParamInfo
+// exists) and its device's launch limits, all read once at lookup so that
+// the launch path makes no query. A kernel keeps its module alive.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "launch/launch_validation.hpp"
+#include "launch/module.hpp"
+
+namespace t4a::launch {
+
+class Kernel final : public core::Object {
+public:
+  // UNKNOWN_ENTRY_POINT (naming `name`) when the module has no such entry.
+  static t4a_status get(core::Ref<Module> module, const char *name,
+                        core::Ref<Kernel> *out);
+
+  Module &module() const { return *module_; }
+  CUfunction function() const { return fn_; }
+  const std::string &name() const { return name_; }
+  const KernelSignature &signature() const { return sig_; }
+  const DeviceLimits &limits() const { return limits_; }
+  void info(t4a_kernel_info *out) const;
+  bool param(uint32_t index, uint64_t *offset, uint64_t *size) const;
+
+  // Raises the kernel's dynamic-shared limit to `bytes` if it is lower
+  // (never lowers it: another kernel object of the same function may rely
+  // on a higher one). Under admission, context current.
+  t4a_status ensure_dynamic_shared(uint32_t bytes);
+
+private:
+  explicit Kernel(core::Ref<Module> m);
+  core::Ref<Module> module_;
+  CUfunction fn_ = nullptr;
+  std::string name_;
+  std::vector<uint32_t> offsets_, sizes_;
+  KernelSignature sig_;
+  DeviceLimits limits_;
+  int32_t registers_ = 0, local_ = 0, const_ = 0, ptx_ = 0, binary_ = 0;
+  // A lower bound of the function's dynamic-shared limit.
+  std::atomic<uint32_t> dynamic_shared_{0};
+};
+
+} // namespace t4a::launch

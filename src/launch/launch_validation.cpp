@@ -1,0 +1,184 @@
+#include "launch/launch_validation.hpp"
+
+#include <cstdarg>
+#include <cstdio>
+
+namespace t4a::launch {
+
+namespace {
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+void reject(Verdict *v, t4a_status s, const char *fmt, ...) {
+  v->status = s;
+  v->raise_shared = false;
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(v->message, sizeof v->message, fmt, ap);
+  va_end(ap);
+}
+
+const char *const k_axis[3] = {"x", "y", "z"};
+
+// Natural alignment of a parameter of `size` bytes when the driver does
+// not report offsets: the largest power of two dividing it, at most 8.
+uint64_t align_of(uint64_t size) {
+  uint64_t a = 1;
+  while (a < 8 && size % (a * 2) == 0) a *= 2;
+  return a;
+}
+
+// Size one argument occupies in the parameter block (0 for an invalid
+// kind: rejected before this is used).
+uint64_t arg_size(const t4a_arg &a) {
+  switch (a.kind) {
+  case T4A_ARG_BUFFER:
+  case T4A_ARG_DEVICE_POINTER: return sizeof(uint64_t);
+  case T4A_ARG_SCALAR: return a.size;
+  default: return 0;
+  }
+}
+
+} // namespace
+
+void validate(const t4a_launch_desc &d, bool kernel_same_runtime,
+              const ArgFacts *facts, const KernelSignature &k,
+              const DeviceLimits &lim, Verdict *v) {
+  *v = Verdict{};
+  if (d.flags != 0)
+    return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                  "desc->flags is 0x%x; no launch flags are defined", d.flags);
+  if (!kernel_same_runtime)
+    return reject(v, T4A_ERROR_WRONG_RUNTIME,
+                  "desc->kernel belongs to a module of another runtime");
+  for (int i = 0; i < 3; ++i) {
+    if (d.grid[i] == 0)
+      return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                    "desc->grid[%d] (%s) is 0; every dimension must be at "
+                    "least 1 (grid %u x %u x %u)",
+                    i, k_axis[i], d.grid[0], d.grid[1], d.grid[2]);
+    if (d.block[i] == 0)
+      return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                    "desc->block[%d] (%s) is 0; every dimension must be at "
+                    "least 1 (block %u x %u x %u)",
+                    i, k_axis[i], d.block[0], d.block[1], d.block[2]);
+  }
+  for (int i = 0; i < 3; ++i)
+    if (d.block[i] > lim.max_block[i])
+      return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                    "desc->block[%d] (%s) is %u; the device allows at most "
+                    "%u",
+                    i, k_axis[i], d.block[i], lim.max_block[i]);
+  uint64_t threads =
+      uint64_t(d.block[0]) * uint64_t(d.block[1]) * uint64_t(d.block[2]);
+  if (threads > k.max_threads_per_block)
+    return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                  "desc->block is %u x %u x %u = %llu threads; this kernel "
+                  "allows at most %u per block",
+                  d.block[0], d.block[1], d.block[2],
+                  static_cast<unsigned long long>(threads),
+                  k.max_threads_per_block);
+  if (threads > lim.max_threads_per_block)
+    return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                  "desc->block is %u x %u x %u = %llu threads; the device "
+                  "allows at most %u per block",
+                  d.block[0], d.block[1], d.block[2],
+                  static_cast<unsigned long long>(threads),
+                  lim.max_threads_per_block);
+  for (int i = 0; i < 3; ++i)
+    if (d.grid[i] > lim.max_grid[i])
+      return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                    "desc->grid[%d] (%s) is %u; the device allows at most %u",
+                    i, k_axis[i], d.grid[i], lim.max_grid[i]);
+  uint64_t shared = uint64_t(d.dynamic_shared_bytes) + k.static_shared_bytes;
+  if (shared > lim.max_shared_optin)
+    return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                  "desc->dynamic_shared_bytes is %u (plus %u static bytes "
+                  "of the kernel = %llu); the device allows at most %u "
+                  "bytes of shared memory per block",
+                  d.dynamic_shared_bytes, k.static_shared_bytes,
+                  static_cast<unsigned long long>(shared),
+                  lim.max_shared_optin);
+  if (d.arg_count > 0 && d.args == nullptr)
+    return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                  "desc->args is NULL but desc->arg_count is %u", d.arg_count);
+  if (d.arg_count > T4A_MAX_PARAM_BYTES)
+    return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                  "desc->arg_count is %u; a launch passes at most %u "
+                  "parameter bytes",
+                  d.arg_count, T4A_MAX_PARAM_BYTES);
+  if (k.params_known && d.arg_count != k.param_count)
+    return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                  "desc->arg_count is %u; the kernel takes %u parameters",
+                  d.arg_count, k.param_count);
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < d.arg_count; ++i) {
+    const t4a_arg &a = d.args[i];
+    switch (a.kind) {
+    case T4A_ARG_BUFFER: {
+      const ArgFacts &f = facts[i];
+      if (!f.same_runtime)
+        return reject(v, T4A_ERROR_WRONG_RUNTIME,
+                      "desc->args[%u].buffer belongs to another runtime", i);
+      if (f.buffer_bytes == 0)
+        return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                      "desc->args[%u].buffer is an empty (0-byte) buffer, "
+                      "which has no device memory to pass",
+                      i);
+      if (a.offset >= f.buffer_bytes)
+        return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                      "desc->args[%u].offset is %llu; the buffer has %llu "
+                      "bytes",
+                      i, static_cast<unsigned long long>(a.offset),
+                      static_cast<unsigned long long>(f.buffer_bytes));
+      break;
+    }
+    case T4A_ARG_SCALAR:
+      if (a.value == nullptr || a.size == 0)
+        return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                      "desc->args[%u] is a scalar with value %s and size "
+                      "%llu; both must be set",
+                      i, a.value == nullptr ? "NULL" : "set",
+                      static_cast<unsigned long long>(a.size));
+      if (a.size > T4A_MAX_PARAM_BYTES)
+        return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                      "desc->args[%u].size is %llu; parameters may total at "
+                      "most %u bytes",
+                      i, static_cast<unsigned long long>(a.size),
+                      T4A_MAX_PARAM_BYTES);
+      break;
+    case T4A_ARG_DEVICE_POINTER: break;
+    default:
+      return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                    "desc->args[%u].kind is %u; it must be T4A_ARG_BUFFER "
+                    "(1), T4A_ARG_SCALAR (2) or T4A_ARG_DEVICE_POINTER (3)",
+                    i, a.kind);
+    }
+    uint64_t size = arg_size(a);
+    if (k.params_known) {
+      if (size != k.param_sizes[i])
+        return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                      "desc->args[%u] has %llu bytes; the kernel's parameter "
+                      "%u has %u bytes (a scalar of the wrong size is never "
+                      "passed)",
+                      i, static_cast<unsigned long long>(size), i,
+                      k.param_sizes[i]);
+      uint64_t end = uint64_t(k.param_offsets[i]) + k.param_sizes[i];
+      if (end > bytes) bytes = end;
+    } else {
+      uint64_t al = align_of(size);
+      bytes = (bytes + al - 1) / al * al + size;
+    }
+    if (bytes > T4A_MAX_PARAM_BYTES)
+      return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                    "desc->args[0..%u] need %llu parameter bytes; a launch "
+                    "may pass at most %u",
+                    i, static_cast<unsigned long long>(bytes),
+                    T4A_MAX_PARAM_BYTES);
+  }
+  v->param_bytes = bytes;
+  v->raise_shared = shared > lim.max_shared_default;
+}
+
+} // namespace t4a::launch

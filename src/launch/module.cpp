@@ -1,0 +1,115 @@
+#include "launch/module.hpp"
+
+#include <cstring>
+
+#include "core/context_scope.hpp"
+#include "core/log.hpp"
+#include "driver/result_class.hpp"
+
+namespace t4a::launch {
+
+using core::Ref;
+using namespace t4a::driver;
+
+Module::Module(Ref<core::Runtime> rt)
+    : Object(core::Kind::Module), rt_(std::move(rt)) {}
+
+t4a_status Module::load(Ref<core::Runtime> rt, const std::string &image,
+                        const compile::Digest &key, Ref<Module> *out) {
+  Ref<Module> m = Ref<Module>::adopt(new Module(rt));
+  // std::string keeps a NUL after its bytes: PTX text is terminated.
+  if (auto r = cu::module_load_data(&m->mod_, image.c_str()); !r) {
+    m->mod_ = nullptr;
+    return rt->fail_op(r, "loading a module (cuModuleLoadData)");
+  }
+  m->bytes_ = image.size();
+  m->key_ = key;
+  rt->counters().module_loads.add();
+  *out = std::move(m);
+  return T4A_SUCCESS;
+}
+
+Module::~Module() {
+  if (mod_ == nullptr) return;
+  core::Runtime &rt = *rt_;
+  if (rt.completion_unprovable()) {
+    // The device may still run a kernel of this module (R-RT-5).
+    rt.counters().leaked_modules.add();
+    core::logf(T4A_LOG_WARN,
+               "a module of device %d is leaked: completion of the work "
+               "that used it is not proven",
+               rt.ordinal());
+    return;
+  }
+  core::ContextScope scope;
+  if (scope.enter(rt.context(), "unloading a module", false) != T4A_SUCCESS) {
+    rt.counters().leaked_modules.add();
+    return;
+  }
+  if (DrvResult r = cu::module_unload(mod_); !r) {
+    rt.counters().leaked_modules.add();
+    if (!is_driver_gone(r.code)) (void)rt.note_failure(r, "unloading a module");
+    return;
+  }
+  rt.counters().module_unloads.add();
+}
+
+size_t ModuleCache::KeyHash::operator()(const compile::Digest &d) const {
+  size_t h;
+  std::memcpy(&h, d.data(), sizeof h); // a SHA-256 prefix is a good hash
+  return h;
+}
+
+ModuleCache &ModuleCache::of(core::Runtime &rt) {
+  auto *c = static_cast<ModuleCache *>(rt.part(core::Runtime::Part::Modules));
+  if (c == nullptr) {
+    auto made = std::make_unique<ModuleCache>(rt.options().module_cache_entries,
+                                              rt.options().module_cache_bytes);
+    c = made.get();
+    rt.set_part(core::Runtime::Part::Modules, std::move(made));
+  }
+  return *c;
+}
+
+Ref<Module> ModuleCache::find(const compile::Digest &key) {
+  auto it = index_.find(key);
+  if (it == index_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return *it->second;
+}
+
+void ModuleCache::insert(Ref<Module> m, std::vector<Ref<Module>> *evicted) {
+  // Reserve first: nothing below may fail once the module is listed.
+  evicted->reserve(lru_.size() + 1);
+  index_.reserve(index_.size() + 1);
+  const compile::Digest key = m->key();
+  bytes_ += m->bytes();
+  lru_.push_front(std::move(m));
+  index_[key] = lru_.begin();
+  while (lru_.size() > 1 &&
+         (lru_.size() > max_entries_ || bytes_ > max_bytes_)) {
+    Ref<Module> victim = std::move(lru_.back());
+    lru_.pop_back();
+    index_.erase(victim->key());
+    bytes_ -= victim->bytes();
+    victim->runtime().counters().module_evictions.add();
+    evicted->push_back(std::move(victim));
+  }
+}
+
+void ModuleCache::on_destroy() {
+  index_.clear();
+  lru_.clear(); // modules not kept elsewhere are unloaded here
+  bytes_ = 0;
+}
+
+void ModuleCache::teardown(bool completion_proven) {
+  // Reached only when no cached module is left (each holds the runtime),
+  // or at unproven teardown, where the modules are leaked with it.
+  if (!completion_proven)
+    for (auto &m : lru_) (void)m.detach();
+  lru_.clear();
+  index_.clear();
+}
+
+} // namespace t4a::launch

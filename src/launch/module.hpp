@@ -1,0 +1,77 @@
+// Modules (R-MOD-1): a CUmodule loaded in one runtime's context, and the
+// runtime's module cache. A module holds a reference to its runtime; it is
+// kept alive by handles, kernels, the cache and the runtime's open
+// completion epoch (one keepalive per launch, deduplicated), and is
+// unloaded (cuModuleUnload, with the runtime's context current) when the
+// last of those goes — so only after every launch that used it has
+// completed. When completion can no longer be proven it is leaked and
+// counted instead.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <list>
+#include <string>
+#include <unordered_map>
+
+#include "compile/sha256.hpp"
+#include "core/component.hpp"
+#include "core/object.hpp"
+#include "core/runtime.hpp"
+
+namespace t4a::launch {
+
+class Module final : public core::Object {
+public:
+  // Loads `image` (under admission, with the runtime's context current).
+  static t4a_status load(core::Ref<core::Runtime> rt, const std::string &image,
+                         const compile::Digest &key, core::Ref<Module> *out);
+  ~Module() override;
+
+  core::Runtime &runtime() const { return *rt_; }
+  CUmodule handle() const { return mod_; }
+  uint64_t bytes() const { return bytes_; }
+  const compile::Digest &key() const { return key_; }
+
+private:
+  explicit Module(core::Ref<core::Runtime> rt);
+  core::Ref<core::Runtime> rt_;
+  CUmodule mod_ = nullptr;
+  uint64_t bytes_ = 0;
+  compile::Digest key_{};
+};
+
+// The per-runtime module cache: identity key -> module, strong references,
+// bounded by entries and image bytes, least recently used evicted first.
+// Every method runs under the runtime's admission lock.
+class ModuleCache final : public core::RuntimeComponent {
+public:
+  ModuleCache(uint64_t max_entries, uint64_t max_bytes)
+      : max_entries_(max_entries), max_bytes_(max_bytes) {}
+  // The cache of `rt`, created on first use (under admission).
+  static ModuleCache &of(core::Runtime &rt);
+
+  // The cached module for `key` (made most recently used), or null.
+  core::Ref<Module> find(const compile::Digest &key);
+  // Adds `m`, then evicts least recently used modules beyond the bounds
+  // (never `m` itself). Evicted modules are moved to `evicted` so that the
+  // caller can seal the open epoch before dropping them.
+  void insert(core::Ref<Module> m, std::vector<core::Ref<Module>> *evicted);
+
+  void teardown(bool completion_proven) override;
+  void on_destroy() override;
+
+private:
+  struct KeyHash {
+    size_t operator()(const compile::Digest &d) const;
+  };
+  using Lru = std::list<core::Ref<Module>>; // front: most recently used
+  uint64_t max_entries_;
+  uint64_t max_bytes_;
+  uint64_t bytes_ = 0;
+  Lru lru_;
+  std::unordered_map<compile::Digest, Lru::iterator, KeyHash> index_;
+};
+
+} // namespace t4a::launch

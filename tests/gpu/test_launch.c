@@ -1,0 +1,537 @@
+/*
+ * GPU lane (label gpu): modules, kernels, checked launches and completions
+ * (R-MOD, R-LAUNCH) on a real device. Skipped (exit 77) without a GPU
+ * unless T4A_REQUIRE_GPU is set. Kernels are compiled with t4a_compile:
+ * CUBIN for the runtime's device (request->runtime) and PTX.
+ * SPDX-License-Identifier: MIT OR Apache-2.0
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gpu_support.h"
+#include "t4acuda.h"
+#include "t4acuda_testing.h"
+#include "test_assert.h"
+
+static const char *const k_src =
+    "extern \"C\" __global__ void saxpy(float a, const float *x, float *y,\n"
+    "                                   unsigned n) {\n"
+    "  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n) y[i] = a * x[i] + y[i];\n"
+    "}\n"
+    "extern \"C\" __global__ void scale(float *y, float a, unsigned n) {\n"
+    "  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n) y[i] *= a;\n"
+    "}\n"
+    "extern \"C\" __global__ void add_one(unsigned *p) { atomicAdd(p, 1u); }\n";
+
+static const char *const k_spin_src =
+    "extern \"C\" __global__ void spin_write(unsigned long long cycles,\n"
+    "                                       unsigned *out, unsigned v) {\n"
+    "  long long t0 = clock64();\n"
+    "  while ((unsigned long long)(clock64() - t0) < cycles) {}\n"
+    "  *out = v;\n"
+    "}\n"
+    "extern \"C\" __global__ void copy_u32(const unsigned *src,\n"
+    "                                     unsigned *dst) { *dst = *src; }\n";
+
+static const char *const k_other_src =
+    "extern \"C\" __global__ void nothing(void) {}\n";
+
+/* On the fake driver kernels do nothing: their results are not checked. */
+static int g_fake = 0;
+
+static t4a_runtime make_runtime(uint32_t module_cache_entries) {
+  t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
+  if (module_cache_entries != 0) o.module_cache_entries = module_cache_entries;
+  t4a_runtime rt = {0};
+  ASSERT_OK(t4a_runtime_create(&o, &rt));
+  return rt;
+}
+
+static t4a_artifact compile(t4a_runtime rt, const char *src, uint32_t output) {
+  t4a_compile_request r = T4A_COMPILE_REQUEST_INIT;
+  r.source = src;
+  r.output = output;
+  r.runtime = rt;
+  r.flags = T4A_COMPILE_NO_DISK_CACHE;
+  t4a_artifact a = {0};
+  ASSERT_OK(t4a_compile(&r, &a));
+  return a;
+}
+
+static t4a_kernel kernel_of(t4a_runtime rt, const char *src, uint32_t output,
+                            const char *name, t4a_module *module_out) {
+  t4a_artifact a = compile(rt, src, output);
+  t4a_module m = {0};
+  ASSERT_OK(t4a_module_load(rt, a, &m));
+  ASSERT_OK(t4a_artifact_release(a));
+  t4a_kernel k = {0};
+  ASSERT_OK(t4a_kernel_get(m, name, &k));
+  if (module_out != NULL)
+    *module_out = m;
+  else
+    ASSERT_OK(t4a_module_release(m));
+  return k;
+}
+
+static t4a_runtime_stats stats_of(t4a_runtime rt) {
+  t4a_runtime_stats s = T4A_RUNTIME_STATS_INIT;
+  ASSERT_OK(t4a_runtime_stats_get(rt, &s));
+  return s;
+}
+
+static t4a_arg buf_arg(t4a_buffer b) {
+  t4a_arg a = T4A_ARG_INIT;
+  a.kind = T4A_ARG_BUFFER;
+  a.buffer = b;
+  return a;
+}
+
+static t4a_arg scalar_arg(const void *p, uint64_t size) {
+  t4a_arg a = T4A_ARG_INIT;
+  a.kind = T4A_ARG_SCALAR;
+  a.value = p;
+  a.size = size;
+  return a;
+}
+
+static t4a_launch_desc desc_1d(t4a_kernel k, uint32_t n, uint32_t block,
+                               const t4a_arg *args, uint32_t count) {
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.kernel = k;
+  d.grid[0] = (n + block - 1) / block;
+  d.block[0] = block;
+  d.args = args;
+  d.arg_count = count;
+  return d;
+}
+
+static uint64_t cycles_for_ms(int ms) {
+  t4a_device_info info = T4A_DEVICE_INFO_INIT;
+  ASSERT_OK(t4a_device_info_get(0, &info));
+  return (uint64_t)info.clock_rate_khz * (uint64_t)ms;
+}
+
+/* saxpy over 2^24 floats (CUBIN and PTX) against the CPU. */
+static void run_saxpy(uint32_t output) {
+  const uint32_t n = 1u << 24;
+  const float alpha = 2.5f;
+  t4a_runtime rt = make_runtime(0);
+  t4a_kernel k = kernel_of(rt, k_src, output, "saxpy", NULL);
+  t4a_kernel_info info = T4A_KERNEL_INFO_INIT;
+  ASSERT_OK(t4a_kernel_info_get(k, &info));
+  if (info.param_count != T4A_PARAMS_UNKNOWN) {
+    assert_int_equal(info.param_count, 4);
+    uint64_t off = 0, size = 0;
+    ASSERT_OK(t4a_kernel_param(k, 0, &off, &size));
+    assert_int_equal(size, 4);
+    ASSERT_OK(t4a_kernel_param(k, 1, &off, &size));
+    assert_int_equal(size, 8);
+  }
+  assert_true(info.max_threads_per_block >= 256);
+  int32_t blocks = 0, suggested = 0;
+  ASSERT_OK(t4a_kernel_occupancy(k, 256, 0, &blocks));
+  assert_true(blocks >= 1);
+  ASSERT_OK(t4a_kernel_suggest_block_size(k, 0, &suggested, NULL));
+  assert_true(suggested >= 32 && suggested <= info.max_threads_per_block);
+  float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4),
+        *out = malloc((size_t)n * 4);
+  assert_non_null(x);
+  assert_non_null(y);
+  assert_non_null(out);
+  for (uint32_t i = 0; i < n; ++i) {
+    x[i] = (float)(i % 1000) * 0.25f;
+    y[i] = (float)(i % 77) - 30.0f;
+  }
+  t4a_buffer bx, by;
+  ASSERT_OK(t4a_buffer_alloc(rt, (uint64_t)n * 4, 0, &bx));
+  ASSERT_OK(t4a_buffer_alloc(rt, (uint64_t)n * 4, 0, &by));
+  ASSERT_OK(t4a_buffer_upload(rt, bx, 0, x, (uint64_t)n * 4));
+  ASSERT_OK(t4a_buffer_upload(rt, by, 0, y, (uint64_t)n * 4));
+  t4a_arg args[4] = {scalar_arg(&alpha, 4), buf_arg(bx), buf_arg(by),
+                     scalar_arg(&n, 4)};
+  t4a_launch_desc d = desc_1d(k, n, 256, args, 4);
+  ASSERT_OK(t4a_launch(rt, &d));
+  ASSERT_OK(t4a_buffer_download_sync(rt, by, 0, out, (uint64_t)n * 4));
+  for (uint32_t i = 0; i < n; ++i) {
+    float want = alpha * x[i] + y[i];
+    if (out[i] != want)
+      fail_msg("saxpy[%u] = %g, expected %g", i, (double)out[i], (double)want);
+  }
+  t4a_runtime_stats s = stats_of(rt);
+  assert_int_equal(s.launches, 1);
+  assert_int_equal(s.module_loads, 1);
+  free(x);
+  free(y);
+  free(out);
+  ASSERT_OK(t4a_buffer_release(bx));
+  ASSERT_OK(t4a_buffer_release(by));
+  ASSERT_OK(t4a_kernel_release(k));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
+static void test_saxpy_cubin(void **state) {
+  (void)state;
+  run_saxpy(T4A_COMPILE_CUBIN);
+}
+
+static void test_saxpy_ptx(void **state) {
+  (void)state;
+  run_saxpy(T4A_COMPILE_PTX);
+}
+
+/* kernel -> copy -> kernel -> download: one host wait, the final one. */
+static void test_chain_without_host_waits(void **state) {
+  (void)state;
+  const uint32_t n = 4096;
+  t4a_runtime rt = make_runtime(0);
+  t4a_module m;
+  t4a_kernel scale = kernel_of(rt, k_src, T4A_COMPILE_CUBIN, "scale", &m);
+  float host[4096], out[4096];
+  for (uint32_t i = 0; i < n; ++i) host[i] = (float)i;
+  t4a_buffer a, b;
+  ASSERT_OK(t4a_buffer_alloc(rt, n * 4, 0, &a));
+  ASSERT_OK(t4a_buffer_alloc(rt, n * 4, 0, &b));
+  ASSERT_OK(t4a_buffer_upload(rt, a, 0, host, n * 4));
+  const float two = 2.0f, three = 3.0f;
+  t4a_runtime_stats before = stats_of(rt);
+  t4a_arg args_a[3] = {buf_arg(a), scalar_arg(&two, 4), scalar_arg(&n, 4)};
+  t4a_arg args_b[3] = {buf_arg(b), scalar_arg(&three, 4), scalar_arg(&n, 4)};
+  t4a_launch_desc da = desc_1d(scale, n, 128, args_a, 3);
+  t4a_launch_desc db = desc_1d(scale, n, 128, args_b, 3);
+  ASSERT_OK(t4a_launch(rt, &da));
+  ASSERT_OK(t4a_buffer_copy(rt, b, 0, a, 0, n * 4));
+  ASSERT_OK(t4a_launch(rt, &db));
+  t4a_runtime_stats mid = stats_of(rt);
+  assert_int_equal(mid.host_waits, before.host_waits);
+  assert_int_equal(mid.events_recorded, before.events_recorded);
+  assert_int_equal(mid.launches, before.launches + 2);
+  ASSERT_OK(t4a_buffer_download_sync(rt, b, 0, out, n * 4));
+  t4a_runtime_stats after = stats_of(rt);
+  assert_int_equal(after.host_waits, before.host_waits + 1);
+  for (uint32_t i = 0; i < n && !g_fake; ++i)
+    if (out[i] != (float)i * 6.0f)
+      fail_msg("out[%u] = %g, expected %g", i, (double)out[i], (double)i * 6.0);
+  ASSERT_OK(t4a_buffer_release(a));
+  ASSERT_OK(t4a_buffer_release(b));
+  ASSERT_OK(t4a_kernel_release(scale));
+  ASSERT_OK(t4a_module_release(m));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
+/* Two entry points of one artifact: one module. */
+static void test_two_entry_points_one_module(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime(0);
+  t4a_artifact art = compile(rt, k_src, T4A_COMPILE_CUBIN);
+  t4a_module m1, m2;
+  ASSERT_OK(t4a_module_load(rt, art, &m1));
+  ASSERT_OK(t4a_module_load(rt, art, &m2));
+  t4a_kernel k1, k2, missing = {UINT64_C(0xA5A5A5A5A5A5A5A5)};
+  ASSERT_OK(t4a_kernel_get(m1, "saxpy", &k1));
+  ASSERT_OK(t4a_kernel_get(m2, "scale", &k2));
+  ASSERT_STATUS(t4a_kernel_get(m1, "no_such_kernel", &missing),
+                T4A_ERROR_UNKNOWN_ENTRY_POINT);
+  ASSERT_MESSAGE_HAS("no_such_kernel");
+  assert_true(missing.id == UINT64_C(0xA5A5A5A5A5A5A5A5));
+  t4a_runtime_stats s = stats_of(rt);
+  assert_int_equal(s.module_loads, 1);
+  assert_int_equal(s.module_cache_hits, 1);
+  /* Raw bytes of the same image: keyed by their SHA-256, loaded once. */
+  size_t bytes = 0;
+  ASSERT_OK(t4a_artifact_image(art, NULL, 0, &bytes));
+  void *image = malloc(bytes);
+  assert_non_null(image);
+  ASSERT_OK(t4a_artifact_image(art, image, bytes, &bytes));
+  t4a_module raw1, raw2;
+  ASSERT_OK(t4a_module_load_data(rt, image, bytes, &raw1));
+  ASSERT_OK(t4a_module_load_data(rt, image, bytes, &raw2));
+  free(image);
+  s = stats_of(rt);
+  assert_int_equal(s.module_loads, 2);
+  assert_int_equal(s.module_cache_hits, 2);
+  ASSERT_OK(t4a_module_release(raw1));
+  ASSERT_OK(t4a_module_release(raw2));
+  ASSERT_OK(t4a_kernel_release(k1));
+  ASSERT_OK(t4a_kernel_release(k2));
+  ASSERT_OK(t4a_module_release(m1));
+  ASSERT_OK(t4a_module_release(m2));
+  ASSERT_OK(t4a_artifact_release(art));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
+/* Evicting and releasing a module while a ~300 ms kernel of it runs: the
+ * result is right and the unload happens only after completion. */
+static void test_evict_while_running(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime(1); /* a cache of one module */
+  t4a_module m;
+  t4a_kernel spin =
+      kernel_of(rt, k_spin_src, T4A_COMPILE_CUBIN, "spin_write", &m);
+  t4a_buffer out;
+  ASSERT_OK(t4a_buffer_alloc(rt, 4, T4A_BUFFER_ZERO, &out));
+  /* Compiled before the launch: compiling takes longer than the kernel
+   * would run, and the eviction must happen while it runs. */
+  t4a_artifact art = compile(rt, k_other_src, T4A_COMPILE_CUBIN);
+  uint64_t cycles = cycles_for_ms(300);
+  uint32_t value = 0xC0FFEEu;
+  t4a_arg args[3] = {scalar_arg(&cycles, 8), buf_arg(out),
+                     scalar_arg(&value, 4)};
+  t4a_launch_desc d = desc_1d(spin, 1, 1, args, 3);
+  ASSERT_OK(t4a_launch(rt, &d));
+  t4a_completion done;
+  ASSERT_OK(t4a_runtime_record(rt, &done));
+  ASSERT_OK(t4a_kernel_release(spin));
+  ASSERT_OK(t4a_module_release(m));
+  /* Loading another artifact evicts the spinning kernel's module. (The
+   * driver's cuModuleLoadData may itself wait for the running kernel, so
+   * the kernel may be over by the time the eviction happens.) */
+  t4a_module other;
+  ASSERT_OK(t4a_module_load(rt, art, &other));
+  t4a_runtime_stats s = stats_of(rt);
+  assert_int_equal(s.module_evictions, 1);
+  /* Never unloaded while the kernel may still run: while the completion
+   * recorded after the launch is not reached, nothing was unloaded. */
+  t4a_status reached = t4a_completion_poll(done);
+  uint64_t unloads_seen = stats_of(rt).module_unloads;
+  if (reached == T4A_NOT_READY) assert_int_equal(s.module_unloads, 0);
+  else ASSERT_OK(reached);
+  assert_true(unloads_seen <= 1);
+  uint32_t got = 0;
+  ASSERT_OK(t4a_buffer_download_sync(rt, out, 0, &got, 4));
+  assert_int_equal(got, value);
+  ASSERT_OK(t4a_runtime_synchronize(rt));
+  s = stats_of(rt);
+  assert_int_equal(s.module_unloads, 1);
+  ASSERT_OK(t4a_completion_release(done));
+  ASSERT_OK(t4a_module_release(other));
+  ASSERT_OK(t4a_artifact_release(art));
+  ASSERT_OK(t4a_buffer_release(out));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
+/* Kernel or buffer of another runtime; a 2048-thread block; a launch the
+ * driver rejects. Nothing is enqueued for the rejected ones. */
+static void test_rejections(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime(0), rt2 = make_runtime(0);
+  t4a_kernel k = kernel_of(rt, k_src, T4A_COMPILE_CUBIN, "add_one", NULL);
+  t4a_kernel k2 = kernel_of(rt2, k_src, T4A_COMPILE_CUBIN, "add_one", NULL);
+  t4a_buffer b, b2, empty;
+  ASSERT_OK(t4a_buffer_alloc(rt, 4, T4A_BUFFER_ZERO, &b));
+  ASSERT_OK(t4a_buffer_alloc(rt2, 4, T4A_BUFFER_ZERO, &b2));
+  ASSERT_OK(t4a_buffer_alloc(rt, 0, 0, &empty));
+  t4a_arg arg = buf_arg(b);
+  t4a_launch_desc d = desc_1d(k, 1, 1, &arg, 1);
+  t4a_runtime_stats before = stats_of(rt);
+  /* kernel of another runtime */
+  d.kernel = k2;
+  ASSERT_STATUS(t4a_launch(rt, &d), T4A_ERROR_WRONG_RUNTIME);
+  ASSERT_MESSAGE_HAS("desc->kernel");
+  d.kernel = k;
+  /* buffer of another runtime */
+  arg.buffer = b2;
+  ASSERT_STATUS(t4a_launch(rt, &d), T4A_ERROR_WRONG_RUNTIME);
+  ASSERT_MESSAGE_HAS("desc->args[0].buffer");
+  /* empty buffer, offset past the end */
+  arg.buffer = empty;
+  ASSERT_STATUS(t4a_launch(rt, &d), T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("empty");
+  arg.buffer = b;
+  arg.offset = 4;
+  ASSERT_STATUS(t4a_launch(rt, &d), T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("desc->args[0].offset is 4");
+  arg.offset = 0;
+  /* 2048 threads */
+  d.block[0] = 2048;
+  ASSERT_STATUS(t4a_launch(rt, &d), T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("2048");
+  d.block[0] = 1;
+  /* a scalar of the wrong size, when the driver reports parameters */
+  t4a_kernel_info info = T4A_KERNEL_INFO_INIT;
+  ASSERT_OK(t4a_kernel_info_get(k, &info));
+  if (info.param_count == 1) {
+    double wrong = 1.0;
+    t4a_arg bad = scalar_arg(&wrong, 4);
+    t4a_launch_desc dw = desc_1d(k, 1, 1, &bad, 1);
+    ASSERT_STATUS(t4a_launch(rt, &dw), T4A_ERROR_INVALID_ARGUMENT);
+    ASSERT_MESSAGE_HAS("desc->args[0]");
+    dw.arg_count = 0;
+    ASSERT_STATUS(t4a_launch(rt, &dw), T4A_ERROR_INVALID_ARGUMENT);
+    ASSERT_MESSAGE_HAS("arg_count is 0");
+  }
+  t4a_runtime_stats after = stats_of(rt);
+  assert_int_equal(after.launches, before.launches);
+  assert_int_equal(after.events_recorded, before.events_recorded);
+  /* the driver rejects a launch synchronously */
+  ASSERT_OK(t4a_testing_fault_arm("cuLaunchKernel", 1,
+                                  CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+                                  T4A_TESTING_FAULT_INSTEAD));
+  ASSERT_STATUS(t4a_launch(rt, &d), T4A_ERROR_DRIVER);
+  t4a_error_info e = T4A_ERROR_INFO_INIT;
+  ASSERT_OK(t4a_last_error(&e));
+  assert_int_equal(e.driver_result, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  t4a_testing_fault_reset();
+  assert_int_equal(stats_of(rt).launches, before.launches);
+  /* and the runtime still works */
+  ASSERT_OK(t4a_launch(rt, &d));
+  uint32_t got = 0;
+  ASSERT_OK(t4a_buffer_download_sync(rt, b, 0, &got, 4));
+  if (!g_fake) assert_int_equal(got, 1);
+  ASSERT_OK(t4a_buffer_release(b));
+  ASSERT_OK(t4a_buffer_release(b2));
+  ASSERT_OK(t4a_buffer_release(empty));
+  ASSERT_OK(t4a_kernel_release(k));
+  ASSERT_OK(t4a_kernel_release(k2));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+  ASSERT_OK(t4a_runtime_destroy(rt2));
+}
+
+/* 10,000 launches, each with a compile and a module load (cache hits):
+ * no NVRTC, no module load, no host wait, few events. */
+static void test_warm_chain(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime(0);
+  t4a_compile_request r = T4A_COMPILE_REQUEST_INIT;
+  r.source = k_src;
+  r.runtime = rt;
+  r.flags = T4A_COMPILE_NO_DISK_CACHE;
+  t4a_artifact art;
+  ASSERT_OK(t4a_compile(&r, &art));
+  t4a_module m;
+  ASSERT_OK(t4a_module_load(rt, art, &m));
+  t4a_kernel k;
+  ASSERT_OK(t4a_kernel_get(m, "add_one", &k));
+  t4a_buffer counter;
+  ASSERT_OK(t4a_buffer_alloc(rt, 4, T4A_BUFFER_ZERO, &counter));
+  t4a_arg arg = buf_arg(counter);
+  t4a_launch_desc d = desc_1d(k, 1, 1, &arg, 1);
+  ASSERT_OK(t4a_launch(rt, &d)); /* warm-up */
+  ASSERT_OK(t4a_runtime_synchronize(rt));
+  t4a_compile_stats c0 = T4A_COMPILE_STATS_INIT;
+  ASSERT_OK(t4a_compile_stats_get(&c0));
+  t4a_runtime_stats s0 = stats_of(rt);
+  for (int i = 0; i < 10000; ++i) {
+    t4a_artifact again;
+    t4a_module again_m;
+    ASSERT_OK(t4a_compile(&r, &again));
+    ASSERT_OK(t4a_module_load(rt, again, &again_m));
+    ASSERT_OK(t4a_launch(rt, &d));
+    ASSERT_OK(t4a_module_release(again_m));
+    ASSERT_OK(t4a_artifact_release(again));
+  }
+  t4a_compile_stats c1 = T4A_COMPILE_STATS_INIT;
+  ASSERT_OK(t4a_compile_stats_get(&c1));
+  t4a_runtime_stats s1 = stats_of(rt);
+  assert_int_equal(c1.nvrtc_invocations, c0.nvrtc_invocations);
+  assert_int_equal(s1.module_loads, s0.module_loads);
+  assert_int_equal(s1.module_cache_hits, s0.module_cache_hits + 10000);
+  assert_int_equal(s1.host_waits, s0.host_waits);
+  assert_int_equal(s1.launches, s0.launches + 10000);
+  t4a_completion done;
+  ASSERT_OK(t4a_runtime_record(rt, &done));
+  ASSERT_OK(t4a_completion_wait(done));
+  ASSERT_OK(t4a_completion_poll(done));
+  ASSERT_OK(t4a_completion_wait(done)); /* memoized: no second wait */
+  t4a_runtime_stats s2 = stats_of(rt);
+  assert_int_equal(s2.host_waits, s0.host_waits + 1);
+  assert_true(s2.events_recorded - s0.events_recorded <= 40);
+  uint32_t got = 0;
+  ASSERT_OK(t4a_buffer_download_sync(rt, counter, 0, &got, 4));
+  if (!g_fake) assert_int_equal(got, 10001);
+  ASSERT_OK(t4a_completion_release(done));
+  ASSERT_OK(t4a_buffer_release(counter));
+  ASSERT_OK(t4a_kernel_release(k));
+  ASSERT_OK(t4a_module_release(m));
+  ASSERT_OK(t4a_artifact_release(art));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
+/* A completion of one runtime orders another runtime's work. */
+static void test_completion_across_runtimes(void **state) {
+  (void)state;
+  t4a_runtime a = make_runtime(0), b = make_runtime(0);
+  t4a_kernel spin =
+      kernel_of(a, k_spin_src, T4A_COMPILE_CUBIN, "spin_write", NULL);
+  t4a_kernel copy =
+      kernel_of(b, k_spin_src, T4A_COMPILE_CUBIN, "copy_u32", NULL);
+  t4a_buffer src, dst;
+  ASSERT_OK(t4a_buffer_alloc(a, 4, T4A_BUFFER_ZERO, &src));
+  ASSERT_OK(t4a_buffer_alloc(b, 4, T4A_BUFFER_ZERO, &dst));
+  ASSERT_OK(t4a_runtime_synchronize(a));
+  ASSERT_OK(t4a_runtime_synchronize(b));
+  t4a_buffer_info si = T4A_BUFFER_INFO_INIT;
+  ASSERT_OK(t4a_buffer_info_get(src, &si));
+  uint64_t cycles = cycles_for_ms(100);
+  uint32_t value = 0xBEEFu;
+  t4a_arg sargs[3] = {scalar_arg(&cycles, 8), buf_arg(src),
+                      scalar_arg(&value, 4)};
+  t4a_launch_desc ds = desc_1d(spin, 1, 1, sargs, 3);
+  ASSERT_OK(t4a_launch(a, &ds));
+  t4a_completion c;
+  ASSERT_OK(t4a_runtime_record(a, &c));
+  ASSERT_STATUS(t4a_completion_poll(c), T4A_NOT_READY);
+  ASSERT_OK(t4a_runtime_wait(b, c));
+  t4a_arg cargs[2] = {T4A_ARG_INIT, buf_arg(dst)};
+  cargs[0].kind = T4A_ARG_DEVICE_POINTER; /* another runtime's memory */
+  cargs[0].device_pointer = si.device_pointer;
+  t4a_launch_desc dc = desc_1d(copy, 1, 1, cargs, 2);
+  ASSERT_OK(t4a_launch(b, &dc));
+  uint32_t got = 0;
+  ASSERT_OK(t4a_buffer_download_sync(b, dst, 0, &got, 4));
+  assert_int_equal(got, value);
+  ASSERT_OK(t4a_completion_poll(c));
+  ASSERT_OK(t4a_completion_release(c));
+  ASSERT_OK(t4a_buffer_release(src));
+  ASSERT_OK(t4a_buffer_release(dst));
+  ASSERT_OK(t4a_kernel_release(spin));
+  ASSERT_OK(t4a_kernel_release(copy));
+  ASSERT_OK(t4a_runtime_destroy(a));
+  ASSERT_OK(t4a_runtime_destroy(b));
+}
+
+#define T(f) cmocka_unit_test(f)
+
+int main(int argc, char **argv) {
+  /* "fake": the parts that need no device timing, on the fake driver of
+   * tests/fake (host lane; NVRTC compiles for real). */
+  if (argc > 1 && strcmp(argv[1], "fake") == 0) {
+#if defined(T4A_FAKE_CUDA_PATH)
+    setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);
+    g_fake = 1;
+    const struct CMUnitTest fake[] = {
+        T(test_chain_without_host_waits),
+        T(test_two_entry_points_one_module),
+        T(test_rejections),
+        T(test_warm_chain),
+    };
+    return cmocka_run_group_tests(fake, NULL, NULL);
+#else
+    fprintf(stderr, "built without the fake driver\n");
+    return 1;
+#endif
+  }
+  gpu_lane_require(1);
+  const struct CMUnitTest tests[] = {
+      T(test_saxpy_cubin),
+      T(test_saxpy_ptx),
+      T(test_chain_without_host_waits),
+      T(test_two_entry_points_one_module),
+      T(test_evict_while_running),
+      T(test_rejections),
+      T(test_warm_chain),
+      T(test_completion_across_runtimes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

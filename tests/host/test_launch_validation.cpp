@@ -1,0 +1,213 @@
+// Host lane: the pure launch validation (src/launch/launch_validation.cpp,
+// compiled into this test) over a table of descriptors, kernel signatures
+// and device limits: status and the named field/values for each row.
+// SPDX-License-Identifier: MIT OR Apache-2.0
+#include <cstdio>
+#include <cstring>
+
+#include "launch/launch_validation.hpp"
+
+using namespace t4a::launch;
+
+namespace {
+
+int g_failures = 0;
+
+DeviceLimits h200() {
+  DeviceLimits l;
+  l.max_grid[0] = 2147483647u;
+  l.max_grid[1] = l.max_grid[2] = 65535u;
+  l.max_block[0] = l.max_block[1] = 1024u;
+  l.max_block[2] = 64u;
+  l.max_threads_per_block = 1024u;
+  l.max_shared_default = 48u * 1024u;
+  l.max_shared_optin = 227u * 1024u;
+  return l;
+}
+
+const uint32_t k_offsets[3] = {0, 8, 16};
+const uint32_t k_sizes[3] = {4, 8, 4};
+
+KernelSignature known() {
+  KernelSignature k;
+  k.max_threads_per_block = 1024;
+  k.params_known = true;
+  k.param_count = 3;
+  k.param_offsets = k_offsets;
+  k.param_sizes = k_sizes;
+  return k;
+}
+
+void expect(const char *name, const Verdict &v, t4a_status want,
+            const char *part) {
+  bool ok =
+      v.status == want && (part == nullptr || std::strstr(v.message, part));
+  if (!ok) {
+    std::fprintf(stderr,
+                 "FAIL %s: status %d (want %d), message \"%s\" (want "
+                 "\"%s\")\n",
+                 name, v.status, want, v.message, part ? part : "");
+    ++g_failures;
+  }
+}
+
+} // namespace
+
+int main() {
+  const DeviceLimits lim = h200();
+  const KernelSignature k = known();
+  float f = 1.0f;
+  double dbl = 1.0;
+  uint32_t u = 7;
+  t4a_arg args[3] = {T4A_ARG_INIT, T4A_ARG_INIT, T4A_ARG_INIT};
+  args[0].kind = T4A_ARG_SCALAR;
+  args[0].value = &f;
+  args[0].size = 4;
+  args[1].kind = T4A_ARG_BUFFER;
+  args[1].buffer.id = 1;
+  args[2].kind = T4A_ARG_SCALAR;
+  args[2].value = &u;
+  args[2].size = 4;
+  ArgFacts facts[3];
+  facts[1].buffer_bytes = 4096;
+  auto base = [&] {
+    t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+    d.kernel.id = 1;
+    d.grid[0] = 100;
+    d.block[0] = 256;
+    d.args = args;
+    d.arg_count = 3;
+    return d;
+  };
+  Verdict v;
+  t4a_launch_desc d = base();
+  validate(d, true, facts, k, lim, &v);
+  expect("valid", v, T4A_SUCCESS, nullptr);
+  if (v.param_bytes != 20 || v.raise_shared) {
+    std::fprintf(stderr, "FAIL valid: param_bytes %llu raise %d\n",
+                 static_cast<unsigned long long>(v.param_bytes),
+                 v.raise_shared);
+    ++g_failures;
+  }
+  d = base();
+  d.grid[1] = 0;
+  validate(d, true, facts, k, lim, &v);
+  expect("zero grid", v, T4A_ERROR_INVALID_ARGUMENT, "desc->grid[1] (y) is 0");
+  d = base();
+  d.block[2] = 0;
+  validate(d, true, facts, k, lim, &v);
+  expect("zero block", v, T4A_ERROR_INVALID_ARGUMENT,
+         "desc->block[2] (z) is 0");
+  d = base();
+  d.block[0] = 2048;
+  validate(d, true, facts, k, lim, &v);
+  expect("2048 threads", v, T4A_ERROR_INVALID_ARGUMENT, "is 2048; the device");
+  d = base();
+  d.block[0] = 32;
+  d.block[1] = 64;
+  validate(d, true, facts, k, lim, &v);
+  expect("32x64 threads", v, T4A_ERROR_INVALID_ARGUMENT, "2048 threads");
+  KernelSignature small = k;
+  small.max_threads_per_block = 128;
+  d = base();
+  validate(d, true, facts, small, lim, &v);
+  expect("kernel limit", v, T4A_ERROR_INVALID_ARGUMENT,
+         "this kernel allows at most 128");
+  d = base();
+  d.grid[1] = 65536;
+  validate(d, true, facts, k, lim, &v);
+  expect("grid y", v, T4A_ERROR_INVALID_ARGUMENT, "desc->grid[1] (y) is 65536");
+  d = base();
+  d.dynamic_shared_bytes = 100 * 1024;
+  validate(d, true, facts, k, lim, &v);
+  expect("shared raised", v, T4A_SUCCESS, nullptr);
+  if (!v.raise_shared) {
+    std::fprintf(stderr, "FAIL shared raised: raise_shared not set\n");
+    ++g_failures;
+  }
+  d.dynamic_shared_bytes = 228 * 1024;
+  validate(d, true, facts, k, lim, &v);
+  expect("shared above opt-in", v, T4A_ERROR_INVALID_ARGUMENT,
+         "desc->dynamic_shared_bytes is 233472");
+  d = base();
+  validate(d, false, facts, k, lim, &v);
+  expect("kernel of another runtime", v, T4A_ERROR_WRONG_RUNTIME,
+         "desc->kernel");
+  d = base();
+  d.arg_count = 2;
+  validate(d, true, facts, k, lim, &v);
+  expect("arg count", v, T4A_ERROR_INVALID_ARGUMENT,
+         "desc->arg_count is 2; the kernel takes 3");
+  d = base();
+  args[0].value = &dbl;
+  args[0].size = 8;
+  validate(d, true, facts, k, lim, &v);
+  expect("double for float", v, T4A_ERROR_INVALID_ARGUMENT,
+         "desc->args[0] has 8 bytes; the kernel's parameter 0 has 4");
+  args[0].value = &f;
+  args[0].size = 4;
+  facts[1].same_runtime = false;
+  validate(d, true, facts, k, lim, &v);
+  expect("buffer of another runtime", v, T4A_ERROR_WRONG_RUNTIME,
+         "desc->args[1].buffer");
+  facts[1].same_runtime = true;
+  facts[1].buffer_bytes = 0;
+  validate(d, true, facts, k, lim, &v);
+  expect("empty buffer", v, T4A_ERROR_INVALID_ARGUMENT, "empty");
+  facts[1].buffer_bytes = 4096;
+  args[1].offset = 4096;
+  validate(d, true, facts, k, lim, &v);
+  expect("offset at end", v, T4A_ERROR_INVALID_ARGUMENT,
+         "desc->args[1].offset is 4096; the buffer has 4096 bytes");
+  args[1].offset = 0;
+  args[2].kind = 9;
+  validate(d, true, facts, k, lim, &v);
+  expect("bad kind", v, T4A_ERROR_INVALID_ARGUMENT, "desc->args[2].kind is 9");
+  args[2].kind = T4A_ARG_SCALAR;
+  args[2].value = nullptr;
+  validate(d, true, facts, k, lim, &v);
+  expect("null scalar", v, T4A_ERROR_INVALID_ARGUMENT, "value NULL");
+  args[2].value = &u;
+  d.args = nullptr;
+  validate(d, true, facts, k, lim, &v);
+  expect("null args", v, T4A_ERROR_INVALID_ARGUMENT, "desc->args is NULL");
+  d = base();
+  d.flags = 4;
+  validate(d, true, facts, k, lim, &v);
+  expect("flags", v, T4A_ERROR_INVALID_ARGUMENT, "desc->flags is 0x4");
+  // Unknown parameters: sizes are not checked, bytes are summed aligned.
+  KernelSignature unknown = k;
+  unknown.params_known = false;
+  d = base();
+  validate(d, true, facts, unknown, lim, &v);
+  expect("unknown params", v, T4A_SUCCESS, nullptr);
+  if (v.param_bytes != 20) {
+    std::fprintf(stderr, "FAIL unknown params: param_bytes %llu\n",
+                 static_cast<unsigned long long>(v.param_bytes));
+    ++g_failures;
+  }
+  static unsigned char big[T4A_MAX_PARAM_BYTES + 8];
+  t4a_arg huge = T4A_ARG_INIT;
+  huge.kind = T4A_ARG_SCALAR;
+  huge.value = big;
+  huge.size = T4A_MAX_PARAM_BYTES + 1;
+  d = base();
+  d.args = &huge;
+  d.arg_count = 1;
+  validate(d, true, facts, unknown, lim, &v);
+  expect("scalar too large", v, T4A_ERROR_INVALID_ARGUMENT, "32764");
+  t4a_arg two[2] = {huge, huge};
+  two[0].size = two[1].size = 20000;
+  d.args = two;
+  d.arg_count = 2;
+  validate(d, true, facts, unknown, lim, &v);
+  expect("param bytes", v, T4A_ERROR_INVALID_ARGUMENT,
+         "need 40000 parameter bytes");
+  d.arg_count = T4A_MAX_PARAM_BYTES + 1;
+  validate(d, true, nullptr, unknown, lim, &v);
+  expect("arg count limit", v, T4A_ERROR_INVALID_ARGUMENT,
+         "desc->arg_count is 32765");
+  if (g_failures != 0) return 1;
+  std::printf("launch validation: all rows pass\n");
+  return 0;
+}
