@@ -8,6 +8,7 @@
 // through t4acuda), on the same runtime's stream, pool and context.
 #include <cuda.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -38,6 +39,10 @@ struct Raw {
   DRV_FN(cuMemcpyDtoH);
   DRV_FN(cuMemHostAlloc);
   DRV_FN(cuMemFreeHost);
+  DRV_FN(cuModuleLoadData);
+  DRV_FN(cuModuleUnload);
+  DRV_FN(cuModuleGetFunction);
+  DRV_FN(cuLaunchKernel);
 } raw;
 
 bool load_raw() {
@@ -69,6 +74,10 @@ bool load_raw() {
   GET(cuMemcpyDtoH);
   GET(cuMemHostAlloc);
   GET(cuMemFreeHost);
+  GET(cuModuleLoadData);
+  GET(cuModuleUnload);
+  GET(cuModuleGetFunction);
+  GET(cuLaunchKernel);
 #undef GET
   return ok;
 }
@@ -154,9 +163,59 @@ void bandwidth(const std::string &name, int reps, uint64_t bytes,
   rows.push_back({name, "GB/s", ma, mb, ma / mb, target, ma / mb >= min_ratio});
 }
 
+// A row with a fixed bound instead of a raw counterpart (unit us, lower is
+// better); raw holds the reference time shown next to it (0: none).
+void bounded(const std::string &name, double ours_us, double reference_us,
+             double max_us) {
+  char target[64];
+  std::snprintf(target, sizeof target, "<= %.0f us", max_us);
+  rows.push_back({name, "us", ours_us, reference_us,
+                  reference_us > 0 ? ours_us / reference_us : 0.0, target,
+                  ours_us <= max_us});
+}
+
+double now_us() {
+  return std::chrono::duration<double, std::micro>(
+             Clock::now().time_since_epoch())
+      .count();
+}
+
+const char *const k_kernels =
+    "extern \"C\" __global__ void empty0() {}\n"
+    "extern \"C\" __global__ void axpy4(float *y, const float *x, int n,\n"
+    "                                    float a) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n) y[i] += a * x[i];\n"
+    "}\n";
+
+// --disk-hit-probe DIR: run by the benchmark in a fresh process; times one
+// t4a_compile answered by the disk cache in DIR, NVRTC loading included,
+// and prints "probe <microseconds> <disk_hits> <nvrtc_invocations>".
+int disk_hit_probe(const char *dir) {
+  t4a_compile_request r = T4A_COMPILE_REQUEST_INIT;
+  r.source = k_kernels;
+  r.cc_major = 9;
+  r.cc_minor = 0;
+  r.cache_dir = dir;
+  r.flags = T4A_COMPILE_NO_MEMORY_CACHE;
+  double t0 = now_us();
+  t4a_artifact a{};
+  t4a_status s = t4a_compile(&r, &a);
+  double t1 = now_us();
+  t4a_compile_stats cs = T4A_COMPILE_STATS_INIT;
+  t4a_compile_stats_get(&cs);
+  std::printf("probe %.1f %llu %llu %d\n", t1 - t0,
+              (unsigned long long)cs.disk_hits,
+              (unsigned long long)cs.nvrtc_invocations, (int)s);
+  t4a_artifact_release(a);
+  return s == T4A_SUCCESS ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc == 3 && !std::strcmp(argv[1], "--disk-hit-probe"))
+    return disk_hit_probe(argv[2]);
   const char *json_path = nullptr;
   int reps = 7;
   bool quick = false;
@@ -344,6 +403,147 @@ int main(int argc, char **argv) {
         check(t4a_runtime_destroy(srt), "destroy");
       }
     }
+  }
+
+  // ---- compile caches and modules ----
+  {
+    char dir_template[] = "/tmp/t4a-bench-cache-XXXXXX";
+    const char *dir = mkdtemp(dir_template);
+    t4a_compile_request cr = T4A_COMPILE_REQUEST_INIT;
+    cr.source = k_kernels;
+    cr.runtime = rt; // CUBIN for this device
+    cr.cache_dir = dir;
+    double t0 = now_us();
+    t4a_artifact art{};
+    check(t4a_compile(&cr, &art), "cold compile"); // NVRTC + disk write
+    double cold_us = now_us() - t0;
+    std::vector<double> hits;
+    for (int r = 0; r < reps; ++r) {
+      const int n_hits = 2000;
+      double t = now_us();
+      for (int i = 0; i < n_hits; ++i) {
+        t4a_artifact again{};
+        check(t4a_compile(&cr, &again), "memory hit");
+        check(t4a_artifact_release(again), "release");
+      }
+      hits.push_back((now_us() - t) / n_hits);
+    }
+    bounded("compile memory hit", median(hits), cold_us, 20.0);
+    // A disk hit in a fresh process (this program, re-run), the same
+    // source for sm_90 as a PTX-free CUBIN: first one run to write it.
+    std::vector<double> probes;
+    std::string self = "/proc/self/exe";
+    char exe[4096];
+    ssize_t len = readlink(self.c_str(), exe, sizeof exe - 1);
+    if (len > 0) {
+      exe[len] = '\0';
+      std::string cmd = std::string(exe) + " --disk-hit-probe " + dir;
+      for (int r = 0; r < reps + 1; ++r) {
+        FILE *p = popen(cmd.c_str(), "r");
+        double us = 0;
+        unsigned long long dh = 0, nv = 0;
+        int st = -1;
+        if (p != nullptr) {
+          if (std::fscanf(p, "probe %lf %llu %llu %d", &us, &dh, &nv, &st) != 4)
+            st = -1;
+          pclose(p);
+        }
+        if (r == 0) continue; // the first run wrote the sm_90 entry
+        if (st != 0 || dh != 1 || nv != 0) {
+          std::fprintf(stderr,
+                       "bench: disk-hit probe: status %d, disk hits %llu, "
+                       "nvrtc %llu\n",
+                       st, dh, nv);
+          probes.clear();
+          break;
+        }
+        probes.push_back(us);
+      }
+    }
+    if (!probes.empty())
+      bounded("compile disk hit, fresh process", median(probes), cold_us,
+              1000.0);
+
+    // Module load: a cache hit against raw cuModuleLoadData + unload.
+    size_t image_bytes = 0;
+    check(t4a_artifact_image(art, nullptr, 0, &image_bytes), "image size");
+    std::vector<unsigned char> image(image_bytes + 1, 0);
+    check(t4a_artifact_image(art, image.data(), image.size(), &image_bytes),
+          "image");
+    t4a_module keep{};
+    check(t4a_module_load(rt, art, &keep), "module load");
+    latency(
+        "module load (cache hit vs raw load)", reps, quick ? 50 : 200,
+        [&] {
+          t4a_module m{};
+          check(t4a_module_load(rt, art, &m), "module load");
+          check(t4a_module_release(m), "module release");
+        },
+        [&] {
+          CUmodule m = nullptr;
+          check_cu(raw.cuModuleLoadData(&m, image.data()), "raw load");
+          check_cu(raw.cuModuleUnload(m), "raw unload");
+        },
+        sync, 1.0);
+
+    // ---- launches: checked t4a_launch vs raw cuLaunchKernel ----
+    t4a_kernel k0{}, k4{};
+    check(t4a_kernel_get(keep, "empty0", &k0), "kernel empty0");
+    check(t4a_kernel_get(keep, "axpy4", &k4), "kernel axpy4");
+    CUmodule rm = nullptr;
+    CUfunction f0 = nullptr, f4 = nullptr;
+    check_cu(raw.cuModuleLoadData(&rm, image.data()), "raw load");
+    check_cu(raw.cuModuleGetFunction(&f0, rm, "empty0"), "raw empty0");
+    check_cu(raw.cuModuleGetFunction(&f4, rm, "axpy4"), "raw axpy4");
+    t4a_launch_desc d0 = T4A_LAUNCH_DESC_INIT;
+    d0.kernel = k0;
+    latency(
+        "launch, 0 arguments", reps, quick ? 1000 : 5000,
+        [&] { check(t4a_launch(rt, &d0), "launch"); },
+        [&] {
+          check_cu(raw.cuLaunchKernel(f0, 1, 1, 1, 1, 1, 1, 0, stream, nullptr,
+                                      nullptr),
+                   "raw launch");
+        },
+        sync, 1.05);
+    int n_el = 256;
+    float a_val = 2.0f;
+    t4a_arg args[4] = {T4A_ARG_INIT, T4A_ARG_INIT, T4A_ARG_INIT, T4A_ARG_INIT};
+    args[0].kind = T4A_ARG_BUFFER;
+    args[0].buffer = dbuf2;
+    args[1].kind = T4A_ARG_BUFFER;
+    args[1].buffer = dbuf;
+    args[2].kind = T4A_ARG_SCALAR;
+    args[2].value = &n_el;
+    args[2].size = sizeof n_el;
+    args[3].kind = T4A_ARG_SCALAR;
+    args[3].value = &a_val;
+    args[3].size = sizeof a_val;
+    t4a_launch_desc d4 = T4A_LAUNCH_DESC_INIT;
+    d4.kernel = k4;
+    d4.block[0] = 256;
+    d4.arg_count = 4;
+    d4.args = args;
+    CUdeviceptr py = dptr2, px = dptr;
+    void *params[4] = {&py, &px, &n_el, &a_val};
+    latency(
+        "launch, 4 arguments", reps, quick ? 1000 : 5000,
+        [&] { check(t4a_launch(rt, &d4), "launch"); },
+        [&] {
+          check_cu(raw.cuLaunchKernel(f4, 1, 1, 1, 256, 1, 1, 0, stream, params,
+                                      nullptr),
+                   "raw launch");
+        },
+        sync, 1.05);
+    sync();
+    check_cu(raw.cuModuleUnload(rm), "raw unload");
+    check(t4a_kernel_release(k0), "release");
+    check(t4a_kernel_release(k4), "release");
+    check(t4a_module_release(keep), "release");
+    check(t4a_artifact_release(art), "release");
+    std::string rm_cmd = std::string("rm -rf ") + dir;
+    if (std::system(rm_cmd.c_str()) != 0)
+      std::fprintf(stderr, "bench: could not remove %s\n", dir);
   }
 
   t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
