@@ -2,9 +2,11 @@
 
 #include <memory>
 
+#include "core/admission.hpp"
+#include "core/context_scope.hpp"
 #include "core/error.hpp"
-#include "core/op_scope.hpp"
 #include "core/registry.hpp"
+#include "core/stream_context.hpp"
 #include "core/struct_io.hpp"
 #include "launch/kernel.hpp"
 #include "memory/buffer.hpp"
@@ -118,18 +120,29 @@ t4a_status launch(core::Runtime &rt, const t4a_launch_desc *given) {
     }
   }
 
-  core::OpScope op(rt, "launching a kernel");
-  if (op.status() != T4A_SUCCESS) return op.status();
-  if (v.raise_shared)
+  // Admitted, but without making the context current: the launch names
+  // the runtime's stream (core/stream_context.hpp); only raising a
+  // kernel's shared-memory limit needs the context.
+  core::Admission adm(rt.admission());
+  if (adm.status() != T4A_SUCCESS) return adm.status();
+  if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
+  if (v.raise_shared) {
+    core::ContextScope scope;
+    if (t4a_status s = scope.enter(rt.context(), "launching a kernel");
+        s != T4A_SUCCESS)
+      return s;
     if (t4a_status s = k.ensure_dynamic_shared(d.dynamic_shared_bytes);
         s != T4A_SUCCESS)
       return s;
+  }
   core::Epochs &ep = rt.epochs();
   bool keep = !ep.keeps_last(&mod);
   if (keep) ep.reserve_keep();
-  DrvResult r =
-      cu::launch_kernel(k.function(), d.grid, d.block, d.dynamic_shared_bytes,
-                        rt.stream(), n > 0 ? space.params : nullptr);
+  DrvResult r = core::in_stream_context(rt, [&] {
+    return cu::launch_kernel(k.function(), d.grid, d.block,
+                             d.dynamic_shared_bytes, rt.stream(),
+                             n > 0 ? space.params : nullptr);
+  });
   // Kept even when the launch failed: the driver may have queued it.
   if (keep) ep.keep(Ref<Object>(&mod));
   if (!r) return rt.fail_op(r, "launching a kernel (cuLaunchKernel)");

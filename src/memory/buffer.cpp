@@ -4,6 +4,7 @@
 #include "core/context_scope.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/stream_context.hpp"
 #include "driver/result_class.hpp"
 
 namespace t4a::memory {
@@ -22,22 +23,7 @@ void Buffer::operator delete(void *p) noexcept { BufferBlocks::give(p); }
 Buffer::Buffer(core::Ref<core::Runtime> rt)
     : Object(core::Kind::Buffer), rt_(std::move(rt)) {}
 
-namespace {
-// Stream-ordered allocator calls name their stream, which carries its
-// context: the driver documents no need for a current context, and making
-// it current costs a driver call each way on the hottest path. Should a
-// driver still answer CUDA_ERROR_INVALID_CONTEXT, the call is repeated with
-// the runtime's context current.
-template <class F> DrvResult in_stream_context(core::Runtime &rt, F call) {
-  DrvResult r = call();
-  if (r.code != CUDA_ERROR_INVALID_CONTEXT) return r;
-  core::ContextScope scope;
-  if (scope.enter(rt.context(), "retrying with the runtime's context", false) !=
-      T4A_SUCCESS)
-    return r;
-  return call();
-}
-} // namespace
+using core::in_stream_context;
 
 t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
                         const char *what) {
