@@ -66,7 +66,8 @@ _Static_assert(T4A_DEFAULT_STAGING_BYTES == 64u * 1024u * 1024u,
 _Static_assert(T4A_DEFAULT_STAGING_CHUNK_BYTES == 8u * 1024u * 1024u,
                "default staging chunk: 8 MiB");
 _Static_assert(T4A_DEFAULT_STAGING_CHUNK_BYTES >= 4096 &&
-                   T4A_DEFAULT_STAGING_CHUNK_BYTES <= T4A_DEFAULT_STAGING_BYTES,
+                   T4A_DEFAULT_STAGING_CHUNK_BYTES <=
+                       T4A_DEFAULT_STAGING_BYTES,
                "the default chunk is valid for the default budget");
 _Static_assert(T4A_STAGING_THREADS_AUTO == 0, "automatic thread count");
 _Static_assert(T4A_VERSION_NUMBER == T4A_VERSION_MAJOR * 10000 +
@@ -99,9 +100,8 @@ _Static_assert(sizeof(t4a_module) == 8 && sizeof(t4a_kernel) == 8 &&
                    sizeof(t4a_completion) == 8,
                "handles are 8 bytes");
 _Static_assert(sizeof(t4a_arg) == 48, "t4a_arg is frozen: 48 bytes");
-_Static_assert(offsetof(t4a_arg, offset) == 16 &&
-                   offsetof(t4a_arg, value) == 24 &&
-                   offsetof(t4a_arg, device_pointer) == 40,
+_Static_assert(offsetof(t4a_arg, offset) == 16 && offsetof(t4a_arg, value) ==
+                   24 && offsetof(t4a_arg, device_pointer) == 40,
                "t4a_arg layout");
 _Static_assert(sizeof(t4a_launch_desc) == 56, "no implicit padding");
 _Static_assert(offsetof(t4a_launch_desc, args) == 48, "args last");
@@ -144,10 +144,12 @@ static void test_init_macros(void **state) {
   assert_null(arg.value);
   assert_memory_equal(&k_arg, &arg, sizeof arg);
   assert_int_equal(launch_desc.struct_size, sizeof(t4a_launch_desc));
-  assert_int_equal(
-      launch_desc.grid[0] * launch_desc.grid[1] * launch_desc.grid[2], 1);
-  assert_int_equal(
-      launch_desc.block[0] * launch_desc.block[1] * launch_desc.block[2], 1);
+  assert_int_equal(launch_desc.grid[0] * launch_desc.grid[1] *
+                       launch_desc.grid[2],
+                   1);
+  assert_int_equal(launch_desc.block[0] * launch_desc.block[1] *
+                       launch_desc.block[2],
+                   1);
   assert_int_equal(launch_desc.kernel.id, T4A_NULL_ID);
   assert_int_equal(launch_desc.arg_count, 0);
   assert_null(launch_desc.args);
@@ -254,7 +256,8 @@ static char *read_file(const char *path) {
   FILE *f = fopen(path, "rb");
   char *text;
   long n;
-  if (f == NULL) return NULL;
+  if (f == NULL)
+    return NULL;
   fseek(f, 0, SEEK_END);
   n = ftell(f);
   fseek(f, 0, SEEK_SET);
@@ -287,7 +290,8 @@ static void test_every_init_macro_used(void **state) {
       ++n;
     memcpy(name, q, n);
     name[n] = '\0';
-    if (n < 5 || strcmp(name + n - 5, "_INIT") != 0) continue;
+    if (n < 5 || strcmp(name + n - 5, "_INIT") != 0)
+      continue;
     ++found;
     snprintf(use, sizeof use, "= %s;", name);
     if (strstr(self, use) == NULL)
