@@ -28,7 +28,7 @@ bool teardown_call(DrvResult r, const char *what, uint64_t domain) {
 }
 } // namespace
 
-Runtime::Runtime() : Object(Kind::Runtime) {}
+Runtime::Runtime() : Object(Kind::Runtime) { events_.set_owner(this); }
 
 t4a_status Runtime::create(const t4a_runtime_options &given,
                            Ref<Runtime> *out) {
