@@ -201,7 +201,10 @@ enum t4a_status_code { T4A_STATUS_MAP(T4A_STATUS_ENUM_ENTRY_) };
 /** @var T4A_ERROR_DEVICE_FAULT
  * A sticky device fault (illegal address, launch
  * failure, ...) broke the runtime: its operations keep returning this status
- * with the original fault in the message. Recovery needs a new process. */
+ * with the original fault in the message. On current drivers every other
+ * runtime of the process, on every device, and every new runtime fail the
+ * same way. Recovery needs a new process; t4a_process_fault_get() names
+ * the first fault of the process. */
 /** @var T4A_ERROR_REENTRANT
  * The call would wait on a lock its own thread holds, so it
  * returns instead of deadlocking. */
@@ -586,7 +589,9 @@ typedef struct t4a_runtime_options {
  *         #T4A_ERROR_UNSUPPORTED (the device has no memory-pool support);
  *         #T4A_ERROR_NO_DRIVER; #T4A_ERROR_OUT_OF_MEMORY;
  *         #T4A_ERROR_DRIVER; #T4A_ERROR_DEVICE_FAULT (the process's CUDA
- *         state is poisoned by an earlier fault).
+ *         state is poisoned by an earlier fault: recovery needs a new
+ *         process; t4a_process_fault_get() names the first fault, and a
+ *         create failing this way records itself there if none was yet).
  * Thread-safe; blocks while the context is created.
  * @since 0.1.0
  */
@@ -1731,6 +1736,53 @@ typedef struct t4a_process_stats {
  * @since 0.1.0
  */
 T4A_API t4a_status t4a_process_stats_get(t4a_process_stats *stats);
+
+/** Bytes of ::t4a_process_fault::operation, including the terminating NUL. */
+#define T4A_PROCESS_FAULT_OPERATION_BYTES 256
+
+/**
+ * @brief The first device fault of the process (R-RT-6).
+ *
+ * A sticky driver error (an illegal address, a launch failure, ...) breaks
+ * the runtime that met it; on current drivers it also poisons every
+ * context of the process, on every device and thread, and even a new
+ * runtime cannot be created. The first such fault is kept here: the first
+ * one wins, later faults (the echoes of the first on other runtimes) do not
+ * replace it. Recovery needs a new process.
+ */
+typedef struct t4a_process_fault {
+  uint32_t struct_size;   /**< in: sizeof(t4a_process_fault) of the caller. */
+  int32_t has_fault;      /**< out: 1 once a fault was recorded, else 0. */
+  int32_t device_ordinal; /**< out: the device of the fault (0 if none). */
+  int32_t driver_result;  /**< out: its CUresult (700: illegal address). */
+  /** out: the allocation domain (#t4a_runtime_info::domain_id) of the broken
+   *  runtime; 0 when the fault was met creating a runtime, or none. */
+  uint64_t domain_id;
+  /** out: what was being done, with the driver entry point and its result
+   *  ("waiting for the stream: cuStreamSynchronize returned
+   *  CUDA_ERROR_ILLEGAL_ADDRESS (...)"); NUL-terminated, truncated to fit;
+   *  "" if none. */
+  char operation[T4A_PROCESS_FAULT_OPERATION_BYTES];
+} t4a_process_fault;
+
+/** Initializer for ::t4a_process_fault. */
+#define T4A_PROCESS_FAULT_INIT {sizeof(t4a_process_fault), 0, 0, 0, 0, {0}}
+
+/**
+ * @brief Reads the first device fault of the process, if any.
+ *
+ * Recorded when a runtime is first broken by a sticky driver error, or when
+ * t4a_runtime_create fails with one (#T4A_ERROR_DEVICE_FAULT). Once set it
+ * never changes: recovery from a device fault needs a new process.
+ * Thread-safe, never blocks on the device, needs no driver.
+ *
+ * @param[in,out] fault set `fault->struct_size` (#T4A_PROCESS_FAULT_INIT).
+ * @return #T4A_SUCCESS (also when there is no fault: `has_fault` is 0);
+ *         #T4A_ERROR_INVALID_ARGUMENT if `fault` is NULL or its
+ *         struct_size is smaller than 4.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_process_fault_get(t4a_process_fault *fault);
 /** @} */
 
 #ifdef __cplusplus

@@ -2,6 +2,7 @@
 #include <cstddef>
 
 #include "capi/barrier.hpp"
+#include "core/process_fault.hpp"
 #include "core/runtime.hpp"
 #include "core/struct_io.hpp"
 
@@ -29,8 +30,17 @@ T4A_API t4a_status t4a_runtime_create(const t4a_runtime_options *options,
       return core::fail(T4A_ERROR_INVALID_ARGUMENT,
                         "options->reserved0 is %u; it must be 0", o.reserved0);
     core::Ref<core::Runtime> rt;
-    if (t4a_status s = core::Runtime::create(o, &rt); s != T4A_SUCCESS)
+    if (t4a_status s = core::Runtime::create(o, &rt); s != T4A_SUCCESS) {
+      // A sticky driver result (the process's CUDA state is poisoned):
+      // the process's first fault, if none was recorded yet.
+      if (s == T4A_ERROR_DEVICE_FAULT) {
+        const core::LastError &e = core::last_error();
+        core::record_process_fault(
+            o.device_ordinal, e.driver_result, 0,
+            ("creating a runtime: " + e.message).c_str());
+      }
       return s;
+    }
     core::Runtime *raw = rt.get();
     uint64_t id = core::Registry::instance().insert(std::move(rt));
     raw->set_handle_id(id);
@@ -94,6 +104,18 @@ T4A_API t4a_status t4a_runtime_stats_get(t4a_runtime runtime,
     if (t4a_status s = core::check_out_struct(stats, "stats"); s != T4A_SUCCESS)
       return s;
     rt->stats(stats);
+    return T4A_SUCCESS;
+  });
+}
+
+T4A_API t4a_status t4a_process_fault_get(t4a_process_fault *fault) {
+  return T4A_ENTRY({
+    if (t4a_status s = core::check_out_struct(fault, "fault"); s != T4A_SUCCESS)
+      return s;
+    t4a_process_fault full = T4A_PROCESS_FAULT_INIT;
+    core::read_process_fault(&full);
+    full.struct_size = sizeof full;
+    core::write_struct(fault, full);
     return T4A_SUCCESS;
   });
 }

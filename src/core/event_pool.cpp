@@ -1,5 +1,7 @@
 #include "core/event_pool.hpp"
 
+#include "core/runtime.hpp"
+
 #include "core/error.hpp"
 
 namespace t4a::core {
@@ -17,7 +19,8 @@ t4a_status EventPool::take(CUevent *out) {
   }
   CUevent e = nullptr;
   if (auto r = cu::event_create(&e, CU_EVENT_DISABLE_TIMING); !r)
-    return fail_driver(r, "creating an event");
+    return owner_ != nullptr ? owner_->fail_op(r, "creating an event")
+                             : fail_driver(r, "creating an event");
   *out = e;
   return T4A_SUCCESS;
 }

@@ -12,8 +12,13 @@
 
 namespace t4a::core {
 
+class Runtime;
+
 class EventPool {
 public:
+  // The runtime whose failures these are: a sticky result of creating an
+  // event breaks it (fail_op) like any other of its driver calls.
+  void set_owner(Runtime *owner) { owner_ = owner; }
   // Gets an event (creating one if none is free); the runtime's context
   // must be current.
   t4a_status take(CUevent *out);
@@ -22,6 +27,7 @@ public:
   void destroy_all();
 
 private:
+  Runtime *owner_ = nullptr;
   std::mutex mu_;
   std::vector<CUevent> free_;
 };

@@ -6,6 +6,7 @@
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/process_fault.hpp"
 #include "core/struct_io.hpp"
 #include "driver/result_class.hpp"
 
@@ -27,7 +28,7 @@ bool teardown_call(DrvResult r, const char *what, uint64_t domain) {
 }
 } // namespace
 
-Runtime::Runtime() : Object(Kind::Runtime) {}
+Runtime::Runtime() : Object(Kind::Runtime) { events_.set_owner(this); }
 
 t4a_status Runtime::create(const t4a_runtime_options &given,
                            Ref<Runtime> *out) {
@@ -110,15 +111,19 @@ t4a_status Runtime::create(const t4a_runtime_options &given,
 
 void Runtime::mark_broken(DrvResult r, const char *what) {
   std::string message;
+  const std::string operation =
+      format("%s: %s returned %s", what, r.entry, describe(r.code).c_str());
   {
     std::lock_guard<std::mutex> lock(fault_mu_);
     if (broken_.load(std::memory_order_relaxed)) return;
-    fault_message_ = format("device %d, %s: %s returned %s", ordinal_, what,
-                            r.entry, describe(r.code).c_str());
+    fault_message_ = format("device %d, %s", ordinal_, operation.c_str());
     fault_result_ = static_cast<int32_t>(r.code);
     broken_.store(true, std::memory_order_release);
     message = fault_message_;
   }
+  // The process's first fault (first one wins, across runtimes).
+  record_process_fault(ordinal_, static_cast<int32_t>(r.code), domain_,
+                       operation.c_str());
   // Logged outside the lock: the log callback may call back into t4acuda.
   logf(T4A_LOG_ERROR, "runtime (domain %llu) is broken by a device fault: %s",
        static_cast<unsigned long long>(domain_), message.c_str());
@@ -133,7 +138,15 @@ t4a_status Runtime::note_failure(DrvResult r, const char *what) {
 }
 
 t4a_status Runtime::fail_op(DrvResult r, const char *what) {
-  if (is_sticky(r.code)) mark_broken(r, what);
+  if (is_sticky(r.code)) {
+    mark_broken(r, what);
+    // A device fault names its device: on current drivers it poisons
+    // every device of the process, so "which one" matters (R-RT-6).
+    return fail_driver(r,
+                       "%s (device %d); the runtime is broken, recovery "
+                       "needs a new process",
+                       what, ordinal_);
+  }
   return fail_driver(r, "%s", what);
 }
 

@@ -69,6 +69,8 @@ static CUresult f_cuGetErrorName(CUresult r, const char **s) {
   case CUDA_ERROR_INVALID_DEVICE: *s = "CUDA_ERROR_INVALID_DEVICE"; break;
   case CUDA_ERROR_INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
   case CUDA_ERROR_NOT_READY: *s = "CUDA_ERROR_NOT_READY"; break;
+  case CUDA_ERROR_ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
+  case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
   default: *s = "CUDA_ERROR_UNKNOWN"; break;
   }
   return CUDA_SUCCESS;

@@ -33,6 +33,7 @@ _Static_assert(offsetof(t4a_runtime_info, struct_size) == 0, "size first");
 _Static_assert(offsetof(t4a_runtime_stats, struct_size) == 0, "size first");
 _Static_assert(offsetof(t4a_buffer_info, struct_size) == 0, "size first");
 _Static_assert(offsetof(t4a_process_stats, struct_size) == 0, "size first");
+_Static_assert(offsetof(t4a_process_fault, struct_size) == 0, "size first");
 /* No hidden padding in the structs of this version (reserved fields fill
  * the gaps), so a caller's zeroed struct has no indeterminate bytes and
  * the 64-bit fields are 8-byte aligned. */
@@ -52,6 +53,12 @@ _Static_assert(sizeof(t4a_buffer_info) == 4 + 4 + 8 + 8 + 8 + 4 + 4,
 _Static_assert(offsetof(t4a_buffer_info, runtime) == 24, "layout");
 _Static_assert(sizeof(t4a_process_stats) == 4 + 4 + 6 * 8,
                "t4a_process_stats has no padding");
+_Static_assert(sizeof(t4a_process_fault) ==
+                   4 + 4 + 4 + 4 + 8 + T4A_PROCESS_FAULT_OPERATION_BYTES,
+               "t4a_process_fault has no padding");
+_Static_assert(offsetof(t4a_process_fault, domain_id) == 16, "layout");
+_Static_assert(T4A_PROCESS_FAULT_OPERATION_BYTES == 256,
+               "T4A_PROCESS_FAULT_OPERATION_BYTES");
 /* Constants are integer constant expressions with the documented values. */
 _Static_assert(T4A_BUFFER_ZERO == 0x1u, "T4A_BUFFER_ZERO");
 _Static_assert(T4A_DEFAULT_STAGING_BYTES == 64u * 1024u * 1024u,
@@ -76,6 +83,7 @@ static const t4a_runtime_info k_runtime_info = T4A_RUNTIME_INFO_INIT;
 static const t4a_runtime_stats k_runtime_stats = T4A_RUNTIME_STATS_INIT;
 static const t4a_buffer_info k_buffer_info = T4A_BUFFER_INFO_INIT;
 static const t4a_process_stats k_process_stats = T4A_PROCESS_STATS_INIT;
+static const t4a_process_fault k_process_fault = T4A_PROCESS_FAULT_INIT;
 static const t4a_compile_request k_compile_request = T4A_COMPILE_REQUEST_INIT;
 static const t4a_artifact_info k_artifact_info = T4A_ARTIFACT_INFO_INIT;
 static const t4a_compile_stats k_compile_stats = T4A_COMPILE_STATS_INIT;
@@ -123,6 +131,7 @@ static void test_init_macros(void **state) {
   t4a_runtime_stats runtime_stats = T4A_RUNTIME_STATS_INIT;
   t4a_buffer_info buffer_info = T4A_BUFFER_INFO_INIT;
   t4a_process_stats process_stats = T4A_PROCESS_STATS_INIT;
+  t4a_process_fault process_fault = T4A_PROCESS_FAULT_INIT;
   t4a_compile_request compile_request = T4A_COMPILE_REQUEST_INIT;
   t4a_artifact_info artifact_info = T4A_ARTIFACT_INFO_INIT;
   t4a_compile_stats compile_stats = T4A_COMPILE_STATS_INIT;
@@ -209,6 +218,14 @@ static void test_init_macros(void **state) {
   assert_int_equal(process_stats.leaked_device_bytes, 0);
   assert_int_equal(process_stats.leaked_staging_bytes, 0);
   assert_int_equal(process_stats.leaked_host_buffers, 0);
+  assert_int_equal(process_fault.struct_size, sizeof(t4a_process_fault));
+  assert_int_equal(process_fault.has_fault, 0);
+  assert_int_equal(process_fault.device_ordinal, 0);
+  assert_int_equal(process_fault.driver_result, 0);
+  assert_int_equal(process_fault.domain_id, 0);
+  assert_int_equal(process_fault.operation[0], 0);
+  assert_int_equal(
+      process_fault.operation[T4A_PROCESS_FAULT_OPERATION_BYTES - 1], 0);
   assert_int_equal(k_buffer_flags, 1);
   assert_memory_equal(&k_error_info, &error_info, sizeof error_info);
   assert_int_equal(k_device_info.struct_size, device_info.struct_size);
@@ -220,6 +237,7 @@ static void test_init_macros(void **state) {
   assert_memory_equal(&k_runtime_stats, &runtime_stats, sizeof runtime_stats);
   assert_memory_equal(&k_buffer_info, &buffer_info, sizeof buffer_info);
   assert_memory_equal(&k_process_stats, &process_stats, sizeof process_stats);
+  assert_memory_equal(&k_process_fault, &process_fault, sizeof process_fault);
 }
 
 static void test_version_macros_and_link(void **state) {

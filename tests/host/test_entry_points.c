@@ -337,6 +337,39 @@ static void check_process_stats_get(void) {
   }
 }
 
+static void check_process_fault_get(void) {
+  /* Without a driver no runtime was ever created: no fault. */
+  const t4a_process_fault none = T4A_PROCESS_FAULT_INIT;
+  t4a_process_fault fault, copy;
+  t4a_error_info info;
+  char message[2048];
+  uint32_t size;
+  memset(&fault, 0x5A, sizeof fault);
+  fault.struct_size = sizeof fault;
+  assert_int_equal(t4a_process_fault_get(&fault), T4A_SUCCESS);
+  assert_int_equal(fault.struct_size, sizeof fault);
+  assert_int_equal(fault.has_fault, 0);
+  assert_int_equal(fault.driver_result, 0);
+  assert_string_equal(fault.operation, "");
+  assert_memory_equal(&fault, &none, sizeof fault);
+  /* Argument errors: recorded, nothing written. */
+  assert_int_equal(t4a_process_fault_get(NULL), T4A_ERROR_INVALID_ARGUMENT);
+  read_last(&info, message, sizeof message);
+  assert_int_equal(info.status, T4A_ERROR_INVALID_ARGUMENT);
+  assert_string_equal(info.entry_point, "t4a_process_fault_get");
+  expect_message_contains(message, "fault is NULL");
+  for (size = 0; size < sizeof(uint32_t); ++size) {
+    memset(&fault, 0x5A, sizeof fault);
+    fault.struct_size = size;
+    memcpy(&copy, &fault, sizeof fault);
+    assert_int_equal(t4a_process_fault_get(&fault), T4A_ERROR_INVALID_ARGUMENT);
+    assert_memory_equal(&fault, &copy, sizeof fault);
+    read_last(&info, message, sizeof message);
+    assert_string_equal(info.entry_point, "t4a_process_fault_get");
+    expect_message_contains(message, "fault->struct_size");
+  }
+}
+
 /* -- runtime handle wrappers -- */
 
 static t4a_status call_runtime_destroy(uint64_t id) {
@@ -1046,6 +1079,7 @@ static const row k_rows[] = {
     HANDLE_ROW(completion_release, KIND_COMPLETION, "completion", 1),
     /* process-wide counters */
     ROW(t4a_process_stats_get, CONTEXT_FREE, check_process_stats_get),
+    ROW(t4a_process_fault_get, CONTEXT_FREE, check_process_fault_get),
 #if defined(T4A_TEST_HAVE_TESTING)
     /* test-only entry points */
     ROW(t4a_testing_fault_arm, TESTING_ONLY, check_testing_fault_arm),
