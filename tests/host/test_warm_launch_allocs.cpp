@@ -1,0 +1,135 @@
+// Host lane (fake driver): the warm launch path allocates no heap memory
+// for up to 32 arguments (R-LAUNCH-3). This program replaces the global
+// operator new/delete (which libt4acuda's calls resolve to), counts the
+// allocations made during 1,000 warm launches of a kernel with 4 and with
+// 32 arguments, and fails unless the count is exactly zero. The kernel is
+// compiled by real NVRTC for sm_90; the fake driver (tests/fake) accepts
+// the launch without running it.
+// SPDX-License-Identifier: MIT OR Apache-2.0
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "t4acuda.h"
+
+static std::atomic<long> g_news{0};
+
+void *operator new(std::size_t n) {
+  g_news.fetch_add(1, std::memory_order_relaxed);
+  if (void *p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void *operator new[](std::size_t n) { return operator new(n); }
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete[](void *p) noexcept { std::free(p); }
+void operator delete(void *p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void *p, std::size_t) noexcept { std::free(p); }
+
+static int fail(const char *what, t4a_status s) {
+  char msg[2048];
+  t4a_last_error_message(msg, sizeof msg, nullptr);
+  std::fprintf(stderr, "test_warm_launch_allocs: %s: %s: %s\n", what,
+               t4a_status_name(s), msg);
+  return 1;
+}
+
+#define CHECK(call)                                                            \
+  do {                                                                         \
+    t4a_status s_ = (call);                                                    \
+    if (s_ != T4A_SUCCESS) return fail(#call, s_);                             \
+  } while (0)
+
+// Launches `k` `count` times with `nargs` arguments (the first `nbuf`
+// buffers, the rest 4-byte scalars) and returns the operator new calls.
+static long allocations_during(t4a_runtime rt, t4a_kernel k, t4a_buffer b,
+                               unsigned nargs, unsigned nbuf, int count,
+                               t4a_status *status) {
+  t4a_arg args[32];
+  int scalar = 7;
+  for (unsigned i = 0; i < nargs; ++i) {
+    args[i] = t4a_arg T4A_ARG_INIT;
+    if (i < nbuf) {
+      args[i].kind = T4A_ARG_BUFFER;
+      args[i].buffer = b;
+    } else {
+      args[i].kind = T4A_ARG_SCALAR;
+      args[i].value = &scalar;
+      args[i].size = sizeof scalar;
+    }
+  }
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.kernel = k;
+  d.arg_count = nargs;
+  d.args = args;
+  *status = T4A_SUCCESS;
+  for (int i = 0; i < 16 && *status == T4A_SUCCESS; ++i) // warm up
+    *status = t4a_launch(rt, &d);
+  long before = g_news.load();
+  for (int i = 0; i < count && *status == T4A_SUCCESS; ++i)
+    *status = t4a_launch(rt, &d);
+  return g_news.load() - before;
+}
+
+int main() {
+#if !defined(T4A_FAKE_CUDA_PATH)
+  std::fprintf(stderr, "built without the fake driver\n");
+  return 1;
+#else
+  setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);
+  std::string src = "extern \"C\" __global__ void four(float *a, float *b, "
+                    "int n, int m) {}\n"
+                    "extern \"C\" __global__ void many(";
+  for (int i = 0; i < 32; ++i) {
+    src += i < 2 ? "float *p" : "int s";
+    src += std::to_string(i);
+    src += i + 1 < 32 ? ", " : ") {}\n";
+  }
+  t4a_compile_request r = T4A_COMPILE_REQUEST_INIT;
+  r.source = src.c_str();
+  r.cc_major = 9;
+  r.cc_minor = 0;
+  r.flags = T4A_COMPILE_NO_DISK_CACHE;
+  t4a_artifact art{};
+  long before_compile = g_news.load();
+  CHECK(t4a_compile(&r, &art));
+  // The replacement must see the library's allocations, or a zero below
+  // would prove nothing: compiling allocates (strings, the image).
+  if (g_news.load() - before_compile < 3) {
+    std::fprintf(stderr, "operator new is not interposed for libt4acuda\n");
+    return 1;
+  }
+  t4a_runtime rt{};
+  CHECK(t4a_runtime_create(nullptr, &rt));
+  t4a_module m{};
+  CHECK(t4a_module_load(rt, art, &m));
+  t4a_kernel four{}, many{};
+  CHECK(t4a_kernel_get(m, "four", &four));
+  CHECK(t4a_kernel_get(m, "many", &many));
+  t4a_buffer b{};
+  CHECK(t4a_buffer_alloc(rt, 4096, 0, &b));
+
+  t4a_status s = T4A_SUCCESS;
+  long n4 = allocations_during(rt, four, b, 4, 2, 1000, &s);
+  if (s != T4A_SUCCESS) return fail("launch with 4 arguments", s);
+  long n32 = allocations_during(rt, many, b, 32, 2, 1000, &s);
+  if (s != T4A_SUCCESS) return fail("launch with 32 arguments", s);
+  t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
+  CHECK(t4a_runtime_stats_get(rt, &st));
+  std::printf("operator new calls in 1000 warm launches: %ld (4 args), "
+              "%ld (32 args); launches %llu, events %llu\n",
+              n4, n32, static_cast<unsigned long long>(st.launches),
+              static_cast<unsigned long long>(st.events_recorded));
+  CHECK(t4a_buffer_release(b));
+  CHECK(t4a_kernel_release(four));
+  CHECK(t4a_kernel_release(many));
+  CHECK(t4a_module_release(m));
+  CHECK(t4a_artifact_release(art));
+  CHECK(t4a_runtime_destroy(rt));
+  bool ok = n4 == 0 && n32 == 0 && st.launches == 2 * (16 + 1000);
+  std::printf("%d passed, %d failed\n", ok ? 1 : 0, ok ? 0 : 1);
+  return ok ? 0 : 1;
+#endif
+}
