@@ -1,6 +1,7 @@
 #include "launch/launch.hpp"
 
 #include <memory>
+#include <new>
 
 #include "core/admission.hpp"
 #include "core/context_scope.hpp"
@@ -21,41 +22,56 @@ using namespace t4a::driver;
 namespace {
 
 // Fixed arrays for up to k_stack_args arguments; heap beyond.
+// Per-launch scratch space: on the stack up to k_stack_args arguments
+// (no heap on the warm path), on the heap beyond. Only what a launch uses
+// is constructed: the buffer references it resolves and the facts of its
+// buffer arguments (validate() reads facts of buffer arguments only).
 struct ArgSpace {
-  Ref<Object> stack_refs[k_stack_args];
-  ArgFacts stack_facts[k_stack_args];
+  alignas(
+      Ref<Object>) unsigned char stack_refs[k_stack_args * sizeof(Ref<Object>)];
+  alignas(ArgFacts) unsigned char stack_facts[k_stack_args * sizeof(ArgFacts)];
   uint64_t stack_ids[k_stack_args];
   uint32_t stack_index[k_stack_args];
   CUdeviceptr stack_ptrs[k_stack_args];
   void *stack_params[k_stack_args];
-  std::unique_ptr<Ref<Object>[]> heap_refs;
-  std::unique_ptr<ArgFacts[]> heap_facts;
+  std::unique_ptr<unsigned char[]> heap_refs;
+  std::unique_ptr<unsigned char[]> heap_facts;
   std::unique_ptr<uint64_t[]> heap_ids;
   std::unique_ptr<uint32_t[]> heap_index;
   std::unique_ptr<CUdeviceptr[]> heap_ptrs;
   std::unique_ptr<void *[]> heap_params;
-  Ref<Object> *refs = stack_refs;
-  ArgFacts *facts = stack_facts;
+  Ref<Object> *refs = reinterpret_cast<Ref<Object> *>(stack_refs);
+  ArgFacts *facts = reinterpret_cast<ArgFacts *>(stack_facts);
   uint64_t *ids = stack_ids;
   uint32_t *index = stack_index;
   CUdeviceptr *ptrs = stack_ptrs;
   void **params = stack_params;
+  size_t refs_made = 0;
 
   explicit ArgSpace(uint32_t n) {
     if (n <= k_stack_args) return;
-    heap_refs.reset(new Ref<Object>[n]);
-    heap_facts.reset(new ArgFacts[n]);
+    heap_refs.reset(new unsigned char[n * sizeof(Ref<Object>)]);
+    heap_facts.reset(new unsigned char[n * sizeof(ArgFacts)]);
     heap_ids.reset(new uint64_t[n]);
     heap_index.reset(new uint32_t[n]);
     heap_ptrs.reset(new CUdeviceptr[n]);
     heap_params.reset(new void *[n]);
-    refs = heap_refs.get();
-    facts = heap_facts.get();
+    refs = reinterpret_cast<Ref<Object> *>(heap_refs.get());
+    facts = reinterpret_cast<ArgFacts *>(heap_facts.get());
     ids = heap_ids.get();
     index = heap_index.get();
     ptrs = heap_ptrs.get();
     params = heap_params.get();
   }
+  // Constructs the first `n` (null) buffer references.
+  void make_refs(size_t n) {
+    for (; refs_made < n; ++refs_made) new (&refs[refs_made]) Ref<Object>();
+  }
+  ~ArgSpace() {
+    for (size_t i = 0; i < refs_made; ++i) refs[i].~Ref<Object>();
+  }
+  ArgSpace(const ArgSpace &) = delete;
+  ArgSpace &operator=(const ArgSpace &) = delete;
 };
 
 } // namespace
@@ -91,6 +107,7 @@ t4a_status launch(core::Runtime &rt, const t4a_launch_desc *given) {
   }
   if (nbuf > 0) {
     size_t bad = 0;
+    space.make_refs(nbuf);
     auto c = core::Registry::instance().resolve_many(space.ids, Kind::Buffer,
                                                      nbuf, space.refs, &bad);
     if (c != core::HandleCheck::Ok)
@@ -102,8 +119,7 @@ t4a_status launch(core::Runtime &rt, const t4a_launch_desc *given) {
     for (size_t j = 0; j < nbuf; ++j) {
       auto &b = static_cast<memory::Buffer &>(*space.refs[j]);
       uint32_t i = space.index[j];
-      space.facts[i].same_runtime = &b.runtime() == &rt;
-      space.facts[i].buffer_bytes = b.bytes();
+      new (&space.facts[i]) ArgFacts{&b.runtime() == &rt, b.bytes()};
       space.ptrs[i] = b.ptr() + d.args[i].offset;
     }
   }

@@ -45,7 +45,10 @@ uint64_t arg_size(const t4a_arg &a) {
 void validate(const t4a_launch_desc &d, bool kernel_same_runtime,
               const ArgFacts *facts, const KernelSignature &k,
               const DeviceLimits &lim, Verdict *v) {
-  *v = Verdict{};
+  v->status = T4A_SUCCESS;
+  v->raise_shared = false;
+  v->param_bytes = 0;
+  v->message[0] = '\0';
   if (d.flags != 0)
     return reject(v, T4A_ERROR_INVALID_ARGUMENT,
                   "desc->flags is 0x%x; no launch flags are defined", d.flags);

@@ -43,7 +43,9 @@ struct Verdict {
   // dynamic_shared_bytes (above the default, within the opt-in maximum).
   bool raise_shared = false;
   uint64_t param_bytes = 0; // the parameter block's size
-  char message[384] = {0};
+  // Written only when a launch is rejected (left uninitialized otherwise:
+  // the warm path does not clear 384 bytes per launch).
+  char message[384];
 };
 
 // Validates `desc` (already read through its struct_size) whose
