@@ -181,6 +181,31 @@ inline t4a_status set_log_callback(t4a_log_fn fn, void *user, int32_t max_level,
   return t4a_set_log_callback(fn, user, max_level);
 }
 
+/** @brief The library's version number (t4a_version()). */
+inline uint32_t version() noexcept { return t4a_version(); }
+
+/** @brief The library's version string (t4a_version_string()). */
+inline const char *version_string() noexcept { return t4a_version_string(); }
+
+/** @brief The CUDA version the library was built against
+ *  (t4a_built_cuda_version()). */
+inline int32_t built_cuda_version() noexcept {
+  return t4a_built_cuda_version();
+}
+
+/** @brief Clears the calling thread's last error (t4a_last_error_clear()). */
+inline void clear_last_error() noexcept { t4a_last_error_clear(); }
+
+/** @brief The process's first device fault (t4a_process_fault_get());
+ *  non-throwing; `out` is written only on success. */
+inline t4a_status process_fault(t4a_process_fault &out,
+                                std::nothrow_t) noexcept {
+  t4a_process_fault tmp = T4A_PROCESS_FAULT_INIT;
+  t4a_status s = t4a_process_fault_get(&tmp);
+  if (s == T4A_SUCCESS) out = tmp;
+  return s;
+}
+
 /** @brief Process-wide counters (t4a_process_stats_get()); non-throwing;
  *  `out` is written only on success. */
 inline t4a_status process_stats(t4a_process_stats &out,
@@ -196,6 +221,14 @@ inline t4a_status process_stats(t4a_process_stats &out,
  *  (t4a_set_log_callback()). @throws Error */
 inline void set_log_callback(t4a_log_fn fn, void *user, int32_t max_level) {
   check(t4a_set_log_callback(fn, user, max_level));
+}
+
+/** @brief The process's first device fault (t4a_process_fault_get()).
+ *  @throws Error */
+inline t4a_process_fault process_fault() {
+  t4a_process_fault out = T4A_PROCESS_FAULT_INIT;
+  check(t4a_process_fault_get(&out));
+  return out;
 }
 
 /** @brief Process-wide counters (t4a_process_stats_get()). @throws Error */

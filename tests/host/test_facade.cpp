@@ -1038,6 +1038,25 @@ static void test_compile(void **) {
   assert_true(log.find("error") != std::string::npos);
 }
 
+static void test_small_wrappers(void **) {
+  assert_int_equal(t4a::version(), T4A_VERSION_NUMBER);
+  assert_string_equal(t4a::version_string(), T4A_VERSION_STRING);
+  assert_int_equal(t4a::built_cuda_version(), t4a_built_cuda_version());
+  // A failure, then clear_last_error() empties the record.
+  int32_t n = 0;
+  assert_int_equal(t4a::device_count(n, std::nothrow), T4A_ERROR_NO_DRIVER);
+  assert_false(t4a::last_error_message().empty());
+  t4a::clear_last_error();
+  assert_true(t4a::last_error_message().empty());
+  // No driver, no fault: the record says so, thrown or not.
+  t4a_process_fault f;
+  std::memset(&f, 0x5A, sizeof f);
+  assert_int_equal(t4a::process_fault(f, std::nothrow), T4A_SUCCESS);
+  assert_int_equal(f.has_fault, 0);
+  assert_int_equal(f.struct_size, sizeof(t4a_process_fault));
+  assert_int_equal(t4a::process_fault().has_fault, 0);
+}
+
 static void test_versions(void **) {
   auto v = t4a::nvrtc_version();
   assert_true(v.first >= 12);
@@ -1066,6 +1085,7 @@ int main() {
       cmocka_unit_test(test_launch_without_exceptions),
       cmocka_unit_test(test_log_and_process_stats),
       cmocka_unit_test(test_compile),
+      cmocka_unit_test(test_small_wrappers),
       cmocka_unit_test(test_versions),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
