@@ -4,11 +4,11 @@
 #include "compile/disk_cache.hpp"
 #include "compile/memory_cache.hpp"
 #include "compile/nvrtc_compile.hpp"
+#include "compile/nvrtc_facts.hpp"
 #include "compile/target.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/registry.hpp"
-#include "driver/nvrtc_api.hpp"
 
 namespace t4a::compile {
 
@@ -50,21 +50,18 @@ t4a_status publish(Ref<Artifact> a, const Request &r, uint64_t *id) {
 
 // Kept in the thread's last-error record, which (unlike a C++
 // thread_local string) survives thread-local destruction at exit.
-const std::string &last_compile_log() {
-  return core::last_error().compile_log;
-}
+const std::string &last_compile_log() { return core::last_error().compile_log; }
 
-t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
-  const driver::NvrtcState &nv = driver::nvrtc_load();
-  if (!nv.ready) return core::fail_message(T4A_ERROR_NO_COMPILER, nv.reason);
-  const int nvrtc_version = nv.major * 1000 + nv.minor * 10;
+namespace {
 
-  Target target;
-  bool arch_given = arch_from_options(r.options, r.output, &target);
-  if (!arch_given) {
+// Target and identity key of a request under the given NVRTC facts.
+t4a_status plan(const Request &r, const DeviceTarget &d, const NvrtcFacts &nv,
+                Target *target, bool *arch_given, Digest *key) {
+  *arch_given = arch_from_options(r.options, r.output, target);
+  if (!*arch_given) {
     TargetQuery q;
-    q.archs = nvrtc_supported_archs();
-    q.nvrtc_version = nvrtc_version;
+    q.archs = nv.archs;
+    q.nvrtc_version = nv.major * 1000 + nv.minor * 10;
     q.driver_version = d.driver_version;
     q.cc_major = d.cc_major;
     q.cc_minor = d.cc_minor;
@@ -74,40 +71,70 @@ t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
       return core::fail_message(c.status, "selecting a target for '" +
                                               r.program_name +
                                               "': " + c.message);
-    target.output = c.output;
-    target.arch = c.arch;
+    target->output = c.output;
+    target->arch = c.arch;
   }
-  CompileStats &stats = compile_stats();
-  stats.requests.add();
-  Digest key = identity_key(r, target, nv.major, nv.minor);
+  *key = identity_key(r, *target, nv.major, nv.minor);
+  return T4A_SUCCESS;
+}
 
-  if ((r.flags & T4A_COMPILE_NO_MEMORY_CACHE) == 0) {
-    if (uint64_t hit = MemoryCache::instance().lookup(key)) {
-      stats.memory_hits.add();
-      *id = hit;
-      return T4A_SUCCESS;
-    }
-  }
+} // namespace
+
+t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
   DiskConfig disk = disk_config(r);
-  if (disk.enabled) {
-    DiskEntry e;
-    std::string why;
-    switch (disk_read(disk, key, &e, &why)) {
-    case DiskRead::Hit:
-      stats.disk_hits.add();
-      return publish(core::make_ref<Artifact>(key, e.target, std::move(e.image),
-                                              std::move(e.log),
-                                              std::move(e.lowered)),
-                     r, id);
-    case DiskRead::Corrupt:
-      stats.disk_corrupt_entries.add();
-      core::logf(T4A_LOG_WARN,
-                 "compile cache: corrupt entry (%s); compiling again and "
-                 "replacing it",
-                 why.c_str());
-      break;
-    case DiskRead::Miss: break;
+  const NvrtcFacts *nv = nullptr;
+  if (t4a_status s = nvrtc_facts(disk, &nv); s != T4A_SUCCESS) return s;
+  CompileStats &stats = compile_stats();
+  bool counted = false;
+  Target target;
+  bool arch_given = false;
+  Digest key;
+  // Twice at most: a second pass when the facts came from a record and
+  // the library loaded for the compile disagrees with it.
+  for (;;) {
+    if (t4a_status s = plan(r, d, *nv, &target, &arch_given, &key);
+        s != T4A_SUCCESS)
+      return s;
+    if (!counted) stats.requests.add();
+    counted = true;
+    if ((r.flags & T4A_COMPILE_NO_MEMORY_CACHE) == 0) {
+      if (uint64_t hit = MemoryCache::instance().lookup(key)) {
+        stats.memory_hits.add();
+        *id = hit;
+        return T4A_SUCCESS;
+      }
     }
+    if (disk.enabled) {
+      DiskEntry e;
+      std::string why;
+      switch (disk_read(disk, key, &e, &why)) {
+      case DiskRead::Hit:
+        stats.disk_hits.add();
+        return publish(
+            core::make_ref<Artifact>(key, e.target, std::move(e.image),
+                                     std::move(e.log), std::move(e.lowered)),
+            r, id);
+      case DiskRead::Corrupt:
+        stats.disk_corrupt_entries.add();
+        core::logf(T4A_LOG_WARN,
+                   "compile cache: corrupt entry (%s); compiling again and "
+                   "replacing it",
+                   why.c_str());
+        break;
+      case DiskRead::Miss: break;
+      }
+    }
+    if (nv->loaded) break;
+    const NvrtcFacts *real = nullptr;
+    if (t4a_status s = nvrtc_loaded_facts(&real); s != T4A_SUCCESS) return s;
+    bool same = *real == *nv;
+    nv = real;
+    if (same) break;
+    core::logf(T4A_LOG_WARN,
+               "compile cache: an NVRTC record was stale (NVRTC %d.%d is "
+               "loaded); replacing it and looking the request up again",
+               real->major, real->minor);
+    nvrtc_remember(disk);
   }
 
   std::vector<std::string> options = r.options;
@@ -149,6 +176,8 @@ t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
     if (!disk_write(disk, *a, &why))
       core::logf(T4A_LOG_WARN, "compile cache: entry not written: %s",
                  why.c_str());
+    else
+      nvrtc_remember(disk);
   }
   return publish(std::move(a), r, id);
 }

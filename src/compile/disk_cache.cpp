@@ -86,6 +86,48 @@ bool write_all(int fd, const uint8_t *p, size_t n) {
   return true;
 }
 
+struct Span {
+  const uint8_t *p;
+  size_t n;
+};
+
+// Writes dir/name atomically: a temporary file ".<name>.<pid>.<serial>.tmp"
+// in the same directory (removed by eviction if its writer died), then
+// rename. Readers see the old file or the complete new one.
+bool write_atomically(const std::string &dir, const std::string &name,
+                      const Span *parts, size_t count, std::string *why) {
+  static std::atomic<uint64_t> serial{0};
+  std::string final_path = dir + "/" + name;
+  std::string temp = dir + "/." + name + "." + std::to_string(::getpid()) +
+                     "." + std::to_string(serial.fetch_add(1)) + ".tmp";
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *why = "cannot create '" + temp + "': " + std::strerror(errno);
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; ok && i < count; ++i)
+    ok = write_all(fd, parts[i].p, parts[i].n);
+  int saved = errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    saved = errno;
+  }
+  if (!ok) {
+    (void)::unlink(temp.c_str());
+    *why = "cannot write '" + temp + "': " + std::strerror(saved);
+    return false;
+  }
+  if (::rename(temp.c_str(), final_path.c_str()) != 0) {
+    saved = errno;
+    (void)::unlink(temp.c_str());
+    *why = "cannot rename '" + temp + "' to '" + final_path +
+           "': " + std::strerror(saved);
+    return false;
+  }
+  return true;
+}
+
 bool ends_with(const std::string &s, const char *suffix) {
   size_t n = std::strlen(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
@@ -267,42 +309,44 @@ bool disk_write(const DiskConfig &c, const Artifact &a, std::string *why) {
   put64(h + 80, names.size());
   std::memcpy(h + 88, checksum.data(), checksum.size());
 
-  static std::atomic<uint64_t> serial{0};
   std::string final_path = disk_entry_path(c, a.key());
-  std::string temp = c.dir + "/." + to_hex(a.key()) + "." +
-                     std::to_string(::getpid()) + "." +
-                     std::to_string(serial.fetch_add(1)) + ".tmp";
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    *why = "cannot create '" + temp + "': " + std::strerror(errno);
+  const Span parts[] = {
+      {h, sizeof h},
+      {reinterpret_cast<const uint8_t *>(a.image().data()), a.image().size()},
+      {reinterpret_cast<const uint8_t *>(a.log().data()), a.log().size()},
+      {names.data(), names.size()}};
+  if (!write_atomically(c.dir, to_hex(a.key()) + k_suffix, parts, 4, why))
     return false;
-  }
-  bool ok = write_all(fd, h, sizeof h) &&
-            write_all(fd, reinterpret_cast<const uint8_t *>(a.image().data()),
-                      a.image().size()) &&
-            write_all(fd, reinterpret_cast<const uint8_t *>(a.log().data()),
-                      a.log().size()) &&
-            write_all(fd, names.data(), names.size());
-  int saved = errno;
-  if (::close(fd) != 0 && ok) {
-    ok = false;
-    saved = errno;
-  }
-  if (!ok) {
-    (void)::unlink(temp.c_str());
-    *why = "cannot write '" + temp + "': " + std::strerror(saved);
-    return false;
-  }
-  if (::rename(temp.c_str(), final_path.c_str()) != 0) {
-    saved = errno;
-    (void)::unlink(temp.c_str());
-    *why = "cannot rename '" + temp + "' to '" + final_path +
-           "': " + std::strerror(saved);
-    return false;
-  }
   compile_stats().disk_writes.add();
   evict(c, final_path);
   return true;
+}
+
+bool disk_put_file(const DiskConfig &c, const std::string &name,
+                   const std::string &bytes, std::string *why) {
+  if (!make_dirs(c.dir)) {
+    *why = "cannot create the cache directory '" + c.dir +
+           "': " + std::strerror(errno);
+    return false;
+  }
+  const Span part{reinterpret_cast<const uint8_t *>(bytes.data()),
+                  bytes.size()};
+  return write_atomically(c.dir, name, &part, 1, why);
+}
+
+bool disk_get_file(const DiskConfig &c, const std::string &name,
+                   size_t max_bytes, std::string *out) {
+  int fd = ::open((c.dir + "/" + name).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            static_cast<uint64_t>(st.st_size) <= max_bytes;
+  if (ok) {
+    out->resize(static_cast<size_t>(st.st_size));
+    ok = read_all(fd, reinterpret_cast<uint8_t *>(out->data()), out->size());
+  }
+  ::close(fd);
+  return ok;
 }
 
 } // namespace t4a::compile

@@ -49,6 +49,13 @@ DiskRead disk_read(const DiskConfig &c, const Digest &key, DiskEntry *out,
 // just written). False with *why when it could not be written.
 bool disk_write(const DiskConfig &c, const Artifact &a, std::string *why);
 
+// A small side file of the cache directory (not an entry: never counted
+// nor evicted), written atomically; read whole when at most max_bytes.
+bool disk_put_file(const DiskConfig &c, const std::string &name,
+                   const std::string &bytes, std::string *why);
+bool disk_get_file(const DiskConfig &c, const std::string &name,
+                   size_t max_bytes, std::string *out);
+
 // The entry file of a key (for diagnostics and tests).
 std::string disk_entry_path(const DiskConfig &c, const Digest &key);
 

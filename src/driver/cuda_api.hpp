@@ -207,8 +207,8 @@ inline DrvResult func_set_attribute(CUfunction f, CUfunction_attribute a,
   return T4A_CU(cuFuncSetAttribute, f, a, v);
 }
 // Optional: check has(Entry::cuFuncGetParamInfo) first.
-inline DrvResult func_get_param_info(CUfunction f, size_t index,
-                                     size_t *offset, size_t *size) {
+inline DrvResult func_get_param_info(CUfunction f, size_t index, size_t *offset,
+                                     size_t *size) {
   return T4A_CU(cuFuncGetParamInfo, f, index, offset, size);
 }
 inline DrvResult launch_kernel(CUfunction f, const unsigned grid[3],

@@ -27,4 +27,18 @@ void *find_symbol(void *handle, const char *name);
 // Reads an environment variable; empty when unset.
 std::string env_or_empty(const char *name);
 
+// The file a dlopen handle was loaded from, with symbolic links resolved;
+// empty when unknown.
+std::string loaded_file(void *handle);
+
+// A file's identity as text ("dev ino size mtime ctime", nanoseconds), or
+// "absent": equal texts mean the same, unchanged file (ctime cannot be set
+// by a user, so a replaced or rewritten file never matches).
+std::string file_identity(const std::string &path);
+
+// True when an object whose file name starts with `prefix` (and not with
+// `except`, unless that is null) is mapped into the process. Reads the loader's
+// list only: unlike dlopen with RTLD_NOLOAD it touches no file.
+bool mapped_library(const char *prefix, const char *except);
+
 } // namespace t4a::driver

@@ -1,5 +1,10 @@
 #include "driver/nvrtc_api.hpp"
 
+#include <dlfcn.h>
+#include <link.h>
+
+#include <atomic>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -81,8 +86,37 @@ NvrtcState do_load() {
     return s;
   }
   s.path = lib.path;
+  s.file = loaded_file(lib.handle);
   s.ready = true;
   return s;
+}
+
+std::atomic<bool> g_loaded{false};
+
+// The directories the dynamic loader searches for a library that this
+// library dlopens (RPATH/RUNPATH, LD_LIBRARY_PATH as the loader read it at
+// start-up, the system directories), in order; the loader cache is
+// consulted between them and the system directories.
+std::vector<std::string> loader_directories() {
+  std::vector<std::string> dirs;
+  Dl_info self{};
+  void *h = nullptr;
+  if (dladdr(reinterpret_cast<void *>(&loader_directories), &self) != 0 &&
+      self.dli_fname != nullptr)
+    h = dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (h == nullptr) h = dlopen(nullptr, RTLD_LAZY);
+  Dl_serinfo size{};
+  if (h != nullptr && dlinfo(h, RTLD_DI_SERINFOSIZE, &size) == 0 &&
+      size.dls_size >= sizeof(Dl_serinfo)) {
+    std::unique_ptr<unsigned char[]> bytes(new unsigned char[size.dls_size]);
+    auto *info = reinterpret_cast<Dl_serinfo *>(bytes.get());
+    *info = size;
+    if (dlinfo(h, RTLD_DI_SERINFO, info) == 0)
+      for (unsigned i = 0; i < info->dls_cnt; ++i)
+        dirs.emplace_back(info->dls_serpath[i].dls_name);
+  }
+  if (h != nullptr) dlclose(h);
+  return dirs;
 }
 
 } // namespace
@@ -90,8 +124,46 @@ NvrtcState do_load() {
 const NvrtcState &nvrtc_load() {
   static std::once_flag once;
   static NvrtcState *state = nullptr; // never destroyed: usable during exit
-  std::call_once(once, [] { state = new NvrtcState(do_load()); });
+  std::call_once(once, [] {
+    state = new NvrtcState(do_load());
+    g_loaded.store(true, std::memory_order_release);
+  });
   return *state;
+}
+
+bool nvrtc_loaded() { return g_loaded.load(std::memory_order_acquire); }
+
+NvrtcSearch nvrtc_search() {
+  NvrtcSearch out;
+  std::string &m = out.material;
+  m = "t4acuda NVRTC search 1\nloader cache " +
+      file_identity("/etc/ld.so.cache") + "\n";
+  std::vector<std::string> dirs;
+  bool have_dirs = false;
+  // Some NVRTC already in the process (another library loaded it) may
+  // answer a bare name without any search: then be exact and load.
+  out.mapped = mapped_library("libnvrtc", "libnvrtc-builtins");
+  std::string override_path = env_or_empty("T4A_NVRTC_PATH");
+  if (!out.mapped && !override_path.empty()) {
+    size_t slash = override_path.rfind('/');
+    out.mapped = mapped_library(
+        override_path.c_str() + (slash == std::string::npos ? 0 : slash + 1),
+        nullptr);
+  }
+  for (const LibraryCandidate &c : nvrtc_candidates()) {
+    m += "candidate " + c.path + "\n";
+    if (c.path.find('/') != std::string::npos) {
+      m += "  " + file_identity(c.path) + "\n";
+      continue;
+    }
+    if (!have_dirs) {
+      dirs = loader_directories();
+      have_dirs = true;
+    }
+    for (const std::string &d : dirs)
+      m += "  " + d + " " + file_identity(d + "/" + c.path) + "\n";
+  }
+  return out;
 }
 
 const NvrtcTable &nvrtc() { return g_table; }

@@ -24,13 +24,27 @@ struct NvrtcTable {
 struct NvrtcState {
   bool ready = false;
   std::string reason; // when not ready: every library tried and why
-  std::string path;   // the library loaded
+  std::string path;   // the candidate that loaded
+  std::string file;   // the file it was loaded from (links resolved)
   int major = 0;
   int minor = 0;
 };
 
 // Loads NVRTC once (thread-safe); the returned state never changes after.
 const NvrtcState &nvrtc_load();
+// True once nvrtc_load() has run to completion in this process.
+bool nvrtc_loaded();
+
+// What decides which file nvrtc_load() would load, found without loading
+// anything (loading NVRTC takes milliseconds): every candidate, and for a
+// bare library name, the identity (or absence) of that name in every
+// directory the dynamic loader would search, plus the loader cache. Two
+// equal texts mean nvrtc_load() would pick the same, unchanged file.
+struct NvrtcSearch {
+  bool mapped = false;  // a candidate is already in the process: load it
+  std::string material; // the text described above
+};
+NvrtcSearch nvrtc_search();
 // Valid once nvrtc_load().ready.
 const NvrtcTable &nvrtc();
 bool nvrtc_has(NvrtcEntry e);

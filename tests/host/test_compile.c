@@ -314,6 +314,92 @@ static void test_disk_hit_across_processes(void **state) {
   assert_int_equal(wait_child(spawn_child(tag, "disk")), 0);
 }
 
+/* The one NVRTC record ("nvrtc-*.id") in `dir`: its path; fails unless
+ * there is exactly one. */
+static void record_path(const char *dir, char *path, size_t capacity) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  int found = 0;
+  assert_non_null(d);
+  while ((e = readdir(d)) != NULL) {
+    size_t n = strlen(e->d_name);
+    if (strncmp(e->d_name, "nvrtc-", 6) == 0 && n > 3 &&
+        strcmp(e->d_name + n - 3, ".id") == 0) {
+      snprintf(path, capacity, "%s/%s", dir, e->d_name);
+      ++found;
+    }
+  }
+  closedir(d);
+  assert_int_equal(found, 1);
+}
+
+static void read_text(const char *path, char *buf, size_t capacity) {
+  FILE *f = fopen(path, "r");
+  size_t n;
+  assert_non_null(f);
+  n = fread(buf, 1, capacity - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+}
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  assert_int_equal(fputs(text, f) >= 0, 1);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* `text` with its line starting with `prefix` replaced by `line`. */
+static void replace_line(const char *text, const char *prefix, const char *line,
+                         char *out, size_t capacity) {
+  const char *at = strstr(text, prefix);
+  const char *end;
+  assert_non_null(at);
+  end = strchr(at, '\n');
+  assert_non_null(end);
+  snprintf(out, capacity, "%.*s%s%s", (int)(at - text), text, line, end);
+}
+
+/* A fresh process answers a disk hit from the NVRTC record without loading
+ * NVRTC; a stale, mismatched or garbled record is not believed (NVRTC is
+ * loaded to identify it, the answer is still the right entry) and is
+ * replaced, so the next fresh process again loads nothing. */
+static void test_nvrtc_record(void **state) {
+  char tag[128], dir[1024], path[1200], good[4096], bad[4096];
+  int i;
+  (void)state;
+  fresh_cache_dir(dir, sizeof dir, "nvrtc-record");
+  unique_tag(tag, sizeof tag, "nvrtc-record");
+  assert_int_equal(wait_child(spawn_child(tag, "nvrtc")), 0);
+  record_path(dir, path, sizeof path);
+  read_text(path, good, sizeof good);
+  assert_non_null(strstr(good, "\nversion "));
+  assert_int_equal(wait_child(spawn_child(tag, "disk")), 0);
+  for (i = 0; i < 4; ++i) {
+    switch (i) {
+    case 0: /* another NVRTC version than the file's */
+      replace_line(good, "version ", "version 99 0", bad, sizeof bad);
+      break;
+    case 1: /* the file changed since the record was written */
+      replace_line(good, "identity ", "identity 1 2 3 4.5 6.7", bad,
+                   sizeof bad);
+      break;
+    case 2: /* another file */
+      replace_line(good, "file ", "file /nonexistent/libnvrtc.so.13", bad,
+                   sizeof bad);
+      break;
+    default: /* not a record */
+      snprintf(bad, sizeof bad, "t4acuda NVRTC record 1\nversion\n");
+    }
+    write_text(path, bad);
+    assert_int_equal(wait_child(spawn_child(tag, "disk-loaded")), 0);
+    record_path(dir, path, sizeof path);
+    read_text(path, bad, sizeof bad);
+    assert_string_equal(bad, good);
+    assert_int_equal(wait_child(spawn_child(tag, "disk")), 0);
+  }
+}
+
 static void test_corrupt_entries_recompiled(void **state) {
   enum {
     TRUNCATE_HALF,
@@ -813,6 +899,18 @@ static void test_no_compiler(void **state) {
 
 /* ---- child process ------------------------------------------------------ */
 
+/* Whether any libnvrtc is mapped into this process. */
+static int nvrtc_mapped(void) {
+  char line[4096];
+  int found = 0;
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (f == NULL) return -1;
+  while (!found && fgets(line, sizeof line, f) != NULL)
+    found = strstr(line, "/libnvrtc") != NULL;
+  fclose(f);
+  return found;
+}
+
 /* Compiles TAG's kernel; EXPECT: "nvrtc" (compiled here, not found on
  * disk), "disk" (a disk hit, no NVRTC), "any". Exit 0 when as expected. */
 static int child_main(const char *tag, const char *expect) {
@@ -834,13 +932,23 @@ static int child_main(const char *tag, const char *expect) {
             (unsigned long long)s.disk_hits);
     return 2;
   }
-  if (strcmp(expect, "disk") == 0 &&
+  if ((strcmp(expect, "disk") == 0 || strcmp(expect, "disk-loaded") == 0) &&
       (s.nvrtc_invocations != 0 || s.disk_hits != 1 ||
        s.disk_corrupt_entries != 0)) {
     fprintf(stderr, "child: expected a disk hit: nvrtc %llu disk hits %llu\n",
             (unsigned long long)s.nvrtc_invocations,
             (unsigned long long)s.disk_hits);
     return 2;
+  }
+  /* "disk": NVRTC was not even loaded (its record in the cache directory
+   * was believed); "disk-loaded": it had to be loaded to be identified. */
+  if (strcmp(expect, "disk") == 0 && nvrtc_mapped()) {
+    fprintf(stderr, "child: a disk hit loaded NVRTC\n");
+    return 6;
+  }
+  if (strcmp(expect, "disk-loaded") == 0 && !nvrtc_mapped()) {
+    fprintf(stderr, "child: NVRTC was not loaded\n");
+    return 7;
   }
   return t4a_artifact_release(a) == T4A_SUCCESS ? 0 : 5;
 }
@@ -850,6 +958,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_ptx_and_cubin),
       cmocka_unit_test(test_memory_hit),
       cmocka_unit_test(test_disk_hit_across_processes),
+      cmocka_unit_test(test_nvrtc_record),
       cmocka_unit_test(test_corrupt_entries_recompiled),
       cmocka_unit_test(test_concurrent_processes),
       cmocka_unit_test(test_disk_bound_evicts_lru),

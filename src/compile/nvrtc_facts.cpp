@@ -1,0 +1,176 @@
+#include "compile/nvrtc_facts.hpp"
+
+#include <atomic>
+#include <mutex>
+#include <string_view>
+
+#include "compile/nvrtc_compile.hpp"
+#include "compile/sha256.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "driver/library_loader.hpp"
+#include "driver/nvrtc_api.hpp"
+
+namespace t4a::compile {
+
+namespace {
+
+constexpr char k_record_tag[] = "t4acuda NVRTC record 1";
+constexpr size_t k_record_max_bytes = 64 * 1024;
+
+// The process's facts: set once from a record or the loaded library, then
+// replaced at most once by the loaded library's. Never freed (usable
+// during exit; at most two objects).
+std::atomic<const NvrtcFacts *> g_facts{nullptr};
+
+std::string record_name(const std::string &material) {
+  std::string hex = to_hex(Sha256::of(material.data(), material.size()));
+  return "nvrtc-" + hex.substr(0, 32) + ".id";
+}
+
+const NvrtcFacts *believe_record(const DiskConfig &disk) {
+  driver::NvrtcSearch s = driver::nvrtc_search();
+  if (s.mapped) return nullptr; // loading it costs nothing: be exact
+  std::string text, file, identity;
+  NvrtcFacts f;
+  if (!disk_get_file(disk, record_name(s.material), k_record_max_bytes,
+                     &text) ||
+      !nvrtc_record_parse(text, &file, &identity, &f) ||
+      driver::file_identity(file) != identity)
+    return nullptr;
+  const NvrtcFacts *mine = new NvrtcFacts(f);
+  const NvrtcFacts *expected = nullptr;
+  if (g_facts.compare_exchange_strong(expected, mine,
+                                      std::memory_order_acq_rel))
+    return mine;
+  delete mine; // another thread was first
+  return expected;
+}
+
+} // namespace
+
+bool operator==(const NvrtcFacts &a, const NvrtcFacts &b) {
+  return a.major == b.major && a.minor == b.minor && a.archs == b.archs;
+}
+
+std::string nvrtc_record_text(const std::string &file,
+                              const std::string &identity,
+                              const NvrtcFacts &f) {
+  std::string t = std::string(k_record_tag) + "\nfile " + file + "\nidentity " +
+                  identity + "\nversion " + std::to_string(f.major) + " " +
+                  std::to_string(f.minor) + "\narchs";
+  for (int a : f.archs) t += " " + std::to_string(a);
+  return t + "\n";
+}
+
+namespace {
+
+// Parses a decimal int from [p, end) up to a space or the end; strict.
+bool parse_int(const char *&p, const char *end, int *out) {
+  long long v = 0;
+  const char *start = p;
+  while (p < end && *p >= '0' && *p <= '9' && v < 1000000)
+    v = v * 10 + (*p++ - '0');
+  if (p == start || (p < end && *p != ' ')) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+} // namespace
+
+bool nvrtc_record_parse(const std::string &text, std::string *file,
+                        std::string *identity, NvrtcFacts *f) {
+  // Exactly five lines, each ending with a newline.
+  std::string_view lines[5];
+  size_t at = 0;
+  for (std::string_view &l : lines) {
+    size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) return false;
+    l = std::string_view(text).substr(at, nl - at);
+    at = nl + 1;
+  }
+  if (at != text.size() || lines[0] != k_record_tag) return false;
+  auto value = [](std::string_view line, std::string_view name,
+                  std::string_view *out) {
+    if (line.size() < name.size() || line.substr(0, name.size()) != name)
+      return false;
+    *out = line.substr(name.size());
+    return true;
+  };
+  std::string_view v_file, v_identity, v_version, v_archs;
+  if (!value(lines[1], "file /", &v_file) ||
+      !value(lines[2], "identity ", &v_identity) || v_identity.empty() ||
+      !value(lines[3], "version ", &v_version) ||
+      !value(lines[4], "archs", &v_archs))
+    return false;
+  NvrtcFacts out;
+  const char *p = v_version.data(), *end = p + v_version.size();
+  if (!parse_int(p, end, &out.major) || p == end || *p++ != ' ' ||
+      !parse_int(p, end, &out.minor) || p != end || out.major < 12)
+    return false;
+  p = v_archs.data();
+  end = p + v_archs.size();
+  while (p < end) {
+    int arch = 0;
+    if (*p++ != ' ' || !parse_int(p, end, &arch) || arch <= 0) return false;
+    out.archs.push_back(arch);
+  }
+  *file = "/" + std::string(v_file);
+  *identity = std::string(v_identity);
+  *f = std::move(out);
+  return true;
+}
+
+t4a_status nvrtc_loaded_facts(const NvrtcFacts **out) {
+  const driver::NvrtcState &nv = driver::nvrtc_load();
+  if (!nv.ready) return core::fail_message(T4A_ERROR_NO_COMPILER, nv.reason);
+  static std::once_flag once;
+  static const NvrtcFacts *loaded = nullptr;
+  std::call_once(once, [&] {
+    NvrtcFacts *f = new NvrtcFacts();
+    f->major = nv.major;
+    f->minor = nv.minor;
+    f->archs = nvrtc_supported_archs();
+    f->loaded = true;
+    loaded = f;
+  });
+  g_facts.store(loaded, std::memory_order_release);
+  *out = loaded;
+  return T4A_SUCCESS;
+}
+
+t4a_status nvrtc_facts(const DiskConfig &disk, const NvrtcFacts **out) {
+  if (const NvrtcFacts *f = g_facts.load(std::memory_order_acquire)) {
+    *out = f;
+    return T4A_SUCCESS;
+  }
+  if (disk.enabled && !driver::nvrtc_loaded()) {
+    if (const NvrtcFacts *f = believe_record(disk)) {
+      *out = f;
+      return T4A_SUCCESS;
+    }
+  }
+  if (t4a_status s = nvrtc_loaded_facts(out); s != T4A_SUCCESS) return s;
+  // No record was believed: leave one for the processes to come.
+  if (disk.enabled) nvrtc_remember(disk);
+  return T4A_SUCCESS;
+}
+
+void nvrtc_remember(const DiskConfig &disk) {
+  if (!disk.enabled) return;
+  const driver::NvrtcState &nv = driver::nvrtc_load();
+  const NvrtcFacts *f = nullptr;
+  if (!nv.ready || nv.file.empty() || nvrtc_loaded_facts(&f) != T4A_SUCCESS)
+    return;
+  std::string name = record_name(driver::nvrtc_search().material);
+  std::string text =
+      nvrtc_record_text(nv.file, driver::file_identity(nv.file), *f);
+  std::string old, why;
+  if (disk_get_file(disk, name, k_record_max_bytes, &old) && old == text)
+    return;
+  if (!disk_put_file(disk, name, text, &why))
+    core::logf(T4A_LOG_WARN, "compile cache: NVRTC record not written: %s",
+               why.c_str());
+}
+
+} // namespace t4a::compile
