@@ -19,9 +19,10 @@ constexpr char k_record_tag[] = "t4acuda NVRTC record 1";
 constexpr size_t k_record_max_bytes = 64 * 1024;
 
 // The process's facts: set once from a record or the loaded library, then
-// replaced at most once by the loaded library's. Never freed (usable
-// during exit; at most two objects).
+// replaced at most once by the loaded library's. The record's facts stay
+// reachable from g_record; neither is freed (usable during exit).
 std::atomic<const NvrtcFacts *> g_facts{nullptr};
+std::atomic<const NvrtcFacts *> g_record{nullptr};
 
 std::string record_name(const std::string &material) {
   std::string hex = to_hex(Sha256::of(material.data(), material.size()));
@@ -39,12 +40,17 @@ const NvrtcFacts *believe_record(const DiskConfig &disk) {
       driver::file_identity(file) != identity)
     return nullptr;
   const NvrtcFacts *mine = new NvrtcFacts(f);
+  const NvrtcFacts *first = nullptr;
+  if (!g_record.compare_exchange_strong(first, mine,
+                                        std::memory_order_acq_rel)) {
+    delete mine; // another thread was first
+    mine = first;
+  }
   const NvrtcFacts *expected = nullptr;
   if (g_facts.compare_exchange_strong(expected, mine,
                                       std::memory_order_acq_rel))
     return mine;
-  delete mine; // another thread was first
-  return expected;
+  return expected; // set meanwhile (a record, or the loaded library)
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "driver/result_class.hpp"
 
 namespace t4a::memory {
 
@@ -139,21 +140,37 @@ t4a_status StagingRing::reserve(size_t len, Span *out, bool *blocked) {
 
 void StagingRing::teardown(bool proven) {
   current_.reset();
-  std::lock_guard<std::mutex> lock(mu_);
-  torn_down_ = true;
-  for (Chunk *c : all_) {
-    bool is_free = false;
-    for (Chunk *f : free_) is_free = is_free || f == c;
-    if (proven && is_free && !c->quarantined) {
-      (void)cu::mem_free_host(c->host);
-      delete c;
-    } else if (!c->quarantined) {
-      // Completion unproven, or still referenced: leak the pinned memory.
-      core::ProcessCounters::instance().leaked_staging_bytes.add(c->bytes);
+  uint64_t failed_bytes = 0;
+  DrvResult failure;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    torn_down_ = true;
+    for (Chunk *c : all_) {
+      bool is_free = false;
+      for (Chunk *f : free_) is_free = is_free || f == c;
+      if (proven && is_free && !c->quarantined) {
+        // A free the driver refuses leaks like an unproven one (counted);
+        // a driver already gone at exit has nothing left to free.
+        if (auto r = cu::mem_free_host(c->host);
+            !r && !driver::is_driver_gone(r.code)) {
+          core::ProcessCounters::instance().leaked_staging_bytes.add(c->bytes);
+          failed_bytes += c->bytes;
+          failure = r;
+        }
+        delete c;
+      } else if (!c->quarantined) {
+        // Completion unproven, or still referenced: leak the pinned memory.
+        core::ProcessCounters::instance().leaked_staging_bytes.add(c->bytes);
+      }
     }
+    all_.clear();
+    free_.clear();
   }
-  all_.clear();
-  free_.clear();
+  if (failed_bytes != 0) // logged outside the lock (a callback may call in)
+    core::logf(T4A_LOG_WARN,
+               "staging memory of %llu bytes leaked: %s returned %s",
+               static_cast<unsigned long long>(failed_bytes), failure.entry,
+               core::describe(failure.code).c_str());
 }
 
 } // namespace t4a::memory

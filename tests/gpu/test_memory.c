@@ -825,6 +825,31 @@ static void test_fault_destroy_unproven(void **state) {
   t4a_testing_fault_reset();
 }
 
+/* Completion proven, but the driver refuses to free a staging chunk: the
+ * destroy still succeeds, and the chunk is counted as leaked staging. */
+static void test_fault_staging_free_refused(void **state) {
+  (void)state;
+  t4a_process_stats p0 = process_stats();
+  t4a_runtime rt = make_runtime(0, 0);
+  t4a_buffer a = {0};
+  unsigned char in[1000];
+  ASSERT_OK(t4a_buffer_alloc(rt, 1 << 20, 0, &a));
+  fill_random(in, sizeof in, 3);
+  ASSERT_OK(t4a_buffer_upload(rt, a, 0, in, sizeof in)); /* staging made */
+  ASSERT_OK(t4a_buffer_release(a));
+  t4a_testing_fault_reset();
+  t4a_testing_count_calls(1);
+  ASSERT_OK(t4a_testing_fault_arm("cuMemFreeHost", 1, CUDA_ERROR_UNKNOWN,
+                                  T4A_TESTING_FAULT_INSTEAD));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+  assert_int_equal(t4a_testing_call_count("cuMemFreeHost"), 1);
+  t4a_process_stats p = process_stats();
+  assert_int_equal(p.leaked_staging_bytes - p0.leaked_staging_bytes,
+                   T4A_DEFAULT_STAGING_CHUNK_BYTES);
+  assert_int_equal(p.runtimes_leaked - p0.runtimes_leaked, 0);
+  t4a_testing_fault_reset();
+}
+
 static int setup(void **state) {
   (void)state;
   t4a_testing_fault_reset();
@@ -879,6 +904,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest faults[] = {
       T(test_fault_upload_after_enqueue),
       T(test_fault_destroy_unproven),
+      T(test_fault_staging_free_refused),
       T(test_fault_callback_polls_download),
   };
   int failed = 0;
