@@ -29,6 +29,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -492,6 +493,21 @@ static void test_concurrent_processes(void **state) {
   assert_int_equal(wait_child(spawn_child(tag, "disk")), 0);
 }
 
+/* Threads of one fresh process compiling at once: with nothing cached,
+ * with only the disk entry and record, and with the record gone. */
+static void test_concurrent_threads(void **state) {
+  char tag[128], dir[1024], path[1200];
+  (void)state;
+  fresh_cache_dir(dir, sizeof dir, "threads");
+  unique_tag(tag, sizeof tag, "threads");
+  assert_int_equal(wait_child(spawn_child(tag, "threads")), 0);
+  assert_int_equal(wait_child(spawn_child(tag, "threads")), 0);
+  record_path(dir, path, sizeof path);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(wait_child(spawn_child(tag, "threads")), 0);
+  record_path(dir, path, sizeof path); /* left again */
+}
+
 static void set_mtime(const char *path, time_t when) {
   struct timespec times[2];
   times[0].tv_sec = when;
@@ -911,14 +927,78 @@ static int nvrtc_mapped(void) {
   return found;
 }
 
+struct thread_compile {
+  const char *source;
+  t4a_status status;
+  uint64_t id;
+  char message[512];
+};
+
+static void *compile_thread(void *arg) {
+  struct thread_compile *t = arg;
+  t4a_compile_request r = request_for(t->source, T4A_COMPILE_CUBIN, 0);
+  t4a_artifact a = {0};
+  t->status = t4a_compile(&r, &a);
+  t->id = a.id;
+  if (t->status != T4A_SUCCESS)
+    snprintf(t->message, sizeof t->message, "%s", last_message());
+  return NULL;
+}
+
+/* THREADS threads of a fresh process compile TAG's kernel at once (the
+ * NVRTC record, the facts, both caches raced); all succeed, the compiles
+ * agree on the image, and every request was answered exactly once. */
+static int child_threads(const char *source) {
+  enum { THREADS = 4 };
+  pthread_t th[THREADS];
+  struct thread_compile t[THREADS];
+  t4a_compile_stats s = T4A_COMPILE_STATS_INIT;
+  int i, bad = 0;
+  size_t bytes0 = 0;
+  for (i = 0; i < THREADS; ++i) {
+    memset(&t[i], 0, sizeof t[i]);
+    t[i].source = source;
+    if (pthread_create(&th[i], NULL, compile_thread, &t[i]) != 0) return 8;
+  }
+  for (i = 0; i < THREADS; ++i) pthread_join(th[i], NULL);
+  for (i = 0; i < THREADS; ++i) {
+    t4a_artifact a = {t[i].id};
+    size_t bytes = 0;
+    if (t[i].status != T4A_SUCCESS) {
+      fprintf(stderr, "child thread %d: %s\n", i, t[i].message);
+      bad = 1;
+      continue;
+    }
+    if (t4a_artifact_image(a, NULL, 0, &bytes) != T4A_SUCCESS) bad = 1;
+    if (i == 0) bytes0 = bytes;
+    if (bytes == 0 || bytes != bytes0) bad = 1;
+    if (t4a_artifact_release(a) != T4A_SUCCESS) bad = 1;
+  }
+  if (t4a_compile_stats_get(&s) != T4A_SUCCESS) return 4;
+  if (s.requests != THREADS ||
+      s.memory_hits + s.disk_hits + s.nvrtc_successes != THREADS) {
+    fprintf(stderr,
+            "child threads: requests %llu memory %llu disk %llu "
+            "nvrtc %llu\n",
+            (unsigned long long)s.requests, (unsigned long long)s.memory_hits,
+            (unsigned long long)s.disk_hits,
+            (unsigned long long)s.nvrtc_successes);
+    bad = 1;
+  }
+  return bad ? 2 : 0;
+}
+
 /* Compiles TAG's kernel; EXPECT: "nvrtc" (compiled here, not found on
- * disk), "disk" (a disk hit, no NVRTC), "any". Exit 0 when as expected. */
+ * disk), "disk" (a disk hit, no NVRTC), "disk-loaded" (a disk hit with
+ * NVRTC loaded), "threads" (see child_threads), "any". Exit 0 when as
+ * expected. */
 static int child_main(const char *tag, const char *expect) {
   char source[1024];
   t4a_compile_request r;
   t4a_artifact a;
   t4a_compile_stats s = T4A_COMPILE_STATS_INIT;
   kernel_source(source, sizeof source, tag);
+  if (strcmp(expect, "threads") == 0) return child_threads(source);
   r = request_for(source, T4A_COMPILE_CUBIN, 0);
   if (t4a_compile(&r, &a) != T4A_SUCCESS) {
     fprintf(stderr, "child: compile failed: %s\n", last_message());
@@ -961,6 +1041,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_nvrtc_record),
       cmocka_unit_test(test_corrupt_entries_recompiled),
       cmocka_unit_test(test_concurrent_processes),
+      cmocka_unit_test(test_concurrent_threads),
       cmocka_unit_test(test_disk_bound_evicts_lru),
       cmocka_unit_test(test_disk_cache_disabled_and_request_dir),
       cmocka_unit_test(test_bad_requests),
