@@ -1,5 +1,7 @@
 #include "compile/compiler.hpp"
 
+#include <chrono>
+
 #include "compile/compile_stats.hpp"
 #include "compile/disk_cache.hpp"
 #include "compile/memory_cache.hpp"
@@ -143,7 +145,11 @@ t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
   const std::string what = "compiling '" + r.program_name + "' for " +
                            (arch_given ? std::string("the -arch option")
                                        : arch_name(target.output, target.arch));
+  const auto started = std::chrono::steady_clock::now();
   NvrtcRun run = run_nvrtc(r, options, target.output);
+  const double ms = std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - started)
+                        .count();
   if (run.compiled) stats.nvrtc_invocations.add();
   if (run.compiled && run.failed_call != "nvrtcCompileProgram")
     stats.nvrtc_successes.add();
@@ -168,6 +174,9 @@ t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
             "compute_ one); nothing was cached; " +
             log_excerpt(run.log));
   }
+  core::logf(T4A_LOG_INFO, "%s: %zu-byte %s in %.1f ms (NVRTC)", what.c_str(),
+             run.image.size(),
+             target.output == T4A_COMPILE_PTX ? "PTX" : "CUBIN", ms);
   Ref<Artifact> a =
       core::make_ref<Artifact>(key, target, std::move(run.image),
                                std::move(run.log), std::move(run.lowered));

@@ -167,12 +167,24 @@ void evict(const DiskConfig &c, const std::string &keep) {
       return a.mtime.tv_nsec < b.mtime.tv_nsec;
     return a.path < b.path;
   });
+  uint64_t removed = 0, removed_bytes = 0;
   for (const File &f : files) {
     if (total <= c.max_bytes) break;
     if (f.path == keep) continue;
-    if (::unlink(f.path.c_str()) == 0) compile_stats().disk_evictions.add();
+    if (::unlink(f.path.c_str()) == 0) {
+      compile_stats().disk_evictions.add();
+      ++removed;
+      removed_bytes += f.bytes;
+    }
     total -= f.bytes; // gone, by us or by another process
   }
+  if (removed != 0)
+    core::logf(T4A_LOG_INFO,
+               "compile cache: %llu least recently used entries (%llu bytes) "
+               "removed from '%s' to stay within %llu bytes",
+               static_cast<unsigned long long>(removed),
+               static_cast<unsigned long long>(removed_bytes), c.dir.c_str(),
+               static_cast<unsigned long long>(c.max_bytes));
 }
 
 } // namespace

@@ -39,6 +39,10 @@ const NvrtcFacts *believe_record(const DiskConfig &disk) {
       !nvrtc_record_parse(text, &file, &identity, &f) ||
       driver::file_identity(file) != identity)
     return nullptr;
+  core::logf(T4A_LOG_INFO,
+             "NVRTC %d.%d (%s) identified from its record in '%s', not "
+             "loaded",
+             f.major, f.minor, file.c_str(), disk.dir.c_str());
   const NvrtcFacts *mine = new NvrtcFacts(f);
   const NvrtcFacts *first = nullptr;
   if (!g_record.compare_exchange_strong(first, mine,
@@ -139,6 +143,9 @@ t4a_status nvrtc_loaded_facts(const NvrtcFacts **out) {
     f->archs = nvrtc_supported_archs();
     f->loaded = true;
     loaded = f;
+    core::logf(T4A_LOG_INFO, "NVRTC %d.%d loaded from '%s' (%s)", nv.major,
+               nv.minor, nv.file.empty() ? nv.path.c_str() : nv.file.c_str(),
+               nv.path.c_str());
   });
   g_facts.store(loaded, std::memory_order_release);
   *out = loaded;

@@ -103,7 +103,7 @@ t4a_status Runtime::create(const t4a_runtime_options &given,
     return fail_driver(r, "setting the pool release threshold to %llu bytes",
                        static_cast<unsigned long long>(threshold));
   rt->domain_ = g_next_domain.fetch_add(1, std::memory_order_relaxed);
-  logf(T4A_LOG_DEBUG, "runtime created: device %d, domain %llu",
+  logf(T4A_LOG_INFO, "runtime created: device %d, domain %llu",
        o.device_ordinal, static_cast<unsigned long long>(rt->domain_));
   *out = std::move(rt);
   return T4A_SUCCESS;
@@ -329,6 +329,8 @@ void Runtime::teardown() {
   // runtime (or the caller) stays current (R-RT-7).
   teardown_call(cu::primary_ctx_release(device_),
                 "releasing the primary context", domain_);
+  logf(T4A_LOG_INFO, "runtime destroyed: device %d, domain %llu", ordinal_,
+       static_cast<unsigned long long>(domain_));
 }
 
 Runtime::~Runtime() { teardown(); }
