@@ -4,6 +4,7 @@
 
 #include "compile/compile_stats.hpp"
 #include "compile/disk_cache.hpp"
+#include "compile/in_flight.hpp"
 #include "compile/memory_cache.hpp"
 #include "compile/nvrtc_compile.hpp"
 #include "compile/nvrtc_facts.hpp"
@@ -91,8 +92,10 @@ t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
   Target target;
   bool arch_given = false;
   Digest key;
-  // Twice at most: a second pass when the facts came from a record and
-  // the library loaded for the compile disagrees with it.
+  InFlight::Lead lead;
+  // Passes: a second when the facts came from a record and the library
+  // loaded for the compile disagrees with it; another after waiting for
+  // an identical compile of another thread.
   for (;;) {
     if (t4a_status s = plan(r, d, *nv, &target, &arch_given, &key);
         s != T4A_SUCCESS)
@@ -126,7 +129,16 @@ t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
       case DiskRead::Miss: break;
       }
     }
-    if (nv->loaded) break;
+    if (nv->loaded) {
+      // Identical compiles at once run NVRTC once, when a cache can hand
+      // the result over.
+      if ((r.flags & T4A_COMPILE_NO_MEMORY_CACHE) != 0 && !disk.enabled) break;
+      InFlight::Turn turn = InFlight::instance().lead_or_wait(key);
+      if (turn == InFlight::Turn::Waited)
+        continue; // an identical compile just finished: look again
+      if (turn == InFlight::Turn::Lead) lead.start(key);
+      break;
+    }
     const NvrtcFacts *real = nullptr;
     if (t4a_status s = nvrtc_loaded_facts(&real); s != T4A_SUCCESS) return s;
     bool same = *real == *nv;

@@ -1,0 +1,36 @@
+#include "compile/in_flight.hpp"
+
+namespace t4a::compile {
+
+InFlight &InFlight::instance() {
+  static InFlight *self = new InFlight(); // never destroyed
+  return *self;
+}
+
+InFlight::Turn InFlight::lead_or_wait(const Digest &key) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto [at, inserted] = leading_.emplace(key, std::this_thread::get_id());
+  if (inserted) return Turn::Lead;
+  if (at->second == std::this_thread::get_id()) return Turn::Nested;
+  done_.wait(lock, [&] { return leading_.count(key) == 0; });
+  return Turn::Waited;
+}
+
+void InFlight::end(const Digest &key) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    leading_.erase(key);
+  }
+  done_.notify_all();
+}
+
+void InFlight::Lead::start(const Digest &key) {
+  key_ = key;
+  held_ = true;
+}
+
+InFlight::Lead::~Lead() {
+  if (held_) InFlight::instance().end(key_);
+}
+
+} // namespace t4a::compile
