@@ -232,12 +232,7 @@ T4A_API t4a_status t4a_kernel_suggest_block_size(t4a_kernel kernel,
 
 T4A_API t4a_status t4a_launch(t4a_runtime runtime,
                               const t4a_launch_desc *desc) {
-  return T4A_ENTRY({
-    Ref<core::Runtime> rt;
-    if (t4a_status s = capi::resolve_runtime(runtime, &rt); s != T4A_SUCCESS)
-      return s;
-    return launch::launch(*rt, desc);
-  });
+  return T4A_ENTRY({ return launch::launch(runtime, desc); });
 }
 
 T4A_API t4a_status t4a_runtime_record(t4a_runtime runtime,

@@ -56,7 +56,7 @@ T4A_API t4a_status t4a_runtime_destroy(t4a_runtime runtime) {
     core::HandleCheck c = core::Registry::instance().remove(
         runtime.id, core::Kind::Runtime, &obj);
     if (c != core::HandleCheck::Ok)
-      return capi::bad_handle(c, runtime.id, "runtime");
+      return core::fail_handle(c, runtime.id, "runtime");
     auto *rt = static_cast<core::Runtime *>(obj.get());
     t4a_status s = rt->destroy();
     obj.reset(); // teardown runs when the last internal reference goes

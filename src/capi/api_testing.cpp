@@ -57,7 +57,7 @@ T4A_API t4a_status t4a_testing_object_retain(uint64_t id) {
     core::HandleCheck c =
         core::Registry::instance().retain(id, core::Kind::TestObject);
     return c == core::HandleCheck::Ok ? T4A_SUCCESS
-                                      : capi::bad_handle(c, id, "object");
+                                      : core::fail_handle(c, id, "object");
   });
 }
 
@@ -68,7 +68,7 @@ T4A_API t4a_status t4a_testing_object_release(uint64_t id) {
     core::HandleCheck c = core::Registry::instance().release(
         id, core::Kind::TestObject, &removed);
     return c == core::HandleCheck::Ok ? T4A_SUCCESS
-                                      : capi::bad_handle(c, id, "object");
+                                      : core::fail_handle(c, id, "object");
   });
 }
 

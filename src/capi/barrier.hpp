@@ -39,21 +39,9 @@ t4a_status resolve(uint64_t id, core::Kind kind, const char *arg,
                    core::Ref<T> *out) {
   core::Ref<core::Object> obj;
   core::HandleCheck c = core::Registry::instance().resolve(id, kind, &obj);
-  if (c != core::HandleCheck::Ok)
-    return core::fail(T4A_ERROR_INVALID_HANDLE, "%s (id 0x%016llx) is %s", arg,
-                      static_cast<unsigned long long>(id),
-                      core::Registry::describe(c));
+  if (c != core::HandleCheck::Ok) return core::fail_handle(c, id, arg);
   *out = core::Ref<T>::adopt(static_cast<T *>(obj.detach()));
   return T4A_SUCCESS;
-}
-
-inline t4a_status bad_handle(core::HandleCheck c, uint64_t id,
-                             const char *arg) {
-  return core::fail(
-      c == core::HandleCheck::Saturated ? T4A_ERROR_INVALID_ARGUMENT
-                                        : T4A_ERROR_INVALID_HANDLE,
-      "%s (id 0x%016llx) is %s", arg, static_cast<unsigned long long>(id),
-      core::Registry::describe(c));
 }
 
 // Registers a new object and returns its id.
@@ -69,13 +57,13 @@ inline t4a_status release_handle(uint64_t id, core::Kind kind,
   if (id == T4A_NULL_ID) return T4A_SUCCESS;
   core::Ref<core::Object> removed;
   core::HandleCheck c = core::Registry::instance().release(id, kind, &removed);
-  if (c != core::HandleCheck::Ok) return bad_handle(c, id, arg);
+  if (c != core::HandleCheck::Ok) return core::fail_handle(c, id, arg);
   return T4A_SUCCESS;
 }
 
 inline t4a_status retain_handle(uint64_t id, core::Kind kind, const char *arg) {
   core::HandleCheck c = core::Registry::instance().retain(id, kind);
-  if (c != core::HandleCheck::Ok) return bad_handle(c, id, arg);
+  if (c != core::HandleCheck::Ok) return core::fail_handle(c, id, arg);
   return T4A_SUCCESS;
 }
 

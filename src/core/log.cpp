@@ -59,13 +59,21 @@ void deliver(int32_t level, const char *message);
 
 void log_defer_begin() { ++tl_defer_depth; }
 
-void log_defer_end() {
-  if (--tl_defer_depth > 0 || tl_deferred == nullptr) return;
+namespace {
+// Out of line: log_defer_end() runs at the end of every admission and
+// almost never has anything to deliver.
+__attribute__((noinline)) void deliver_deferred() {
   // Taken off the thread first: a callback may log (and defer) again.
   std::unique_ptr<std::vector<std::pair<int32_t, std::string>>> pending(
       tl_deferred);
   tl_deferred = nullptr;
   for (auto &[level, message] : *pending) deliver(level, message.c_str());
+}
+} // namespace
+
+void log_defer_end() {
+  if (--tl_defer_depth > 0 || tl_deferred == nullptr) return;
+  deliver_deferred();
 }
 
 bool log_enabled(int32_t level) {

@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "core/error.hpp"
+
 namespace t4a::core {
 
 namespace {
@@ -32,7 +34,16 @@ const char *Registry::describe(HandleCheck c) {
   return "invalid";
 }
 
-HandleCheck Registry::find(uint64_t id, Kind kind, uint32_t *index) const {
+t4a_status fail_handle(HandleCheck c, uint64_t id, const char *arg) {
+  return fail(c == HandleCheck::Saturated ? T4A_ERROR_INVALID_ARGUMENT
+                                          : T4A_ERROR_INVALID_HANDLE,
+              "%s (id 0x%016llx) is %s", arg,
+              static_cast<unsigned long long>(id), Registry::describe(c));
+}
+
+// Inlined into each caller: a launch runs it once per handle under one lock.
+__attribute__((always_inline)) inline HandleCheck
+Registry::find(uint64_t id, Kind kind, uint32_t *index) const {
   if (id == 0) return HandleCheck::Null;
   if (kind_of(id) != kind) return HandleCheck::WrongKind;
   uint32_t i = static_cast<uint32_t>(id);
@@ -73,18 +84,20 @@ HandleCheck Registry::resolve(uint64_t id, Kind kind, Ref<Object> *out) const {
   return c;
 }
 
-HandleCheck Registry::resolve_many(const uint64_t *ids, Kind kind, size_t n,
-                                   Ref<Object> *out, size_t *bad_index) const {
+HandleCheck Registry::resolve_many(const Lookup *lookups, size_t n,
+                                   Object **out, size_t *bad_index) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t k = 0; k < n; ++k) {
     uint32_t i = 0;
-    HandleCheck c = find(ids[k], kind, &i);
+    HandleCheck c = find(lookups[k].id, lookups[k].kind, &i);
     if (c != HandleCheck::Ok) {
+      // Never the last reference: each of these objects' slots holds one.
+      for (size_t j = 0; j < k; ++j) out[j]->drop_ref();
       *bad_index = k;
-      for (size_t j = 0; j < k; ++j) out[j].reset();
       return c;
     }
-    out[k] = Ref<Object>(slots_[i].obj);
+    out[k] = slots_[i].obj;
+    out[k]->add_ref();
   }
   return HandleCheck::Ok;
 }

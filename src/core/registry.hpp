@@ -16,10 +16,17 @@
 #include <vector>
 
 #include "core/object.hpp"
+#include "t4acuda.h"
 
 namespace t4a::core {
 
 enum class HandleCheck { Ok, Null, WrongKind, Unknown, Stale, Saturated };
+
+// One id to resolve and the kind it must have.
+struct Lookup {
+  uint64_t id;
+  Kind kind;
+};
 
 class Registry {
 public:
@@ -29,9 +36,13 @@ public:
   uint64_t insert(Ref<Object> obj);
   // Resolves id to a new internal reference, or reports why not.
   HandleCheck resolve(uint64_t id, Kind kind, Ref<Object> *out) const;
-  // Resolves several ids under one lock (launch paths).
-  HandleCheck resolve_many(const uint64_t *ids, Kind kind, size_t n,
-                           Ref<Object> *out, size_t *bad_index) const;
+  // Resolves lookups[0..n), in order, under one lock (the launch path:
+  // runtime, kernel and buffers). On success out[k] holds a new internal
+  // reference to each object, owned by the caller (Ref::adopt, or
+  // drop_ref). Otherwise the first lookup that failed is reported
+  // (*bad_index is its index) and no reference is taken.
+  HandleCheck resolve_many(const Lookup *lookups, size_t n, Object **out,
+                           size_t *bad_index) const;
   HandleCheck retain(uint64_t id, Kind kind);
   // Drops one handle reference; when none are left the slot is freed and
   // its object reference moved to *removed.
@@ -58,5 +69,9 @@ private:
   std::vector<uint32_t> free_;
   size_t live_ = 0;
 };
+
+// Records a failed resolution of the handle argument `arg`: "<arg> (id
+// 0x...) is <why>", INVALID_HANDLE (INVALID_ARGUMENT for Saturated).
+t4a_status fail_handle(HandleCheck c, uint64_t id, const char *arg);
 
 } // namespace t4a::core

@@ -14,32 +14,57 @@
 
 namespace t4a::core {
 
-// `out` holds the defaults on entry; `in` may be NULL (defaults kept).
-template <class T>
-t4a_status read_struct(const T *in, T *out, const char *arg) {
-  if (in == nullptr) return T4A_SUCCESS;
+// What is wrong with an input struct (status SUCCESS: nothing), found
+// without recording anything, so that a caller can report other arguments
+// first (t4a_launch reports its runtime handle before its descriptor).
+struct StructFault {
+  t4a_status status = T4A_SUCCESS;
+  uint32_t size = 0;       // the caller's struct_size
+  size_t byte = 0;         // VERSION_MISMATCH: the first non-zero byte of the
+  unsigned char value = 0; // unknown tail, and its value
+};
+
+// Records `f` (not SUCCESS) for the input struct `arg` of `ours` bytes.
+t4a_status fail_struct(const StructFault &f, const char *arg, size_t ours);
+
+// read_struct without recording: `in` is not NULL; `out` (defaults on
+// entry) is filled only when the result is SUCCESS.
+template <class T> StructFault copy_struct(const T *in, T *out) {
+  StructFault f;
   uint32_t size = in->struct_size;
-  if (size < sizeof(uint32_t))
-    return fail(T4A_ERROR_INVALID_ARGUMENT,
-                "%s->struct_size is %u; it must be at least 4 (set it with "
-                "the struct's _INIT macro)",
-                arg, size);
+  f.size = size;
+  if (size < sizeof(uint32_t)) {
+    f.status = T4A_ERROR_INVALID_ARGUMENT;
+    return f;
+  }
   if (size > sizeof(T)) {
     const unsigned char *tail =
         reinterpret_cast<const unsigned char *>(in) + sizeof(T);
     for (size_t k = 0; k < size - sizeof(T); ++k)
-      if (tail[k] != 0)
-        return fail(T4A_ERROR_VERSION_MISMATCH,
-                    "%s->struct_size is %u, larger than this library's %zu, "
-                    "and byte %zu of the unknown tail is non-zero (0x%02x): "
-                    "the caller uses fields this library version does not "
-                    "have",
-                    arg, size, sizeof(T), sizeof(T) + k, tail[k]);
+      if (tail[k] != 0) {
+        f.status = T4A_ERROR_VERSION_MISMATCH;
+        f.byte = sizeof(T) + k;
+        f.value = tail[k];
+        return f;
+      }
     size = sizeof(T);
   }
   uint32_t keep = out->struct_size;
-  std::memcpy(out, in, size);
+  if (size == sizeof(T)) // the usual case, as a fixed-size copy
+    std::memcpy(out, in, sizeof(T));
+  else
+    std::memcpy(out, in, size);
   out->struct_size = keep;
+  return f;
+}
+
+// `out` holds the defaults on entry; `in` may be NULL (defaults kept).
+template <class T>
+t4a_status read_struct(const T *in, T *out, const char *arg) {
+  if (in == nullptr) return T4A_SUCCESS;
+  StructFault f = copy_struct(in, out);
+  if (f.status != T4A_SUCCESS) [[unlikely]]
+    return fail_struct(f, arg, sizeof(T));
   return T4A_SUCCESS;
 }
 

@@ -1,5 +1,6 @@
 #include "launch/launch.hpp"
 
+#include <cstdio>
 #include <memory>
 #include <new>
 
@@ -21,120 +22,135 @@ using namespace t4a::driver;
 
 namespace {
 
-// Fixed arrays for up to k_stack_args arguments; heap beyond.
-// Per-launch scratch space: on the stack up to k_stack_args arguments
-// (no heap on the warm path), on the heap beyond. Only what a launch uses
-// is constructed: the buffer references it resolves and the facts of its
-// buffer arguments (validate() reads facts of buffer arguments only).
+// Per-launch scratch space, carved from one block: on the stack up to
+// k_stack_args arguments (no heap on the warm path), on the heap beyond;
+// sized by the argument count, so a launch with few arguments touches few
+// cache lines. The handles a launch resolves are the runtime, the kernel,
+// then each buffer argument in order (`buffers` maps the j-th buffer to
+// its argument index); `objects` holds the references resolved, `held` of
+// them owned (dropped at return). Facts are written for buffer arguments
+// only (validate() reads no others).
+//
+// Its size for n arguments: n + 2 handles (lookups, objects), n arguments
+// (facts, device pointers, parameter pointers, buffer indices); every
+// array starts 8-aligned.
+constexpr size_t arg_space_bytes(size_t n) {
+  return (n + 2) * (sizeof(core::Lookup) + sizeof(Object *)) +
+         n * (sizeof(ArgFacts) + sizeof(CUdeviceptr) + sizeof(void *) +
+              sizeof(uint32_t));
+}
+
 struct ArgSpace {
-  alignas(
-      Ref<Object>) unsigned char stack_refs[k_stack_args * sizeof(Ref<Object>)];
-  alignas(ArgFacts) unsigned char stack_facts[k_stack_args * sizeof(ArgFacts)];
-  uint64_t stack_ids[k_stack_args];
-  uint32_t stack_index[k_stack_args];
-  CUdeviceptr stack_ptrs[k_stack_args];
-  void *stack_params[k_stack_args];
-  std::unique_ptr<unsigned char[]> heap_refs;
-  std::unique_ptr<unsigned char[]> heap_facts;
-  std::unique_ptr<uint64_t[]> heap_ids;
-  std::unique_ptr<uint32_t[]> heap_index;
-  std::unique_ptr<CUdeviceptr[]> heap_ptrs;
-  std::unique_ptr<void *[]> heap_params;
-  Ref<Object> *refs = reinterpret_cast<Ref<Object> *>(stack_refs);
-  ArgFacts *facts = reinterpret_cast<ArgFacts *>(stack_facts);
-  uint64_t *ids = stack_ids;
-  uint32_t *index = stack_index;
-  CUdeviceptr *ptrs = stack_ptrs;
-  void **params = stack_params;
-  size_t refs_made = 0;
+  alignas(16) unsigned char stack[arg_space_bytes(k_stack_args)];
+  std::unique_ptr<unsigned char[]> heap;
+  core::Lookup *lookups;
+  Object **objects;
+  ArgFacts *facts;
+  CUdeviceptr *ptrs;
+  void **params;
+  uint32_t *buffers;
+  size_t held = 0;
 
   explicit ArgSpace(uint32_t n) {
-    if (n <= k_stack_args) return;
-    heap_refs.reset(new unsigned char[n * sizeof(Ref<Object>)]);
-    heap_facts.reset(new unsigned char[n * sizeof(ArgFacts)]);
-    heap_ids.reset(new uint64_t[n]);
-    heap_index.reset(new uint32_t[n]);
-    heap_ptrs.reset(new CUdeviceptr[n]);
-    heap_params.reset(new void *[n]);
-    refs = reinterpret_cast<Ref<Object> *>(heap_refs.get());
-    facts = reinterpret_cast<ArgFacts *>(heap_facts.get());
-    ids = heap_ids.get();
-    index = heap_index.get();
-    ptrs = heap_ptrs.get();
-    params = heap_params.get();
-  }
-  // Constructs the first `n` (null) buffer references.
-  void make_refs(size_t n) {
-    for (; refs_made < n; ++refs_made) new (&refs[refs_made]) Ref<Object>();
+    unsigned char *p = stack;
+    if (n > k_stack_args) {
+      heap.reset(new unsigned char[arg_space_bytes(n)]);
+      p = heap.get();
+    }
+    lookups = reinterpret_cast<core::Lookup *>(p);
+    p += (n + 2) * sizeof(core::Lookup);
+    objects = reinterpret_cast<Object **>(p);
+    p += (n + 2) * sizeof(Object *);
+    facts = reinterpret_cast<ArgFacts *>(p);
+    p += n * sizeof(ArgFacts);
+    ptrs = reinterpret_cast<CUdeviceptr *>(p);
+    p += n * sizeof(CUdeviceptr);
+    params = reinterpret_cast<void **>(p);
+    p += n * sizeof(void *);
+    buffers = reinterpret_cast<uint32_t *>(p);
   }
   ~ArgSpace() {
-    for (size_t i = 0; i < refs_made; ++i) refs[i].~Ref<Object>();
+    for (size_t i = 0; i < held; ++i) objects[i]->drop_ref();
   }
   ArgSpace(const ArgSpace &) = delete;
   ArgSpace &operator=(const ArgSpace &) = delete;
 };
 
+// Reports the handle lookups[bad] of a launch (runtime, kernel, buffers)
+// that did not resolve.
+t4a_status fail_lookup(const ArgSpace &space, size_t bad, core::HandleCheck c) {
+  if (bad == 0) return core::fail_handle(c, space.lookups[0].id, "runtime");
+  if (bad == 1)
+    return core::fail_handle(c, space.lookups[1].id, "desc->kernel");
+  char arg[48];
+  std::snprintf(arg, sizeof arg, "desc->args[%u].buffer",
+                space.buffers[bad - 2]);
+  return core::fail_handle(c, space.lookups[bad].id, arg);
+}
+
 } // namespace
 
-t4a_status launch(core::Runtime &rt, const t4a_launch_desc *given) {
-  if (given == nullptr)
-    return core::fail(T4A_ERROR_INVALID_ARGUMENT, "desc is NULL");
+t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
+  // The descriptor is read first, without reporting anything, so that the
+  // runtime, the kernel and the buffers resolve under one registry lock;
+  // errors are still reported in argument order: the runtime, the
+  // descriptor itself, the kernel, the buffers.
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
-  if (t4a_status s = core::read_struct(given, &d, "desc"); s != T4A_SUCCESS)
-    return s;
-  Ref<Object> kobj;
-  if (auto c =
-          core::Registry::instance().resolve(d.kernel.id, Kind::Kernel, &kobj);
-      c != core::HandleCheck::Ok)
-    return core::fail(T4A_ERROR_INVALID_HANDLE,
-                      "desc->kernel (id 0x%016llx) is %s",
-                      static_cast<unsigned long long>(d.kernel.id),
-                      core::Registry::describe(c));
-  Kernel &k = static_cast<Kernel &>(*kobj);
-  Module &mod = k.module();
+  core::StructFault fault;
+  if (given != nullptr) fault = core::copy_struct(given, &d);
+  bool have_desc = given != nullptr && fault.status == T4A_SUCCESS;
   // Arguments are read only when the count is plausible; validate()
   // rejects the rest before looking at them.
-  bool read_args = d.args != nullptr && d.arg_count <= T4A_MAX_PARAM_BYTES;
-  uint32_t n = read_args ? d.arg_count : 0;
+  uint32_t n =
+      have_desc && d.args != nullptr && d.arg_count <= T4A_MAX_PARAM_BYTES
+          ? d.arg_count
+          : 0;
   ArgSpace space(n);
-  size_t nbuf = 0;
+  space.lookups[0] = {runtime.id, Kind::Runtime};
+  space.lookups[1] = {d.kernel.id, Kind::Kernel};
+  size_t handles = have_desc ? 2 : 1;
+  // Parameter pointers are made here too (they point at the arguments and
+  // at ptrs[], filled below); unknown kinds are rejected by validate().
   for (uint32_t i = 0; i < n; ++i) {
-    if (d.args[i].kind == T4A_ARG_BUFFER) {
-      space.ids[nbuf] = d.args[i].buffer.id;
-      space.index[nbuf] = i;
-      ++nbuf;
+    const t4a_arg &a = d.args[i];
+    switch (a.kind) {
+    case T4A_ARG_BUFFER:
+      space.buffers[handles - 2] = i;
+      space.lookups[handles++] = {a.buffer.id, Kind::Buffer};
+      space.params[i] = &space.ptrs[i];
+      break;
+    case T4A_ARG_SCALAR: space.params[i] = const_cast<void *>(a.value); break;
+    default: space.params[i] = const_cast<uint64_t *>(&a.device_pointer);
     }
   }
-  if (nbuf > 0) {
-    size_t bad = 0;
-    space.make_refs(nbuf);
-    auto c = core::Registry::instance().resolve_many(space.ids, Kind::Buffer,
-                                                     nbuf, space.refs, &bad);
-    if (c != core::HandleCheck::Ok)
-      return core::fail(T4A_ERROR_INVALID_HANDLE,
-                        "desc->args[%u].buffer (id 0x%016llx) is %s",
-                        space.index[bad],
-                        static_cast<unsigned long long>(space.ids[bad]),
-                        core::Registry::describe(c));
-    for (size_t j = 0; j < nbuf; ++j) {
-      auto &b = static_cast<memory::Buffer &>(*space.refs[j]);
-      uint32_t i = space.index[j];
-      new (&space.facts[i]) ArgFacts{&b.runtime() == &rt, b.bytes()};
-      space.ptrs[i] = b.ptr() + d.args[i].offset;
-    }
+  size_t bad = 0;
+  core::HandleCheck c = core::Registry::instance().resolve_many(
+      space.lookups, handles, space.objects, &bad);
+  // Without a readable descriptor only the runtime was looked up, so a
+  // failed lookup is always the first error to report.
+  if (c != core::HandleCheck::Ok) [[unlikely]]
+    return fail_lookup(space, bad, c);
+  space.held = handles;
+  if (!have_desc) [[unlikely]] {
+    if (given == nullptr)
+      return core::fail(T4A_ERROR_INVALID_ARGUMENT, "desc is NULL");
+    return core::fail_struct(fault, "desc", sizeof d);
+  }
+  // Each object stays alive until return through its reference: a buffer
+  // released meanwhile is freed after the launch, in stream order.
+  core::Runtime &rt = static_cast<core::Runtime &>(*space.objects[0]);
+  Kernel &k = static_cast<Kernel &>(*space.objects[1]);
+  Module &mod = k.module();
+  for (size_t j = 0; j + 2 < handles; ++j) {
+    auto &b = static_cast<memory::Buffer &>(*space.objects[j + 2]);
+    uint32_t i = space.buffers[j];
+    new (&space.facts[i]) ArgFacts{&b.runtime() == &rt, b.bytes()};
+    space.ptrs[i] = b.ptr() + d.args[i].offset;
   }
   Verdict v;
   validate(d, &mod.runtime() == &rt, space.facts, k.signature(), k.limits(),
            &v);
   if (v.status != T4A_SUCCESS) return core::fail(v.status, "%s", v.message);
-  for (uint32_t i = 0; i < n; ++i) {
-    const t4a_arg &a = d.args[i];
-    switch (a.kind) {
-    case T4A_ARG_BUFFER: space.params[i] = &space.ptrs[i]; break;
-    case T4A_ARG_SCALAR: space.params[i] = const_cast<void *>(a.value); break;
-    default: space.params[i] = const_cast<uint64_t *>(&a.device_pointer);
-    }
-  }
 
   // Admitted, but without making the context current: the launch names
   // the runtime's stream (core/stream_context.hpp); only raising a

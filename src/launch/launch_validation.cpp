@@ -22,11 +22,11 @@ void reject(Verdict *v, t4a_status s, const char *fmt, ...) {
 const char *const k_axis[3] = {"x", "y", "z"};
 
 // Natural alignment of a parameter of `size` bytes when the driver does
-// not report offsets: the largest power of two dividing it, at most 8.
+// not report offsets: the largest power of two dividing it (its lowest set
+// bit), at most 8.
 uint64_t align_of(uint64_t size) {
-  uint64_t a = 1;
-  while (a < 8 && size % (a * 2) == 0) a *= 2;
-  return a;
+  uint64_t low = size & (0 - size);
+  return low == 0 || low > 8 ? 8 : low;
 }
 
 // Size one argument occupies in the parameter block (0 for an invalid
@@ -171,7 +171,7 @@ void validate(const t4a_launch_desc &d, bool kernel_same_runtime,
       if (end > bytes) bytes = end;
     } else {
       uint64_t al = align_of(size);
-      bytes = (bytes + al - 1) / al * al + size;
+      bytes = ((bytes + al - 1) & ~(al - 1)) + size; // al: a power of two
     }
     if (bytes > T4A_MAX_PARAM_BYTES)
       return reject(v, T4A_ERROR_INVALID_ARGUMENT,

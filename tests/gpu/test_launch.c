@@ -398,6 +398,88 @@ static void test_rejections(void **state) {
   ASSERT_OK(t4a_runtime_destroy(rt2));
 }
 
+/* The last error names `arg` and `id`, and why the handle is bad. */
+static void assert_bad_handle(const char *arg, uint64_t id, const char *why) {
+  char want[256];
+  snprintf(want, sizeof want, "%s (id 0x%016llx) is %s", arg,
+           (unsigned long long)id, why);
+  ASSERT_MESSAGE_HAS(want);
+}
+
+/* Whatever else is wrong, a launch reports the first bad argument in this
+ * order: the runtime handle, the descriptor itself (NULL, struct_size),
+ * the kernel handle, then each buffer handle by argument index (the
+ * runtime, kernel and buffers are resolved together). Nothing is launched
+ * until everything is right; a larger descriptor whose unknown tail is
+ * zero launches. */
+static void test_error_order(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime(0), gone = make_runtime(0);
+  ASSERT_OK(t4a_runtime_destroy(gone));
+  t4a_kernel k = kernel_of(rt, k_src, T4A_COMPILE_CUBIN, "scale", NULL);
+  t4a_kernel k_gone = kernel_of(rt, k_src, T4A_COMPILE_CUBIN, "add_one", NULL);
+  ASSERT_OK(t4a_kernel_release(k_gone));
+  t4a_buffer b, b_gone;
+  ASSERT_OK(t4a_buffer_alloc(rt, 64, T4A_BUFFER_ZERO, &b));
+  ASSERT_OK(t4a_buffer_alloc(rt, 64, 0, &b_gone));
+  ASSERT_OK(t4a_buffer_release(b_gone));
+  /* a buffer id this library never issued: slot far beyond the table */
+  const t4a_buffer forged = {(2ull << 56) | (1ull << 32) | 0x0FFFFFF0ull};
+  const t4a_buffer other_kind = {k.id};
+  float a = 2.0f;
+  unsigned n = 16;
+  t4a_arg args[3] = {buf_arg(b), buf_arg(b_gone), buf_arg(forged)};
+  struct {
+    t4a_launch_desc d;
+    uint64_t tail;
+  } big;
+  memset(&big, 0, sizeof big);
+  big.d = desc_1d(k_gone, n, 16, args, 3);
+  big.d.struct_size = 2;
+  t4a_runtime_stats before = stats_of(rt);
+
+  ASSERT_STATUS(t4a_launch(gone, NULL), T4A_ERROR_INVALID_HANDLE);
+  assert_bad_handle("runtime", gone.id, "released (stale)");
+  ASSERT_STATUS(t4a_launch(gone, &big.d), T4A_ERROR_INVALID_HANDLE);
+  assert_bad_handle("runtime", gone.id, "released (stale)");
+  ASSERT_STATUS(t4a_launch(rt, NULL), T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("desc is NULL");
+  ASSERT_STATUS(t4a_launch(rt, &big.d), T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("desc->struct_size is 2; it must be at least 4");
+  big.d.struct_size = sizeof big;
+  ((unsigned char *)&big.tail)[2] = 7;
+  ASSERT_STATUS(t4a_launch(rt, &big.d), T4A_ERROR_VERSION_MISMATCH);
+  ASSERT_MESSAGE_HAS("of the unknown tail is non-zero (0x07)");
+  big.tail = 0;
+  ASSERT_STATUS(t4a_launch(rt, &big.d), T4A_ERROR_INVALID_HANDLE);
+  assert_bad_handle("desc->kernel", k_gone.id, "released (stale)");
+  big.d.kernel = k;
+  ASSERT_STATUS(t4a_launch(rt, &big.d), T4A_ERROR_INVALID_HANDLE);
+  assert_bad_handle("desc->args[1].buffer", b_gone.id, "released (stale)");
+  args[1] = scalar_arg(&a, sizeof a);
+  ASSERT_STATUS(t4a_launch(rt, &big.d), T4A_ERROR_INVALID_HANDLE);
+  assert_bad_handle("desc->args[2].buffer", forged.id,
+                    "not a handle this library issued");
+  args[0] = buf_arg(other_kind);
+  ASSERT_STATUS(t4a_launch(rt, &big.d), T4A_ERROR_INVALID_HANDLE);
+  assert_bad_handle("desc->args[0].buffer", other_kind.id,
+                    "a handle of another type");
+  t4a_runtime_stats after = stats_of(rt);
+  assert_int_equal(after.launches, before.launches);
+  /* all right now: the larger descriptor with a zero tail launches */
+  args[0] = buf_arg(b);
+  args[2] = scalar_arg(&n, sizeof n);
+  ASSERT_OK(t4a_launch(rt, &big.d));
+  assert_int_equal(stats_of(rt).launches, before.launches + 1);
+  float y[16];
+  ASSERT_OK(t4a_buffer_download_sync(rt, b, 0, y, sizeof y));
+  if (!g_fake)
+    for (unsigned i = 0; i < n; ++i) assert_true(y[i] == 0.0f);
+  ASSERT_OK(t4a_buffer_release(b));
+  ASSERT_OK(t4a_kernel_release(k));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
 /* 10,000 launches, each with a compile and a module load (cache hits):
  * no NVRTC, no module load, no host wait, few events. */
 static void test_warm_chain(void **state) {
@@ -514,6 +596,7 @@ int main(int argc, char **argv) {
         T(test_chain_without_host_waits),
         T(test_two_entry_points_one_module),
         T(test_rejections),
+        T(test_error_order),
         T(test_warm_chain),
     };
     return cmocka_run_group_tests(fake, NULL, NULL);
@@ -530,6 +613,7 @@ int main(int argc, char **argv) {
       T(test_two_entry_points_one_module),
       T(test_evict_while_running),
       T(test_rejections),
+      T(test_error_order),
       T(test_warm_chain),
       T(test_completion_across_runtimes),
   };

@@ -186,6 +186,37 @@ int main() {
                  static_cast<unsigned long long>(v.param_bytes));
     ++g_failures;
   }
+  // Each unknown parameter is aligned to the largest power of two
+  // dividing its size, at most 8: a 1-byte scalar then a scalar of each
+  // size below start at offset 1 rounded up to that alignment.
+  const struct {
+    uint64_t size, bytes;
+  } k_aligned[] = {{1, 2},  {2, 4},   {3, 4},   {4, 8},   {6, 8},
+                   {8, 16}, {12, 16}, {16, 24}, {24, 32}, {40, 48}};
+  static unsigned char scalar_bytes[64];
+  for (const auto &row : k_aligned) {
+    t4a_arg pair[2] = {T4A_ARG_INIT, T4A_ARG_INIT};
+    for (t4a_arg &a : pair) {
+      a.kind = T4A_ARG_SCALAR;
+      a.value = scalar_bytes;
+    }
+    pair[0].size = 1;
+    pair[1].size = row.size;
+    d = base();
+    d.args = pair;
+    d.arg_count = 2;
+    validate(d, true, facts, unknown, lim, &v);
+    expect("unknown params aligned", v, T4A_SUCCESS, nullptr);
+    if (v.param_bytes != row.bytes) {
+      std::fprintf(stderr,
+                   "FAIL unknown params: a %llu-byte scalar after a 1-byte "
+                   "one: param_bytes %llu, want %llu\n",
+                   static_cast<unsigned long long>(row.size),
+                   static_cast<unsigned long long>(v.param_bytes),
+                   static_cast<unsigned long long>(row.bytes));
+      ++g_failures;
+    }
+  }
   static unsigned char big[T4A_MAX_PARAM_BYTES + 8];
   t4a_arg huge = T4A_ARG_INIT;
   huge.kind = T4A_ARG_SCALAR;
