@@ -15,6 +15,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/object.hpp"
 #include "t4acuda.h"
 
@@ -72,6 +73,6 @@ private:
 
 // Records a failed resolution of the handle argument `arg`: "<arg> (id
 // 0x...) is <why>", INVALID_HANDLE (INVALID_ARGUMENT for Saturated).
-t4a_status fail_handle(HandleCheck c, uint64_t id, const char *arg);
+T4A_COLD t4a_status fail_handle(HandleCheck c, uint64_t id, const char *arg);
 
 } // namespace t4a::core

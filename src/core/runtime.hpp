@@ -50,7 +50,7 @@ public:
     return report_broken();
   }
   // Records a driver failure; a sticky one marks the runtime broken.
-  t4a_status fail_op(driver::DrvResult r, const char *what);
+  T4A_COLD t4a_status fail_op(driver::DrvResult r, const char *what);
   // The same without recording the thread's last error (for follow-up
   // work of an operation that itself succeeded): marks broken if sticky,
   // logs, returns the status.
@@ -86,7 +86,7 @@ public:
 private:
   Runtime();
   void mark_broken(driver::DrvResult r, const char *what);
-  t4a_status report_broken() const;
+  T4A_COLD t4a_status report_broken() const;
   void teardown();
   // Counts this runtime as leaked (and no longer live), once.
   void account_leak();

@@ -78,7 +78,8 @@ struct ArgSpace {
 
 // Reports the handle lookups[bad] of a launch (runtime, kernel, buffers)
 // that did not resolve.
-t4a_status fail_lookup(const ArgSpace &space, size_t bad, core::HandleCheck c) {
+T4A_COLD t4a_status fail_lookup(const ArgSpace &space, size_t bad,
+                                core::HandleCheck c) {
   if (bad == 0) return core::fail_handle(c, space.lookups[0].id, "runtime");
   if (bad == 1)
     return core::fail_handle(c, space.lookups[1].id, "desc->kernel");
