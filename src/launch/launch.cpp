@@ -149,8 +149,7 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
     space.ptrs[i] = b.ptr() + d.args[i].offset;
   }
   Verdict v;
-  validate(d, &mod.runtime() == &rt, space.facts, k.signature(), k.limits(),
-           &v);
+  validate(d, &k.runtime() == &rt, space.facts, k.signature(), k.limits(), &v);
   if (v.status != T4A_SUCCESS) return core::fail(v.status, "%s", v.message);
 
   // Admitted, but without making the context current: the launch names
