@@ -59,11 +59,12 @@ struct DeviceBytes {
 };
 
 struct RuntimeCounters {
-  Counter host_waits, trims, allocations, frees, zero_fills, fills,
+  // launches first: it shares the runtime's admission cache line.
+  Counter launches, host_waits, trims, allocations, frees, zero_fills, fills,
       device_copies, uploads, downloads, bytes_uploaded, bytes_downloaded,
       staging_waits, events_recorded, quarantined, leaked_allocations,
-      launches, module_loads, module_unloads, module_cache_hits,
-      module_evictions, leaked_modules, completions_recorded;
+      module_loads, module_unloads, module_cache_hits, module_evictions,
+      leaked_modules, completions_recorded;
   DeviceBytes device_bytes;
   Level staging_bytes;
   void fill(t4a_runtime_stats *s) const;

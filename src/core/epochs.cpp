@@ -7,7 +7,8 @@ namespace t4a::core {
 using namespace t4a::driver;
 
 void Epochs::keep(Ref<Object> obj) {
-  if (!open_.empty() && open_.back().get() == obj.get()) return;
+  if (last_ == obj.get()) return;
+  last_ = obj.get();
   open_.push_back(std::move(obj)); // capacity reserved by reserve_keep()
 }
 
@@ -34,6 +35,7 @@ t4a_status Epochs::seal(Runtime &rt, bool record) {
   last.seq = next_seq_++;
   last.event = e;
   last.items.swap(open_);
+  last_ = nullptr;
   return T4A_SUCCESS;
 }
 
@@ -71,6 +73,7 @@ void Epochs::retire_all(Runtime &rt, Items *out) {
   while (!sealed_.empty()) retire_front(rt, out);
   for (auto &item : open_) out->push_back(std::move(item));
   open_.clear();
+  last_ = nullptr;
 }
 
 void Epochs::leak_all() {
@@ -79,6 +82,7 @@ void Epochs::leak_all() {
   sealed_.clear();
   for (auto &item : open_) (void)item.detach();
   open_.clear();
+  last_ = nullptr;
 }
 
 } // namespace t4a::core

@@ -43,9 +43,7 @@ public:
   size_t open_items() const { return open_.size(); }
   // Whether the last keep of the open epoch was `obj` (keep() would add
   // nothing): lets a hot path skip reserve_keep() and the reference.
-  bool keeps_last(const Object *obj) const {
-    return !open_.empty() && open_.back().get() == obj;
-  }
+  bool keeps_last(const Object *obj) const { return last_ == obj; }
   bool has_sealed() const { return !sealed_.empty(); }
   uint64_t sealed_through() const { return next_seq_ - 1; }
 
@@ -73,6 +71,9 @@ private:
   };
   void retire_front(Runtime &rt, Items *out);
 
+  // First, read by every launch: the last keep of the open epoch (null when
+  // it is empty; compared without reading the item array) and the array.
+  const Object *last_ = nullptr;
   Items open_;
   std::deque<Sealed> sealed_;
   uint64_t next_seq_ = 1;

@@ -34,36 +34,43 @@ void clear_last_error();
 // Keeps the complete log of a failed compile in the thread's record.
 void set_compile_log(std::string log);
 
+#if defined(__GNUC__)
+#define T4A_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+// Failure paths: the compiler predicts every branch into a call of a cold
+// function as not taken and moves that code out of the hot text, so a warm
+// launch touches fewer instruction cache lines.
+#define T4A_COLD __attribute__((cold))
+#else
+#define T4A_PRINTF(fmt, args)
+#define T4A_COLD
+#endif
+
 // Called by the exception barrier when an entry point returns an error:
 // stamps the thread's last error with the entry point's name (prefixing the
 // message), then logs it at debug level. The success path of an entry point
 // touches no thread-local state.
-void finish_failure(const char *entry, t4a_status status);
-
-#if defined(__GNUC__)
-#define T4A_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
-#else
-#define T4A_PRINTF(fmt, args)
-#endif
+T4A_COLD void finish_failure(const char *entry, t4a_status status);
 
 std::string format(const char *fmt, ...) T4A_PRINTF(1, 2);
 
 // Records a failure without a driver result.
-t4a_status fail(t4a_status status, const char *fmt, ...) T4A_PRINTF(2, 3);
+T4A_COLD t4a_status fail(t4a_status status, const char *fmt, ...)
+    T4A_PRINTF(2, 3);
 
 // Records a driver failure: the status is mapped from the CUresult
 // (status_for), the message names the entry point, the driver's own error
 // name and description, then what was being done.
-t4a_status fail_driver(driver::DrvResult r, const char *fmt, ...)
+T4A_COLD t4a_status fail_driver(driver::DrvResult r, const char *fmt, ...)
     T4A_PRINTF(2, 3);
 
 // Records a failure with a ready-made message and optional driver result.
-t4a_status fail_message(t4a_status status, std::string message,
-                        int32_t driver_result = 0, int32_t compiler_result = 0);
+T4A_COLD t4a_status fail_message(t4a_status status, std::string message,
+                                 int32_t driver_result = 0,
+                                 int32_t compiler_result = 0);
 
 // Records a failure from an exception handler; never throws (when even
 // the message cannot be stored, the status alone is kept).
-t4a_status fail_quietly(t4a_status status, const char *what) noexcept;
+T4A_COLD t4a_status fail_quietly(t4a_status status, const char *what) noexcept;
 
 // Maps a CUresult to a status: OUT_OF_MEMORY, DEVICE_FAULT for sticky
 // errors, NO_DRIVER when the driver is gone, NO_DEVICE, NOT_READY, DRIVER.

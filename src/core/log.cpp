@@ -47,19 +47,15 @@ const char *level_name(int32_t level) {
   }
 }
 
-// Admission locks this thread holds (initial-exec: read on every admission
-// without a __tls_get_addr call), and what it logged meanwhile.
-thread_local int tl_defer_depth __attribute__((tls_model("initial-exec"))) = 0;
-thread_local std::vector<std::pair<int32_t, std::string>> *tl_deferred
-    __attribute__((tls_model("initial-exec"))) = nullptr;
-
 void deliver(int32_t level, const char *message);
 
 } // namespace
 
-void log_defer_begin() { ++tl_defer_depth; }
+namespace detail {
+__thread int tl_defer_depth __attribute__((tls_model("initial-exec"))) = 0;
+__thread DeferredLog *tl_deferred __attribute__((tls_model("initial-exec"))) =
+    nullptr;
 
-namespace {
 // Out of line: log_defer_end() runs at the end of every admission and
 // almost never has anything to deliver.
 __attribute__((noinline)) void deliver_deferred() {
@@ -69,12 +65,10 @@ __attribute__((noinline)) void deliver_deferred() {
   tl_deferred = nullptr;
   for (auto &[level, message] : *pending) deliver(level, message.c_str());
 }
-} // namespace
+} // namespace detail
 
-void log_defer_end() {
-  if (--tl_defer_depth > 0 || tl_deferred == nullptr) return;
-  deliver_deferred();
-}
+using detail::tl_defer_depth;
+using detail::tl_deferred;
 
 bool log_enabled(int32_t level) {
   return level > T4A_LOG_OFF &&

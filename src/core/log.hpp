@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "t4acuda.h"
 
@@ -20,8 +23,22 @@ t4a_status set_log_callback(t4a_log_fn fn, void *user, int32_t max_level);
 
 // While a thread holds a runtime's admission lock, what it logs is kept
 // and delivered when it releases its last such lock, so that no log
-// callback ever runs with an internal lock held (R-ABI-8).
-void log_defer_begin();
-void log_defer_end();
+// callback ever runs with an internal lock held (R-ABI-8). Inline: every
+// admission runs both.
+namespace detail {
+using DeferredLog = std::vector<std::pair<int32_t, std::string>>;
+// Admission locks this thread holds (initial-exec: read without a
+// __tls_get_addr call), and what it logged meanwhile.
+extern __thread int tl_defer_depth __attribute__((tls_model("initial-exec")));
+extern __thread DeferredLog *tl_deferred
+    __attribute__((tls_model("initial-exec")));
+void deliver_deferred();
+} // namespace detail
+
+inline void log_defer_begin() { ++detail::tl_defer_depth; }
+inline void log_defer_end() {
+  if (--detail::tl_defer_depth > 0 || detail::tl_deferred == nullptr) return;
+  detail::deliver_deferred();
+}
 
 } // namespace t4a::core

@@ -14,12 +14,7 @@ constexpr uint64_t make_id(Kind kind, uint32_t generation, uint32_t index) {
 }
 } // namespace
 
-Registry &Registry::instance() {
-  // Never destroyed: handles may be released by other libraries' static
-  // destructors at exit, and objects alive then are deliberately leaked.
-  static Registry *r = new Registry();
-  return *r;
-}
+constinit detail::RegistryStorage detail::g_registry;
 
 const char *Registry::describe(HandleCheck c) {
   switch (c) {

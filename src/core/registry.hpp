@@ -15,6 +15,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/object.hpp"
 #include "t4acuda.h"
 
@@ -28,7 +29,9 @@ struct Lookup {
   Kind kind;
 };
 
-class Registry {
+// Aligned so that the lock and the slot vector (all a lookup reads of the
+// registry itself) share one cache line.
+class alignas(64) Registry {
 public:
   static Registry &instance();
 
@@ -70,8 +73,23 @@ private:
   size_t live_ = 0;
 };
 
+namespace detail {
+// The registry's storage: constant-initialized (no guard to test per call,
+// no static-initialization order) and never destroyed, since handles may be
+// released by other libraries' static destructors at exit (objects alive
+// then are deliberately leaked).
+union RegistryStorage {
+  Registry registry;
+  constexpr RegistryStorage() : registry() {}
+  ~RegistryStorage() {}
+};
+extern RegistryStorage g_registry;
+} // namespace detail
+
+inline Registry &Registry::instance() { return detail::g_registry.registry; }
+
 // Records a failed resolution of the handle argument `arg`: "<arg> (id
 // 0x...) is <why>", INVALID_HANDLE (INVALID_ARGUMENT for Saturated).
-t4a_status fail_handle(HandleCheck c, uint64_t id, const char *arg);
+T4A_COLD t4a_status fail_handle(HandleCheck c, uint64_t id, const char *arg);
 
 } // namespace t4a::core

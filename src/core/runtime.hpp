@@ -25,7 +25,12 @@
 
 namespace t4a::core {
 
-class Runtime final : public Object {
+// Aligned, with what a warm launch touches in two cache lines: line 0 holds
+// the object header (its reference count), the stream, the context and the
+// open epoch's hot fields (read); the admission group, 64-byte aligned,
+// holds the admission lock, the broken/drained flags and the launch counter
+// (written under admission), away from the rarely-written fields.
+class alignas(64) Runtime final : public Object {
 public:
   // Parts owned by higher layers, created on first use under admission.
   enum class Part { Staging = 0, CopyWorkers = 1, Modules = 2, count_ };
@@ -50,7 +55,7 @@ public:
     return report_broken();
   }
   // Records a driver failure; a sticky one marks the runtime broken.
-  t4a_status fail_op(driver::DrvResult r, const char *what);
+  T4A_COLD t4a_status fail_op(driver::DrvResult r, const char *what);
   // The same without recording the thread's last error (for follow-up
   // work of an operation that itself succeeded): marks broken if sticky,
   // logs, returns the status.
@@ -86,31 +91,34 @@ public:
 private:
   Runtime();
   void mark_broken(driver::DrvResult r, const char *what);
-  t4a_status report_broken() const;
+  T4A_COLD t4a_status report_broken() const;
   void teardown();
   // Counts this runtime as leaked (and no longer live), once.
   void account_leak();
 
+  // Line 0, after the 16-byte object header: read by every launch (the
+  // epochs' first 32 bytes are its launch-hot fields).
+  CUstream stream_ = nullptr;
+  CUcontext ctx_ = nullptr;
+  Epochs epochs_;
   int32_t ordinal_ = 0;
   CUdevice device_ = 0;
-  CUcontext ctx_ = nullptr;
-  CUstream stream_ = nullptr;
   CUstream delivery_ = nullptr;
   CUmemoryPool pool_ = nullptr;
   uint64_t domain_ = 0;
   uint64_t handle_id_ = 0;
-  t4a_runtime_options options_{};
-  bool ctx_retained_ = false;
 
-  AdmissionLock admission_;
-  RuntimeCounters counters_;
-  EventPool events_;
-  Epochs epochs_;
-  std::unique_ptr<RuntimeComponent> parts_[int(Part::count_)];
-
+  // Written by every launch (see the class comment).
+  alignas(64) AdmissionLock admission_;
   // False once a drain failed: completion is not proven.
   std::atomic<bool> drained_{true};
   std::atomic<bool> broken_{false};
+  RuntimeCounters counters_; // launches first
+
+  EventPool events_;
+  std::unique_ptr<RuntimeComponent> parts_[int(Part::count_)];
+  t4a_runtime_options options_{};
+  bool ctx_retained_ = false;
   // runtimes_live/runtimes_leaked already settled for this runtime.
   std::atomic<bool> leak_accounted_{false};
   mutable std::mutex fault_mu_;

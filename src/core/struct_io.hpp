@@ -25,7 +25,8 @@ struct StructFault {
 };
 
 // Records `f` (not SUCCESS) for the input struct `arg` of `ours` bytes.
-t4a_status fail_struct(const StructFault &f, const char *arg, size_t ours);
+T4A_COLD t4a_status fail_struct(const StructFault &f, const char *arg,
+                                size_t ours);
 
 // read_struct without recording: `in` is not NULL; `out` (defaults on
 // entry) is filled only when the result is SUCCESS.

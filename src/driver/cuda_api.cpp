@@ -8,12 +8,6 @@ namespace t4a::driver {
 
 CudaTable g_cuda;
 
-const char *const k_entry_names[] = {
-#define X(name, required) #name,
-#include "driver/entry_points.def"
-#undef X
-};
-
 namespace {
 
 constexpr bool k_required[] = {

@@ -26,8 +26,14 @@ struct CudaTable {
 #undef X
 };
 
-extern CudaTable g_cuda;                  // valid once loaded
-extern const char *const k_entry_names[]; // indexed by Entry
+extern CudaTable g_cuda; // valid once loaded
+// Indexed by Entry. Visible here so that a wrapper's entry name folds to a
+// constant: a driver call reads no table for it.
+inline constexpr const char *k_entry_names[] = {
+#define X(name, required) #name,
+#include "driver/entry_points.def"
+#undef X
+};
 
 // The outcome of one driver call: the CUresult and which entry point.
 struct DrvResult {

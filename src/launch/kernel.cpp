@@ -13,7 +13,7 @@ using core::Ref;
 using namespace t4a::driver;
 
 Kernel::Kernel(Ref<Module> m)
-    : Object(core::Kind::Kernel), module_(std::move(m)) {}
+    : Object(core::Kind::Kernel), rt_(&m->runtime()), module_(std::move(m)) {}
 
 t4a_status Kernel::get(Ref<Module> module, const char *name, Ref<Kernel> *out) {
   core::Runtime &rt = module->runtime();
@@ -63,18 +63,22 @@ t4a_status Kernel::get(Ref<Module> module, const char *name, Ref<Kernel> *out) {
   k->dynamic_shared_.store(static_cast<uint32_t>(v));
   if (has(Entry::cuFuncGetParamInfo)) {
     // Parameters are reported one index at a time until INVALID_VALUE.
+    std::vector<uint32_t> offsets, sizes;
     for (size_t i = 0; i < T4A_MAX_PARAM_BYTES; ++i) {
       size_t off = 0, size = 0;
       DrvResult r = cu::func_get_param_info(k->fn_, i, &off, &size);
       if (r.code == CUDA_ERROR_INVALID_VALUE) break;
       if (!r) return rt.fail_op(r, "reading a kernel's parameters");
-      k->offsets_.push_back(static_cast<uint32_t>(off));
-      k->sizes_.push_back(static_cast<uint32_t>(size));
+      offsets.push_back(static_cast<uint32_t>(off));
+      sizes.push_back(static_cast<uint32_t>(size));
     }
+    // One array, so that a launch reads one or two cache lines of it.
+    k->params_ = std::move(offsets);
+    k->params_.insert(k->params_.end(), sizes.begin(), sizes.end());
     k->sig_.params_known = true;
-    k->sig_.param_count = static_cast<uint32_t>(k->sizes_.size());
-    k->sig_.param_offsets = k->offsets_.data();
-    k->sig_.param_sizes = k->sizes_.data();
+    k->sig_.param_count = static_cast<uint32_t>(sizes.size());
+    k->sig_.param_offsets = k->params_.data();
+    k->sig_.param_sizes = k->params_.data() + sizes.size();
   }
   CUdevice dev = 0;
   if (t4a_status s = core::device_get(rt.ordinal(), "device", &dev);
@@ -116,8 +120,9 @@ void Kernel::info(t4a_kernel_info *out) const {
   i.struct_size = sizeof i;
   if (sig_.params_known) {
     i.param_count = static_cast<int32_t>(sig_.param_count);
-    for (size_t p = 0; p < sizes_.size(); ++p)
-      if (uint64_t end = uint64_t(offsets_[p]) + sizes_[p]; end > i.param_bytes)
+    for (size_t p = 0; p < sig_.param_count; ++p)
+      if (uint64_t end = uint64_t(sig_.param_offsets[p]) + sig_.param_sizes[p];
+          end > i.param_bytes)
         i.param_bytes = end;
   } else {
     i.param_count = T4A_PARAMS_UNKNOWN;
@@ -135,9 +140,9 @@ void Kernel::info(t4a_kernel_info *out) const {
 }
 
 bool Kernel::param(uint32_t index, uint64_t *offset, uint64_t *size) const {
-  if (index >= sizes_.size()) return false;
-  if (offset != nullptr) *offset = offsets_[index];
-  if (size != nullptr) *size = sizes_[index];
+  if (index >= sig_.param_count) return false;
+  if (offset != nullptr) *offset = sig_.param_offsets[index];
+  if (size != nullptr) *size = sig_.param_sizes[index];
   return true;
 }
 

@@ -13,13 +13,19 @@
 
 namespace t4a::launch {
 
-class Kernel final : public core::Object {
+// Aligned, with what a launch reads first: the object header, the function,
+// the runtime and the signature fill cache line 0, the limits and the module
+// line 1, and the parameter layout is one array (one more line).
+class alignas(64) Kernel final : public core::Object {
 public:
   // UNKNOWN_ENTRY_POINT (naming `name`) when the module has no such entry.
   static t4a_status get(core::Ref<Module> module, const char *name,
                         core::Ref<Kernel> *out);
 
   Module &module() const { return *module_; }
+  // The module's runtime (kept alive by the module), without reading the
+  // module.
+  core::Runtime &runtime() const { return *rt_; }
   CUfunction function() const { return fn_; }
   const std::string &name() const { return name_; }
   const KernelSignature &signature() const { return sig_; }
@@ -34,12 +40,15 @@ public:
 
 private:
   explicit Kernel(core::Ref<Module> m);
-  core::Ref<Module> module_;
+  // Read by every launch (see the class comment).
   CUfunction fn_ = nullptr;
-  std::string name_;
-  std::vector<uint32_t> offsets_, sizes_;
+  core::Runtime *rt_;
   KernelSignature sig_;
   DeviceLimits limits_;
+  core::Ref<Module> module_;
+  // Parameter offsets, then sizes (sig_.param_count each).
+  std::vector<uint32_t> params_;
+  std::string name_;
   int32_t registers_ = 0, local_ = 0, const_ = 0, ptx_ = 0, binary_ = 0;
   // A lower bound of the function's dynamic-shared limit.
   std::atomic<uint32_t> dynamic_shared_{0};

@@ -78,7 +78,8 @@ struct ArgSpace {
 
 // Reports the handle lookups[bad] of a launch (runtime, kernel, buffers)
 // that did not resolve.
-t4a_status fail_lookup(const ArgSpace &space, size_t bad, core::HandleCheck c) {
+T4A_COLD t4a_status fail_lookup(const ArgSpace &space, size_t bad,
+                                core::HandleCheck c) {
   if (bad == 0) return core::fail_handle(c, space.lookups[0].id, "runtime");
   if (bad == 1)
     return core::fail_handle(c, space.lookups[1].id, "desc->kernel");
@@ -148,8 +149,7 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
     space.ptrs[i] = b.ptr() + d.args[i].offset;
   }
   Verdict v;
-  validate(d, &mod.runtime() == &rt, space.facts, k.signature(), k.limits(),
-           &v);
+  validate(d, &k.runtime() == &rt, space.facts, k.signature(), k.limits(), &v);
   if (v.status != T4A_SUCCESS) return core::fail(v.status, "%s", v.message);
 
   // Admitted, but without making the context current: the launch names

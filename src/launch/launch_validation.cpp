@@ -7,8 +7,10 @@ namespace t4a::launch {
 
 namespace {
 
+// Cold: the branches into it leave the hot text (validate() runs on every
+// launch; its messages only on rejected ones).
 #if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
+__attribute__((format(printf, 3, 4), cold))
 #endif
 void reject(Verdict *v, t4a_status s, const char *fmt, ...) {
   v->status = s;
