@@ -91,11 +91,17 @@ struct Span {
   size_t n;
 };
 
-// Writes dir/name atomically: a temporary file ".<name>.<pid>.<serial>.tmp"
-// in the same directory (removed by eviction if its writer died), then
-// rename. Readers see the old file or the complete new one.
+// Writes dir/name atomically, creating dir first if need be: a temporary
+// file ".<name>.<pid>.<serial>.tmp" in the same directory (removed by
+// eviction if its writer died), then rename. Readers see the old file or
+// the complete new one.
 bool write_atomically(const std::string &dir, const std::string &name,
                       const Span *parts, size_t count, std::string *why) {
+  if (!make_dirs(dir)) {
+    *why = "cannot create the cache directory '" + dir +
+           "': " + std::strerror(errno);
+    return false;
+  }
   static std::atomic<uint64_t> serial{0};
   std::string final_path = dir + "/" + name;
   std::string temp = dir + "/." + name + "." + std::to_string(::getpid()) +
@@ -291,11 +297,6 @@ DiskRead disk_read(const DiskConfig &c, const Digest &key, DiskEntry *out,
 }
 
 bool disk_write(const DiskConfig &c, const Artifact &a, std::string *why) {
-  if (!make_dirs(c.dir)) {
-    *why = "cannot create the cache directory '" + c.dir +
-           "': " + std::strerror(errno);
-    return false;
-  }
   std::vector<uint8_t> names;
   for (const std::string &s : a.lowered_names()) {
     size_t at = names.size();
@@ -336,11 +337,6 @@ bool disk_write(const DiskConfig &c, const Artifact &a, std::string *why) {
 
 bool disk_put_file(const DiskConfig &c, const std::string &name,
                    const std::string &bytes, std::string *why) {
-  if (!make_dirs(c.dir)) {
-    *why = "cannot create the cache directory '" + c.dir +
-           "': " + std::strerror(errno);
-    return false;
-  }
   const Span part{reinterpret_cast<const uint8_t *>(bytes.data()),
                   bytes.size()};
   return write_atomically(c.dir, name, &part, 1, why);
