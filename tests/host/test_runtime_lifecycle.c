@@ -258,6 +258,26 @@ static void test_destroy_refuses(void **state) {
     assert_int_equal(ps.runtimes_leaked, base.runtimes_leaked);
   }
   t4a_testing_admission_hook(NULL, NULL);
+
+  /* An object of a destroyed runtime that would enqueue (a download's
+   * delivery) is refused too; completions still work, and releasing
+   * everything tears the runtime down. */
+  fixture f;
+  make_fixture(&f);
+  t4a_download d = {0};
+  ASSERT_OK(t4a_buffer_download(f.rt, f.buffer, 0, 64, &d));
+  t4a_completion c = {0};
+  ASSERT_OK(t4a_runtime_record(f.rt, &c));
+  ASSERT_OK(t4a_runtime_destroy(f.rt));
+  unsigned char out[64];
+  ASSERT_STATUS(t4a_download_wait(d, out), T4A_ERROR_INVALID_HANDLE);
+  assert_non_null(strstr(last_message(), "being destroyed"));
+  ASSERT_OK(t4a_completion_wait(c));
+  ASSERT_OK(t4a_completion_release(c));
+  ASSERT_OK(t4a_download_release(d));
+  release_fixture(&f);
+  assert_int_equal(process_stats().runtimes_live, base.runtimes_live);
+  assert_int_equal(process_stats().runtimes_leaked, base.runtimes_leaked);
   assert_int_equal(t4a_testing_live_handles(), 0);
 }
 
