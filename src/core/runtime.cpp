@@ -221,7 +221,9 @@ t4a_status Runtime::synchronize(const char *what) {
   }
   drained_.store(true, std::memory_order_release);
   {
-    Admission adm(admission_);
+    // Internal: retiring only drops what was admitted before, so it runs
+    // even if destroy closed the runtime during the wait.
+    Admission adm(admission_, Admission::Internal);
     if (adm.status() != T4A_SUCCESS) return adm.status();
     // Retired keepalives are dropped under admission: staging chunks must
     // be back in the ring before another operation looks for one (a chunk

@@ -42,7 +42,9 @@ public:
   // Host wait for the stream (counted); retires what it proves complete.
   t4a_status synchronize(const char *what);
   t4a_status trim();
-  // t4a_runtime_destroy: drain, then retire (or, unproven, leak) epochs.
+  // t4a_runtime_destroy: close admission (nothing is admitted from then
+  // on), drain, then retire (or, unproven, leak) epochs and clear the
+  // parts' references (on_destroy). See admission.hpp.
   t4a_status destroy();
 
   void info(t4a_runtime_info *out) const;

@@ -53,6 +53,8 @@ static t4a_compile_request request(void) {
 static int g_have_compiler;
 static t4a_runtime g_rt;
 static t4a_buffer g_parent_buffer;
+static t4a_module g_parent_module;
+static t4a_kernel g_parent_kernel;
 static atomic_int g_stop;
 static atomic_long g_rounds;
 static atomic_long g_logged;
@@ -154,6 +156,12 @@ static void child_main(void) {
                       "t4a_buffer_release of the parent's buffer");
   expect_fork_refusal(t4a_runtime_synchronize(g_rt),
                       "t4a_runtime_synchronize of the parent's runtime");
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.kernel = g_parent_kernel;
+  expect_fork_refusal(t4a_launch(g_rt, &d),
+                      "t4a_launch on the parent's runtime");
+  expect_fork_refusal(t4a_kernel_release(g_parent_kernel),
+                      "t4a_kernel_release of the parent's kernel");
   _exit(0);
 }
 
@@ -161,6 +169,9 @@ static void test_fork_while_busy(void **state) {
   (void)state;
   ASSERT_OK(t4a_runtime_create(NULL, &g_rt));
   ASSERT_OK(t4a_buffer_alloc(g_rt, 64, 0, &g_parent_buffer));
+  static const unsigned char image[16] = {4}; /* the fake loads any bytes */
+  ASSERT_OK(t4a_module_load_data(g_rt, image, sizeof image, &g_parent_module));
+  ASSERT_OK(t4a_kernel_get(g_parent_module, "fork_kernel", &g_parent_kernel));
   {
     t4a_compile_request r = request();
     t4a_artifact a = {0};
@@ -211,6 +222,8 @@ static void test_fork_while_busy(void **state) {
   assert_int_equal(failed, 0);
   /* the parent is unaffected */
   ASSERT_OK(t4a_buffer_release(g_parent_buffer));
+  ASSERT_OK(t4a_kernel_release(g_parent_kernel));
+  ASSERT_OK(t4a_module_release(g_parent_module));
   ASSERT_OK(t4a_runtime_destroy(g_rt));
   t4a_process_stats ps = T4A_PROCESS_STATS_INIT;
   ASSERT_OK(t4a_process_stats_get(&ps));
