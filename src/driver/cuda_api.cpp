@@ -19,8 +19,10 @@ constexpr bool k_required[] = {
 
 bool g_has[static_cast<int>(Entry::count_)] = {};
 
-// Set when a load begins (in the once); read by a forked child.
+// Set when a load begins and when it found no usable driver (in the
+// once); read by a forked child.
 std::atomic<bool> g_load_begun{false};
+std::atomic<bool> g_load_found_none{false};
 // Non-null in a forked child that must not use the driver: load's reason.
 std::atomic<const std::string *> g_fork_refusal{nullptr};
 
@@ -118,12 +120,18 @@ LoadOutcome load() {
   std::call_once(s.once, [&] {
     g_load_begun.store(true, std::memory_order_release);
     do_load(s);
+    if (s.state != LoadState::Ready)
+      g_load_found_none.store(true, std::memory_order_release);
   });
   return {s.state, &s.reason, s.init_result};
 }
 
 bool refuse_in_forked_child(const char *reason) {
-  if (!g_load_begun.load(std::memory_order_acquire)) return false;
+  // Not begun: the child may load the driver itself. Finished without a
+  // driver: the child keeps reporting why (the once is complete).
+  if (!g_load_begun.load(std::memory_order_acquire) ||
+      g_load_found_none.load(std::memory_order_acquire))
+    return false;
   // Never freed: the child keeps refusing until it exits or execs.
   g_fork_refusal.store(new std::string(reason), std::memory_order_release);
   return true;
