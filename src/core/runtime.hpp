@@ -110,8 +110,10 @@ private:
   uint64_t domain_ = 0;
   uint64_t handle_id_ = 0;
 
-  // Written by every launch (see the class comment).
-  alignas(64) AdmissionLock admission_;
+  // Written by every launch (see the class comment). no_unique_address:
+  // the flags below go into the lock's tail padding (after its `closed`
+  // flag), so the launch counter stays on this cache line.
+  alignas(64) [[no_unique_address]] AdmissionLock admission_;
   // False once a drain failed: completion is not proven.
   std::atomic<bool> drained_{true};
   std::atomic<bool> broken_{false};
