@@ -19,6 +19,18 @@
  * its operations one at a time, in one order, on its one stream. Handles may
  * be released from any thread. No callback runs with an internal lock held.
  *
+ * fork(): a child may be forked while other threads are inside the library;
+ * none of its calls hangs. If the parent had begun loading the CUDA driver
+ * (any call that needs it), the child cannot use CUDA: every call that
+ * needs the driver, and every call on a runtime or on an object of one made
+ * by the parent, returns #T4A_ERROR_NO_DRIVER ("CUDA cannot be used in a
+ * child process forked after the parent initialized the driver; ..."), and
+ * those objects are left alone (never freed) in the child. Context-free
+ * functions keep working there: versions, status names, last error,
+ * logging, t4a_compile() and artifacts (a compile that names a runtime
+ * needs the driver). To use CUDA in a new process, exec after fork (or use
+ * posix_spawn).
+ *
  * @section ownership Ownership
  * Objects are named by handles: 8-byte structs passed by value holding a
  * generation-tagged id. The id 0 is the null handle (#T4A_NULL_ID). A handle
@@ -601,9 +613,18 @@ T4A_API t4a_status t4a_runtime_create(const t4a_runtime_options *options,
 /**
  * @brief Destroys a runtime: drains its stream, then frees what it owns.
  *
- * The handle becomes invalid at once. If completion of its work can be
+ * The handle becomes invalid at once. From the start of the call, the
+ * runtime admits no operation: one that another thread started meanwhile
+ * (or starts later on an object of this runtime, such as delivering a
+ * download) fails with #T4A_ERROR_INVALID_HANDLE and enqueues nothing;
+ * operations admitted before are drained. Its buffers, host buffers,
+ * downloads, modules, kernels and completions stay valid handles until
+ * released: releasing them, waiting for or polling a completion and the
+ * non-enqueuing queries work, and the runtime's resources are freed when
+ * the last of them is released. If completion of its work can be
  * proven, the stream, pool and context reference are released; otherwise
- * they are leaked, never freed while the device might still use them. The
+ * they are leaked (counted in ::t4a_process_stats::runtimes_leaked), never
+ * freed while the device might still use them. The
  * caller's current context is left as it was, even when it is the primary
  * context this runtime shared with another runtime.
  *

@@ -3,6 +3,7 @@
 #if defined(T4A_TESTING)
 
 #include "capi/barrier.hpp"
+#include "core/admission.hpp"
 #include "driver/fault_injection.hpp"
 #include "testing/t4acuda_testing.h"
 
@@ -35,6 +36,11 @@ T4A_API t4a_status t4a_testing_fault_arm(const char *entry, uint64_t nth,
 }
 
 T4A_API void t4a_testing_fault_reset(void) { driver::fault::reset(); }
+
+T4A_API void t4a_testing_admission_hook(void (*hook)(void *arg), void *arg) {
+  core::g_admission_hook_arg.store(arg, std::memory_order_release);
+  core::g_admission_hook.store(hook, std::memory_order_release);
+}
 
 T4A_API void t4a_testing_count_calls(int32_t on) {
   driver::fault::set_counting(on != 0);

@@ -1,5 +1,7 @@
 #include "compile/in_flight.hpp"
 
+#include <new>
+
 namespace t4a::compile {
 
 InFlight &InFlight::instance() {
@@ -31,6 +33,15 @@ void InFlight::Lead::start(const Digest &key) {
 
 InFlight::Lead::~Lead() {
   if (held_) InFlight::instance().end(key_);
+}
+
+void InFlight::at_fork(core::ForkPhase phase) {
+  if (phase == core::ForkPhase::Prepare) return mu_.lock();
+  if (phase == core::ForkPhase::Child) {
+    leading_.clear(); // their leaders are not in the child
+    new (&done_) std::condition_variable(); // its waiters are gone too
+  }
+  mu_.unlock();
 }
 
 } // namespace t4a::compile

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "compile/sha256.hpp"
+#include "core/fork.hpp"
 
 namespace t4a::compile {
 
@@ -25,6 +26,9 @@ public:
   // Lead's destruction. Waited: another thread led it and has finished.
   // Nested: the calling thread already leads it.
   Turn lead_or_wait(const Digest &key);
+  // Fork safety (core/fork.hpp): the child forgets the leads of threads
+  // that do not exist there and gets a fresh condition variable.
+  void at_fork(core::ForkPhase phase);
 
   // Ends a lead: wakes the threads waiting for the key.
   class Lead {

@@ -62,4 +62,11 @@ void MemoryCache::insert(const Digest &key, uint64_t id, uint64_t bytes) {
   }
 }
 
+void MemoryCache::at_fork(core::ForkPhase phase) {
+  if (phase == core::ForkPhase::Prepare)
+    mu_.lock();
+  else
+    mu_.unlock(); // in the child: the only thread, which locked it
+}
+
 } // namespace t4a::compile

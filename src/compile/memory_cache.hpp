@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "compile/sha256.hpp"
+#include "core/fork.hpp"
 
 namespace t4a::compile {
 
@@ -27,6 +28,9 @@ public:
   // cached; then evicts from the back until within both bounds (the new
   // entry is never evicted by its own insertion).
   void insert(const Digest &key, uint64_t id, uint64_t bytes);
+  // Fork safety (core/fork.hpp): prepare takes the lock; both sides
+  // release it.
+  void at_fork(core::ForkPhase phase);
 
 private:
   struct Entry {

@@ -5,6 +5,16 @@
 // runtime) gets REENTRANT instead of deadlocking (R-ABI-8). What a thread
 // logs while it holds admission is delivered after it unlocks, so log
 // callbacks never run under the lock.
+//
+// Closing (t4a_runtime_destroy): destroy sets `closed` holding the lock,
+// before it drains. From then on an ordinary Admission fails with
+// INVALID_HANDLE, also for a thread that was already waiting for the lock
+// when destroy closed it (the flag is read after the lock is taken), so
+// nothing admitted after destroy can refill the module cache or add a
+// keepalive that would hold the runtime in a cycle (design.md section 9).
+// Paths that only retire or release what earlier work kept (completion
+// retirement, destroy's own drain) use Admission::Internal, which ignores
+// `closed`; TryAdmission (retirement polling only) ignores it too.
 #pragma once
 
 #include <atomic>
@@ -20,24 +30,27 @@ class AdmissionLock {
 public:
   std::mutex mu;
   std::atomic<std::thread::id> owner{};
+  // Set once, by destroy, holding `mu`; read holding `mu`.
+  bool closed = false;
 };
+
+#if defined(T4A_TESTING)
+// Test builds: t4a_testing_admission_hook() installs a function called by
+// every ordinary admission just before it waits for the lock (to stop a
+// thread between resolving a runtime and being admitted). runtime.cpp.
+using AdmissionHook = void (*)(void *);
+extern std::atomic<AdmissionHook> g_admission_hook;
+extern std::atomic<void *> g_admission_hook_arg;
+#endif
 
 class Admission {
 public:
-  explicit Admission(AdmissionLock &lock) : lock_(lock) {
-    if (lock_.owner.load(std::memory_order_relaxed) ==
-        std::this_thread::get_id()) {
-      status_ = fail(T4A_ERROR_REENTRANT,
-                     "this thread is already inside an operation of this "
-                     "runtime (called from a callback); waiting would "
-                     "deadlock");
-      return;
-    }
-    lock_.mu.lock();
-    lock_.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
-    held_ = true;
-    log_defer_begin();
-  }
+  // Ignores `closed`: only for work that retires or releases what was
+  // admitted before destroy closed the runtime.
+  enum InternalTag { Internal };
+
+  explicit Admission(AdmissionLock &lock) : Admission(lock, false) {}
+  Admission(AdmissionLock &lock, InternalTag) : Admission(lock, true) {}
   ~Admission() { unlock(); }
   Admission(const Admission &) = delete;
   Admission &operator=(const Admission &) = delete;
@@ -52,6 +65,34 @@ public:
   }
 
 private:
+  Admission(AdmissionLock &lock, bool internal) : lock_(lock) {
+    if (lock_.owner.load(std::memory_order_relaxed) ==
+        std::this_thread::get_id()) {
+      status_ = fail(T4A_ERROR_REENTRANT,
+                     "this thread is already inside an operation of this "
+                     "runtime (called from a callback); waiting would "
+                     "deadlock");
+      return;
+    }
+#if defined(T4A_TESTING)
+    if (!internal)
+      if (AdmissionHook h = g_admission_hook.load(std::memory_order_acquire))
+        h(g_admission_hook_arg.load(std::memory_order_acquire));
+#endif
+    lock_.mu.lock();
+    if (lock_.closed && !internal) [[unlikely]] {
+      lock_.mu.unlock();
+      status_ = fail(T4A_ERROR_INVALID_HANDLE,
+                     "the runtime is being destroyed or was destroyed "
+                     "(t4a_runtime_destroy began before this operation was "
+                     "admitted); nothing was enqueued");
+      return;
+    }
+    lock_.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    held_ = true;
+    log_defer_begin();
+  }
+
   AdmissionLock &lock_;
   t4a_status status_ = T4A_SUCCESS;
   bool held_ = false;

@@ -12,7 +12,9 @@ public:
   virtual void teardown(bool completion_proven) = 0;
   // t4a_runtime_destroy drained the stream: drop the references this part
   // holds to objects that hold the runtime (cached modules), which would
-  // otherwise keep it alive for ever. Runs under admission.
+  // otherwise keep it alive for ever. Runs under admission, after destroy
+  // closed it: no operation is admitted afterwards, so nothing refills
+  // the part (admission.hpp).
   virtual void on_destroy() {}
 };
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/fork.hpp"
 
 namespace t4a::core {
 
@@ -137,6 +138,14 @@ t4a_status set_log_callback(t4a_log_fn fn, void *user, int32_t max_level) {
   s.user = user;
   s.level.store(level_from_env(max_level), std::memory_order_relaxed);
   return T4A_SUCCESS;
+}
+
+// Fork safety (core/fork.hpp): the sink's lock, taken by prepare.
+void log_at_fork(ForkPhase phase) {
+  if (phase == ForkPhase::Prepare)
+    sink().mu.lock();
+  else
+    sink().mu.unlock(); // the child's only thread locked it
 }
 
 } // namespace t4a::core

@@ -29,7 +29,20 @@ const char *Registry::describe(HandleCheck c) {
   return "invalid";
 }
 
+namespace {
+// The kinds whose objects need the driver (see Registry::at_fork).
+bool is_driver_kind(Kind k) {
+  return k != Kind::Artifact && k != Kind::TestObject && k != Kind::Internal;
+}
+} // namespace
+
 t4a_status fail_handle(HandleCheck c, uint64_t id, const char *arg) {
+  // In a forked child the parent's driver objects were dropped (at_fork):
+  // their handles read as stale, and the reason is the fork.
+  if (c == HandleCheck::Stale && in_forked_child() &&
+      is_driver_kind(Registry::kind_of(id)))
+    return fail(T4A_ERROR_NO_DRIVER, "%s (id 0x%016llx) is not usable: %s", arg,
+                static_cast<unsigned long long>(id), k_fork_message);
   return fail(c == HandleCheck::Saturated ? T4A_ERROR_INVALID_ARGUMENT
                                           : T4A_ERROR_INVALID_HANDLE,
               "%s (id 0x%016llx) is %s", arg,
@@ -130,6 +143,25 @@ HandleCheck Registry::release(uint64_t id, Kind kind, Ref<Object> *removed) {
 
 HandleCheck Registry::remove(uint64_t id, Kind kind, Ref<Object> *removed) {
   return drop(id, kind, true, removed);
+}
+
+void Registry::at_fork(ForkPhase phase, bool drop_driver_objects) {
+  if (phase == ForkPhase::Prepare) {
+    mu_.lock();
+    return;
+  }
+  if (phase == ForkPhase::Child && drop_driver_objects) {
+    for (Slot &s : slots_) {
+      if (s.obj == nullptr || !is_driver_kind(s.obj->kind())) continue;
+      // Leaked on purpose: its destructor would call the driver. The slot
+      // keeps its generation and stays off the free list, so the id reads
+      // as stale for good.
+      s.obj = nullptr;
+      s.handle_refs = 0;
+      --live_;
+    }
+  }
+  mu_.unlock(); // in the child: the only thread, the one that locked it
 }
 
 size_t Registry::live_count() const {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/fork.hpp"
 #include "core/object.hpp"
 #include "t4acuda.h"
 
@@ -54,6 +55,14 @@ public:
   HandleCheck remove(uint64_t id, Kind kind, Ref<Object> *removed);
 
   size_t live_count() const;
+
+  // Fork safety (core/fork.hpp): prepare takes the lock, the parent
+  // releases it. The child releases it too; when the child cannot use the
+  // driver (`drop_driver_objects`), every slot of a driver object (all
+  // kinds but artifacts and test objects) is emptied without destroying
+  // its object (destruction would call the driver): the object is leaked
+  // in the child, and its handle reports k_fork_message (fail_handle).
+  void at_fork(ForkPhase phase, bool drop_driver_objects);
 
   static Kind kind_of(uint64_t id) { return static_cast<Kind>(id >> 56); }
   static const char *describe(HandleCheck c);

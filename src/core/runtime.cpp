@@ -14,6 +14,11 @@ namespace t4a::core {
 
 using namespace t4a::driver;
 
+#if defined(T4A_TESTING)
+std::atomic<AdmissionHook> g_admission_hook{nullptr};
+std::atomic<void *> g_admission_hook_arg{nullptr};
+#endif
+
 namespace {
 std::atomic<uint64_t> g_next_domain{1};
 
@@ -74,34 +79,66 @@ t4a_status Runtime::create(const t4a_runtime_options &given,
                 "device %d does not support stream-ordered memory pools, "
                 "which every runtime needs",
                 o.device_ordinal);
-  // From here on, the destructor undoes whatever was created.
-  if (auto r = cu::primary_ctx_retain(&rt->ctx_, rt->device_); !r)
+  // Everything is created into locals and committed to the runtime only
+  // when all of it succeeded: a failed create destroys exactly what it
+  // made, here, and the runtime's teardown (which would drain and count a
+  // leaked runtime) never sees a half-made runtime or a stream or pool
+  // value the driver may have written on failure. runtimes_live counts
+  // only committed runtimes.
+  CUcontext ctx = nullptr;
+  if (auto r = cu::primary_ctx_retain(&ctx, rt->device_); !r)
     return fail_driver(r, "retaining the primary context of device %d",
                        o.device_ordinal);
-  rt->ctx_retained_ = true;
-  ProcessCounters::instance().runtimes_live.add();
+  CUstream stream = nullptr;
+  CUmemoryPool pool = nullptr;
   ContextScope scope;
-  if (t4a_status s = scope.enter(rt->ctx_, "creating a runtime");
-      s != T4A_SUCCESS)
+  // Undoes what was made, newest first. Their results are ignored on
+  // purpose: the create already failed with the error it reports, and
+  // these objects were never used (nothing is enqueued on them).
+  auto undo = [&](t4a_status s) {
+    if (pool != nullptr) (void)cu::mem_pool_destroy(pool);
+    if (stream != nullptr) (void)cu::stream_destroy(stream);
+    scope.restore();
+    (void)cu::primary_ctx_release(rt->device_);
     return s;
-  if (auto r = cu::stream_create(&rt->stream_, CU_STREAM_NON_BLOCKING); !r)
-    return fail_driver(r, "creating the stream of a runtime on device %d",
-                       o.device_ordinal);
+  };
+  if (t4a_status s = scope.enter(ctx, "creating a runtime"); s != T4A_SUCCESS)
+    return undo(s);
+  {
+    CUstream made = nullptr;
+    if (auto r = cu::stream_create(&made, CU_STREAM_NON_BLOCKING); !r)
+      return undo(fail_driver(r,
+                              "creating the stream of a runtime on device %d",
+                              o.device_ordinal));
+    stream = made;
+  }
   CUmemPoolProps props;
   std::memset(&props, 0, sizeof props);
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
   props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
   props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   props.location.id = o.device_ordinal;
-  if (auto r = cu::mem_pool_create(&rt->pool_, &props); !r)
-    return fail_driver(r, "creating the memory pool of a runtime on device %d",
-                       o.device_ordinal);
+  {
+    CUmemoryPool made = nullptr;
+    if (auto r = cu::mem_pool_create(&made, &props); !r)
+      return undo(
+          fail_driver(r, "creating the memory pool of a runtime on device %d",
+                      o.device_ordinal));
+    pool = made;
+  }
   cuuint64_t threshold = o.pool_release_threshold;
   if (auto r = cu::mem_pool_set_attribute(
-          rt->pool_, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+          pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
       !r)
-    return fail_driver(r, "setting the pool release threshold to %llu bytes",
-                       static_cast<unsigned long long>(threshold));
+    return undo(fail_driver(r,
+                            "setting the pool release threshold to %llu bytes",
+                            static_cast<unsigned long long>(threshold)));
+  // Commit: from here on the destructor (teardown) owns all of it.
+  rt->ctx_ = ctx;
+  rt->stream_ = stream;
+  rt->pool_ = pool;
+  rt->ctx_retained_ = true;
+  ProcessCounters::instance().runtimes_live.add();
   rt->domain_ = g_next_domain.fetch_add(1, std::memory_order_relaxed);
   logf(T4A_LOG_INFO, "runtime created: device %d, domain %llu",
        o.device_ordinal, static_cast<unsigned long long>(rt->domain_));
@@ -184,7 +221,9 @@ t4a_status Runtime::synchronize(const char *what) {
   }
   drained_.store(true, std::memory_order_release);
   {
-    Admission adm(admission_);
+    // Internal: retiring only drops what was admitted before, so it runs
+    // even if destroy closed the runtime during the wait.
+    Admission adm(admission_, Admission::Internal);
     if (adm.status() != T4A_SUCCESS) return adm.status();
     // Retired keepalives are dropped under admission: staging chunks must
     // be back in the ring before another operation looks for one (a chunk
@@ -197,16 +236,44 @@ t4a_status Runtime::synchronize(const char *what) {
 }
 
 t4a_status Runtime::destroy() {
-  // The drain seals the open epoch first and retires what it proves
-  // complete, which also breaks the reference cycle of a host buffer made
-  // by this runtime and kept alive by its epoch. Work another thread
-  // enqueues meanwhile stays kept until teardown's own drain.
-  t4a_status s = synchronize("draining the stream before destroy");
+  // 1. Close admission (holding it): no operation is admitted from now on,
+  // and a thread already waiting for the lock sees `closed` once it gets
+  // it. Whatever was admitted before is in the open epoch, sealed here.
+  // 2. Drain the stream. 3. Retire what the drain proved complete and drop
+  // the parts' references to objects that hold the runtime (cached
+  // modules): nothing admitted later can recreate them, so no cycle keeps
+  // the runtime alive after its last handle and internal reference go.
+  uint64_t through = 0;
+  t4a_status s = T4A_SUCCESS;
+  ContextScope scope; // sealing may create an event
+  {
+    Admission adm(admission_, Admission::Internal);
+    if (adm.status() == T4A_SUCCESS ||
+        admission_.owner.load(std::memory_order_relaxed) ==
+            std::this_thread::get_id())
+      admission_.closed = true; // held here, or by this thread further up
+    s = adm.status();
+    if (s == T4A_SUCCESS) s = check_usable();
+    if (s == T4A_SUCCESS)
+      s = scope.enter(ctx_, "draining the stream before destroy");
+    if (s == T4A_SUCCESS) s = epochs_.seal(*this);
+    through = epochs_.sealed_through();
+  }
   if (s == T4A_SUCCESS) {
-    Admission adm(admission_);
-    if (adm.status() == T4A_SUCCESS)
+    counters_.host_waits.add();
+    if (auto r = cu::stream_synchronize(stream_); !r)
+      s = fail_op(r, "draining the stream before destroy");
+  }
+  if (s == T4A_SUCCESS) {
+    drained_.store(true, std::memory_order_release);
+    Admission adm(admission_, Admission::Internal);
+    if (adm.status() == T4A_SUCCESS) {
+      // Dropped under admission, as in synchronize.
+      Epochs::Items retired;
+      epochs_.retire_through(*this, through, &retired);
       for (auto &p : parts_)
         if (p) p->on_destroy();
+    }
     return s;
   }
   drained_.store(false, std::memory_order_release);
@@ -214,7 +281,7 @@ t4a_status Runtime::destroy() {
   // runtime (its teardown may never run if a kept host buffer of its own
   // holds it): count it now, once.
   {
-    Admission adm(admission_);
+    Admission adm(admission_, Admission::Internal);
     if (adm.status() == T4A_SUCCESS) epochs_.leak_all();
   }
   account_leak();

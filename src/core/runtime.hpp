@@ -42,7 +42,9 @@ public:
   // Host wait for the stream (counted); retires what it proves complete.
   t4a_status synchronize(const char *what);
   t4a_status trim();
-  // t4a_runtime_destroy: drain, then retire (or, unproven, leak) epochs.
+  // t4a_runtime_destroy: close admission (nothing is admitted from then
+  // on), drain, then retire (or, unproven, leak) epochs and clear the
+  // parts' references (on_destroy). See admission.hpp.
   t4a_status destroy();
 
   void info(t4a_runtime_info *out) const;
@@ -108,8 +110,10 @@ private:
   uint64_t domain_ = 0;
   uint64_t handle_id_ = 0;
 
-  // Written by every launch (see the class comment).
-  alignas(64) AdmissionLock admission_;
+  // Written by every launch (see the class comment). no_unique_address:
+  // the flags below go into the lock's tail padding (after its `closed`
+  // flag), so the launch counter stays on this cache line.
+  alignas(64) [[no_unique_address]] AdmissionLock admission_;
   // False once a drain failed: completion is not proven.
   std::atomic<bool> drained_{true};
   std::atomic<bool> broken_{false};

@@ -1,5 +1,6 @@
 #include "driver/cuda_api.hpp"
 
+#include <atomic>
 #include <mutex>
 
 #include "driver/library_loader.hpp"
@@ -17,6 +18,13 @@ constexpr bool k_required[] = {
 };
 
 bool g_has[static_cast<int>(Entry::count_)] = {};
+
+// Set when a load begins and when it found no usable driver (in the
+// once); read by a forked child.
+std::atomic<bool> g_load_begun{false};
+std::atomic<bool> g_load_found_none{false};
+// Non-null in a forked child that must not use the driver: load's reason.
+std::atomic<const std::string *> g_fork_refusal{nullptr};
 
 struct State {
   std::once_flag once;
@@ -105,9 +113,28 @@ void do_load(State &s) {
 } // namespace
 
 LoadOutcome load() {
+  if (const std::string *r = g_fork_refusal.load(std::memory_order_acquire))
+      [[unlikely]]
+    return {LoadState::NoDriver, r, CUDA_SUCCESS};
   State &s = state();
-  std::call_once(s.once, [&] { do_load(s); });
+  std::call_once(s.once, [&] {
+    g_load_begun.store(true, std::memory_order_release);
+    do_load(s);
+    if (s.state != LoadState::Ready)
+      g_load_found_none.store(true, std::memory_order_release);
+  });
   return {s.state, &s.reason, s.init_result};
+}
+
+bool refuse_in_forked_child(const char *reason) {
+  // Not begun: the child may load the driver itself. Finished without a
+  // driver: the child keeps reporting why (the once is complete).
+  if (!g_load_begun.load(std::memory_order_acquire) ||
+      g_load_found_none.load(std::memory_order_acquire))
+    return false;
+  // Never freed: the child keeps refusing until it exits or execs.
+  g_fork_refusal.store(new std::string(reason), std::memory_order_release);
+  return true;
 }
 
 bool has(Entry e) { return g_has[static_cast<int>(e)]; }

@@ -52,6 +52,11 @@ struct LoadOutcome {
   CUresult init_result;      // cuInit's result (CUDA_ERROR_NO_DEVICE is Ready)
 };
 LoadOutcome load();
+// Fork safety (core/fork.hpp), in a forked child: when the parent had begun
+// loading the driver, every later load() reports NoDriver with `reason`
+// (the once-flag and the driver are not touched again). Returns whether
+// it does.
+bool refuse_in_forked_child(const char *reason);
 // Whether an optional entry point was resolved.
 bool has(Entry e);
 // The driver's error name and description for a CUresult ("" if unknown).

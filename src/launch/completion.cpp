@@ -47,7 +47,7 @@ void Completion::retire(bool blocking) {
   core::Runtime &r = *rt_;
   core::Epochs::Items retired;
   if (blocking) {
-    core::Admission adm(r.admission());
+    core::Admission adm(r.admission(), core::Admission::Internal);
     if (adm.status() != T4A_SUCCESS) return; // REENTRANT: retire later
     r.epochs().retire_through(r, sealed_through_, &retired);
     retired.clear(); // dropped under admission (design.md section 11)

@@ -38,6 +38,12 @@ T4A_API t4a_status t4a_testing_object_value(uint64_t id, uint64_t *value);
 /* Objects of any kind currently registered. */
 T4A_API uint64_t t4a_testing_live_handles(void);
 
+/* Installs `hook` (NULL removes it): every ordinary admission of every
+ * runtime calls hook(arg) on its own thread just before it waits for the
+ * admission lock, with no lock held (lets a test stop a thread between
+ * resolving a runtime and being admitted). */
+T4A_API void t4a_testing_admission_hook(void (*hook)(void *arg), void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,13 @@
  *
  * FAKE_CUDA_DEVICES: device count (default 1). Allocations above
  * FAKE_CUDA_MAX_ALLOC bytes (default 16 GiB) fail with OUT_OF_MEMORY.
+ *
+ * Test controls (a test dlopens this library by the same path to reach
+ * them): fake_cuda_fail_next() makes the next cuStreamCreate or
+ * cuMemPoolCreate fail the way a real driver may, writing a garbage handle
+ * into its out-parameter; the calls that take a stream or pool reject that
+ * handle with INVALID_HANDLE. fake_cuda_live() counts live streams and
+ * pools and the primary-context references of device 0.
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
 #define _POSIX_C_SOURCE 200809L
@@ -38,6 +45,25 @@ struct CUmemPoolHandle_st {
 };
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The garbage a failing create writes (see the test controls). */
+#define FAKE_GARBAGE ((uintptr_t)0xDEAD0000u)
+static int g_fail_stream_create, g_fail_pool_create; /* CUresult, 0: none */
+static int g_live_streams, g_live_pools;
+
+/* The failure armed for `*slot`, disarmed; 0 when none (under g_mu). */
+static int take_failure(int *slot) {
+  pthread_mutex_lock(&g_mu);
+  int r = *slot;
+  *slot = 0;
+  pthread_mutex_unlock(&g_mu);
+  return r;
+}
+static void count(int *n, int delta) {
+  pthread_mutex_lock(&g_mu);
+  *n += delta;
+  pthread_mutex_unlock(&g_mu);
+}
 static struct CUctx_st g_primary[16];
 static _Thread_local CUcontext tl_current;
 
@@ -186,17 +212,27 @@ static int have_context(void) { return tl_current != NULL; }
 static CUresult f_cuStreamCreate(CUstream *s, unsigned flags) {
   (void)flags;
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  int fail = take_failure(&g_fail_stream_create);
+  if (fail != 0) {
+    *s = (CUstream)FAKE_GARBAGE;
+    return (CUresult)fail;
+  }
   CUstream x = calloc(1, sizeof *x);
   if (x == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   x->ctx = tl_current;
+  count(&g_live_streams, 1);
   *s = x;
   return CUDA_SUCCESS;
 }
 static CUresult f_cuStreamDestroy(CUstream s) {
+  if (s == NULL || (uintptr_t)s == FAKE_GARBAGE)
+    return CUDA_ERROR_INVALID_HANDLE;
+  count(&g_live_streams, -1);
   free(s);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuStreamSynchronize(CUstream s) {
+  if ((uintptr_t)s == FAKE_GARBAGE) return CUDA_ERROR_INVALID_HANDLE;
   return s != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 static CUresult f_cuStreamQuery(CUstream s) {
@@ -229,13 +265,22 @@ static CUresult f_cuEventSynchronize(CUevent e) {
 }
 static CUresult f_cuMemPoolCreate(CUmemoryPool *p, const CUmemPoolProps *pr) {
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  int fail = take_failure(&g_fail_pool_create);
+  if (fail != 0) {
+    *p = (CUmemoryPool)FAKE_GARBAGE;
+    return (CUresult)fail;
+  }
   CUmemoryPool x = calloc(1, sizeof *x);
   if (x == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   x->device = pr->location.id;
+  count(&g_live_pools, 1);
   *p = x;
   return CUDA_SUCCESS;
 }
 static CUresult f_cuMemPoolDestroy(CUmemoryPool p) {
+  if (p == NULL || (uintptr_t)p == FAKE_GARBAGE)
+    return CUDA_ERROR_INVALID_HANDLE;
+  count(&g_live_pools, -1);
   free(p);
   return CUDA_SUCCESS;
 }
@@ -426,4 +471,27 @@ FAKE_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
   *pfn = NULL;
   if (status != NULL) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   return CUDA_ERROR_NOT_FOUND;
+}
+
+/* Test controls (see the file comment). */
+FAKE_API int fake_cuda_fail_next(const char *entry, int cu_result) {
+  int *slot = NULL;
+  if (strcmp(entry, "cuStreamCreate") == 0) slot = &g_fail_stream_create;
+  if (strcmp(entry, "cuMemPoolCreate") == 0) slot = &g_fail_pool_create;
+  if (slot == NULL || cu_result == 0) return -1;
+  pthread_mutex_lock(&g_mu);
+  *slot = cu_result;
+  pthread_mutex_unlock(&g_mu);
+  return 0;
+}
+
+/* "streams", "pools" or "context_refs" (device 0); -1 for another name. */
+FAKE_API int fake_cuda_live(const char *what) {
+  int n = -1;
+  pthread_mutex_lock(&g_mu);
+  if (strcmp(what, "streams") == 0) n = g_live_streams;
+  if (strcmp(what, "pools") == 0) n = g_live_pools;
+  if (strcmp(what, "context_refs") == 0) n = g_primary[0].refs;
+  pthread_mutex_unlock(&g_mu);
+  return n;
 }

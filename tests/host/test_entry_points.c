@@ -945,6 +945,15 @@ static void check_testing_call_count(void) {
   assert_int_equal(t4a_testing_call_count(NULL), -1);
 }
 
+static int g_hook_calls;
+static void count_hook(void *arg) { *(int *)arg += 1; }
+static void check_testing_admission_hook(void) {
+  /* no runtime exists without a driver: installing and removing is all */
+  t4a_testing_admission_hook(count_hook, &g_hook_calls);
+  t4a_testing_admission_hook(NULL, NULL);
+  assert_int_equal(g_hook_calls, 0);
+}
+
 static void check_testing_objects(void) {
   uint64_t start = t4a_testing_live_handles();
   uint64_t id = SENTINEL_ID, value = SENTINEL_ID;
@@ -1094,6 +1103,7 @@ static const row k_rows[] = {
     {"t4a_testing_object_value", TESTING_ONLY, check_testing_objects,
      call_object_value, KIND_TEST_OBJECT, "object", 0},
     ROW(t4a_testing_live_handles, TESTING_ONLY, check_testing_objects),
+    ROW(t4a_testing_admission_hook, TESTING_ONLY, check_testing_admission_hook),
 #endif
 };
 #define ROW_COUNT (sizeof k_rows / sizeof k_rows[0])

@@ -1,0 +1,54 @@
+// Fork safety (core/fork.hpp): the pthread_atfork handlers, registered
+// once when the library is loaded (it is never unloaded: -z nodelete).
+// Prepare takes the process-wide locks in one fixed order, each before
+// the locks it may take while holding it; parent and child go in reverse.
+#include <pthread.h>
+
+#include "compile/in_flight.hpp"
+#include "compile/memory_cache.hpp"
+#include "core/fork.hpp"
+#include "core/registry.hpp"
+#include "driver/cuda_api.hpp"
+
+namespace t4a::capi {
+namespace {
+
+using core::ForkPhase;
+
+void prepare() {
+  compile::InFlight::instance().at_fork(ForkPhase::Prepare);
+  compile::MemoryCache::instance().at_fork(ForkPhase::Prepare); // registry
+  core::Registry::instance().at_fork(ForkPhase::Prepare, false);
+  core::process_fault_at_fork(ForkPhase::Prepare);
+  core::log_at_fork(ForkPhase::Prepare);
+}
+
+void parent() {
+  core::log_at_fork(ForkPhase::Parent);
+  core::process_fault_at_fork(ForkPhase::Parent);
+  core::Registry::instance().at_fork(ForkPhase::Parent, false);
+  compile::MemoryCache::instance().at_fork(ForkPhase::Parent);
+  compile::InFlight::instance().at_fork(ForkPhase::Parent);
+}
+
+void child() {
+  // A child of a parent that began loading the driver cannot use CUDA:
+  // the driver refuses from now on, and the parent's driver objects are
+  // dropped from the registry (leaked, never destroyed here).
+  bool refuse = driver::refuse_in_forked_child(core::k_fork_message);
+  if (refuse) core::set_forked_child();
+  core::log_at_fork(ForkPhase::Child);
+  core::process_fault_at_fork(ForkPhase::Child);
+  core::Registry::instance().at_fork(ForkPhase::Child, refuse);
+  compile::MemoryCache::instance().at_fork(ForkPhase::Child);
+  compile::InFlight::instance().at_fork(ForkPhase::Child);
+}
+
+__attribute__((constructor)) void register_fork_handlers() {
+  // Fails only with ENOMEM at load time; nothing to report it to then,
+  // and the library works without the handlers (only fork is unsafe).
+  (void)pthread_atfork(prepare, parent, child);
+}
+
+} // namespace
+} // namespace t4a::capi
