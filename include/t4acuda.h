@@ -59,25 +59,28 @@
  *
  * When several things are wrong, one status is returned: that of the first
  * check that fails, and the message names what it checked. The order:
- *  1. Handle arguments, resolved before anything else is looked at: the
- *     runtime first, then the other handles in parameter order
- *     (#T4A_ERROR_INVALID_HANDLE wins over every other error). Handles
- *     inside a struct are resolved when the struct is read: t4a_launch()
- *     resolves the descriptor's kernel and buffers right after reading the
- *     descriptor, before any of its fields is checked; t4a_compile()
- *     resolves `request->runtime` after the whole request is validated.
- *  2. The other arguments: NULL pointers, struct sizes and unknown tails,
- *     flags, values, ranges, and which runtime an object belongs to
+ *  1. The runtime handle, when the function takes one, is resolved before
+ *     anything else: a released, stale or forged runtime
+ *     (#T4A_ERROR_INVALID_HANDLE) wins over every other error.
+ *  2. The other arguments, mostly in parameter order, each argument's
+ *     handle before its other checks: other handles
+ *     (#T4A_ERROR_INVALID_HANDLE), NULL pointers, struct sizes and unknown
+ *     tails, flags, values, ranges, and which runtime an object belongs to
  *     (#T4A_ERROR_INVALID_ARGUMENT, #T4A_ERROR_VERSION_MISMATCH,
- *     #T4A_ERROR_WRONG_RUNTIME). Mostly in parameter order, but the order
- *     among these is not part of the contract and may change.
+ *     #T4A_ERROR_WRONG_RUNTIME). The order among these is not part of the
+ *     contract and may change; for instance t4a_buffer_upload_host()
+ *     checks `dst` and its range before it resolves `src`, t4a_launch()
+ *     resolves the descriptor's kernel and buffers right after reading the
+ *     descriptor and before checking its fields, and t4a_compile()
+ *     resolves `request->runtime` only after the whole request is
+ *     validated.
  *  3. Only then the state: a broken runtime (#T4A_ERROR_DEVICE_FAULT), a
  *     runtime whose destroy has begun (#T4A_ERROR_INVALID_HANDLE), a missing
  *     driver or NVRTC (#T4A_ERROR_NO_DRIVER, #T4A_ERROR_NO_COMPILER), and
  *     then the driver calls themselves; a value only the driver can check
  *     (a device ordinal against the device count: #T4A_ERROR_NO_DEVICE)
- *     is checked here too. So an argument error is reported
- *     even on a machine without a driver or with a broken runtime.
+ *     is checked here too. So an argument error is reported even on a
+ *     machine without a driver or with a broken runtime.
  *     (t4a_kernel_param() is the exception: its #T4A_ERROR_UNSUPPORTED
  *     comes before the index check.)
  *
@@ -626,8 +629,9 @@ typedef struct t4a_runtime_options {
    *  it was loaded from (CUBIN or PTX bytes), not device memory. The module
    *  just loaded is never evicted: one larger than this bound is loaded
    *  and cached alone (every other cached module is evicted), so the cache
-   *  then holds more than the bound, until a load of another module evicts it. Any
-   *  value from 1 is valid; the same holds for `module_cache_entries` 1.
+   *  then holds more than the bound, until a load of another module
+   *  evicts it. Any value from 1 is valid (as `module_cache_entries` 1, which
+   *  keeps just the module loaded last).
    *  @since 0.1.0 */
   uint64_t module_cache_bytes;
 } t4a_runtime_options;
@@ -798,7 +802,7 @@ T4A_API t4a_status t4a_runtime_info_get(t4a_runtime runtime,
  *
  * **Zero-byte operations** are admitted and counted like any other:
  * `uploads`, `downloads`, `fills` or `device_copies` is incremented (and
- * the byte counters by 0), with no driver call, no staging and no event.
+ * the byte counters by 0), with nothing enqueued, no staging and no event.
  * A zero-byte t4a_buffer_download() counts one `downloads` and nothing
  * else. A zero-byte buffer counts no allocation (nor `zero_fills`). */
 typedef struct t4a_runtime_stats {
