@@ -1,9 +1,18 @@
-# Runs doxygen on the configured Doxyfile and fails on any warning.
-# cmake -DDOXYGEN=... -DDOXYFILE=... -DWORKDIR=... -P run-doxygen.cmake
+# Runs doxygen on the configured Doxyfile.
+# cmake -DDOXYGEN=... -DDOXYFILE=... -DWORKDIR=... -DWARN_AS_ERROR=...
+#       -DSTRICT=ON|OFF [-DEXPECT_IN_INDEX=text] -P run-doxygen.cmake
+# STRICT=ON fails on any warning (WARN_AS_ERROR is the Doxyfile value for
+# that: YES or FAIL_ON_WARNINGS); OFF prints warnings and succeeds.
+# EXPECT_IN_INDEX: text html/index.html (the main page) must contain.
 if(NOT DOXYGEN)
   message(FATAL_ERROR
     "docs: doxygen was not found when the build was configured; install it "
     "(apt-get install doxygen; scripts/test does this) and reconfigure")
+endif()
+if(STRICT)
+  set(ENV{T4A_DOXYGEN_WARN_AS_ERROR} "${WARN_AS_ERROR}")
+else()
+  set(ENV{T4A_DOXYGEN_WARN_AS_ERROR} NO)
 endif()
 file(REMOVE_RECURSE "${WORKDIR}/html")
 execute_process(COMMAND "${DOXYGEN}" "${DOXYFILE}"
@@ -20,9 +29,23 @@ endif()
 if(err)
   message("${err}")
 endif()
-if(NOT rc EQUAL 0 OR n GREATER 0)
+if(NOT rc EQUAL 0 OR (STRICT AND n GREATER 0))
   message(FATAL_ERROR
     "docs: doxygen exit status ${rc}, ${n} warning(s): every public symbol "
     "needs a complete doc comment (see the warnings above)")
 endif()
-message(STATUS "docs: reference written to ${WORKDIR}/html/index.html")
+if(NOT EXISTS "${WORKDIR}/html/index.html")
+  message(FATAL_ERROR "docs: doxygen wrote no ${WORKDIR}/html/index.html")
+endif()
+if(DEFINED EXPECT_IN_INDEX)
+  file(READ "${WORKDIR}/html/index.html" index)
+  string(REGEX REPLACE "[ \t\r\n]+" " " index "${index}")
+  string(FIND "${index}" "${EXPECT_IN_INDEX}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR
+      "docs: the main page ${WORKDIR}/html/index.html lacks the "
+      "introduction ('${EXPECT_IN_INDEX}'): include/t4acuda.h's @mainpage "
+      "block is missing or empty")
+  endif()
+endif()
+message(STATUS "docs: reference written to ${WORKDIR}/html/index.html (${n} warning(s))")

@@ -4,7 +4,16 @@
  */
 /**
  * @file t4acuda.h
- * @brief The t4acuda C API (C11).
+ * @brief The t4acuda C API (C11). The conventions every function follows
+ *        (threads, ownership, errors, extensible structs, environment) are
+ *        on the @ref index "main page".
+ */
+/**
+ * @mainpage t4acuda: a standalone CUDA runtime library with a versioned C ABI
+ *
+ * The reference of the C API, t4acuda.h (C11), and of its header-only C++17
+ * facade, t4acuda.hpp (namespace `t4a`). What follows holds for every
+ * function; each function's own documentation adds its specifics.
  *
  * @section intro Introduction
  * t4acuda owns the CUDA lifetimes a numerical library would otherwise get
@@ -31,6 +40,14 @@
  * needs the driver). To use CUDA in a new process, exec after fork (or use
  * posix_spawn).
  *
+ * Process exit with threads still inside the library: the CUDA driver's own
+ * exit handler may shut the driver down under them. Their driver calls then
+ * fail (the call returns #T4A_ERROR_NO_DRIVER). Nothing is logged for it:
+ * restoring the caller's context and teardown (runtime destroy, frees,
+ * module unloads) treat a shut-down driver as done, and nothing is leaked
+ * that the driver does not reclaim. Let the threads return (join them)
+ * before the process exits to have their calls complete.
+ *
  * @section ownership Ownership
  * Objects are named by handles: 8-byte structs passed by value holding a
  * generation-tagged id. The id 0 is the null handle (#T4A_NULL_ID). A handle
@@ -38,7 +55,8 @@
  * #T4A_ERROR_INVALID_HANDLE; it never crashes and never touches freed
  * memory. Strings returned by the library are either static or copied into
  * caller-provided buffers (query-then-copy); the caller never frees library
- * memory.
+ * memory. Objects made through a runtime outlive its handle: what they can
+ * still do after t4a_runtime_destroy() is listed there.
  *
  * @section errors Errors
  * Every fallible function returns a ::t4a_status. Out-parameters are written
@@ -47,6 +65,33 @@
  * message naming the offending argument and the values involved; see
  * t4a_last_error() and t4a_last_error_message(). A successful call does not
  * clear the last error; t4a_last_error_clear() does.
+ *
+ * When several things are wrong, one status is returned: that of the first
+ * check that fails, and the message names what it checked. The order:
+ *  1. The runtime handle, when the function takes one, is resolved before
+ *     anything else: a released, stale or forged runtime
+ *     (#T4A_ERROR_INVALID_HANDLE) wins over every other error.
+ *  2. The other arguments, mostly in parameter order, each argument's
+ *     handle before its other checks: other handles
+ *     (#T4A_ERROR_INVALID_HANDLE), NULL pointers, struct sizes and unknown
+ *     tails, flags, values, ranges, and which runtime an object belongs to
+ *     (#T4A_ERROR_INVALID_ARGUMENT, #T4A_ERROR_VERSION_MISMATCH,
+ *     #T4A_ERROR_WRONG_RUNTIME). The order among these is not part of the
+ *     contract and may change; for instance t4a_buffer_upload_host()
+ *     checks `dst` and its range before it resolves `src`, t4a_launch()
+ *     resolves the descriptor's kernel and buffers right after reading the
+ *     descriptor and before checking its fields, and t4a_compile()
+ *     resolves `request->runtime` only after the whole request is
+ *     validated.
+ *  3. Only then the state: a broken runtime (#T4A_ERROR_DEVICE_FAULT), a
+ *     runtime whose destroy has begun (#T4A_ERROR_INVALID_HANDLE), a missing
+ *     driver or NVRTC (#T4A_ERROR_NO_DRIVER, #T4A_ERROR_NO_COMPILER), and
+ *     then the driver calls themselves; a value only the driver can check
+ *     (a device ordinal against the device count: #T4A_ERROR_NO_DEVICE)
+ *     is checked here too. So an argument error is reported even on a
+ *     machine without a driver or with a broken runtime.
+ *     (t4a_kernel_param() is the exception: its #T4A_ERROR_UNSUPPORTED
+ *     comes before the index check.)
  *
  * @section structs Extensible structs
  * Every struct passed in or out begins with `uint32_t struct_size`, set by
@@ -67,6 +112,11 @@
  * the default logger's level), `T4A_CACHE_DIR` (the compile cache's disk
  * directory; set but empty disables the disk cache) and
  * `T4A_CACHE_MAX_BYTES` (the disk cache's bound); see t4a_compile().
+ * `CUDA_HOME` and `CUDA_PATH`, when set and `T4A_NVRTC_PATH` is not, add
+ * `$dir/lib64/libnvrtc.so.13` and `.12` to the places NVRTC is looked for
+ * (after the loader's own search, before `/usr/local/cuda/lib64`); they play
+ * no part in finding the driver, which comes with the NVIDIA driver, not
+ * the toolkit.
  */
 #ifndef T4ACUDA_H
 #define T4ACUDA_H
@@ -366,7 +416,7 @@ T4A_API t4a_status t4a_set_log_callback(t4a_log_fn fn, void *user,
 /* ------------------------------------------------------------------------ */
 /** @{ */
 /** The id of the null handle of every type. */
-#define T4A_NULL_ID ((uint64_t)0)
+#define T4A_NULL_ID UINT64_C(0)
 
 /** @brief A runtime: one device, one stream, one memory pool. */
 typedef struct t4a_runtime {
@@ -535,19 +585,30 @@ T4A_API t4a_status t4a_device_can_access_peer(int32_t ordinal, int32_t peer,
 /** @name Runtime                                                            */
 /* ------------------------------------------------------------------------ */
 /** @{ */
-/** Pool release threshold meaning "keep all freed memory until trimmed". */
+/** Pool release threshold meaning "keep all freed memory until trimmed".
+ *
+ * Per runtime: every runtime has its own memory pool, also two runtimes of
+ * one device. Memory a runtime freed stays reserved in its pool, for its
+ * own later allocations only, until t4a_runtime_trim() or its destroy; it
+ * is not available to another runtime, to other CUDA users of the process
+ * or to other processes. So with this default, the device memory held is
+ * the sum of every runtime's peak, and an allocation of one runtime can
+ * fail with #T4A_ERROR_OUT_OF_MEMORY while another runtime's pool holds
+ * free memory: the library does not trim on its own, on that failure or
+ * otherwise; call t4a_runtime_trim() on the other runtime, or give the
+ * runtimes a finite ::t4a_runtime_options::pool_release_threshold. */
 #define T4A_POOL_KEEP_ALL UINT64_MAX
 
 /** Default staging budget: pinned bytes a runtime may hold for transfers. */
-#define T4A_DEFAULT_STAGING_BYTES ((uint64_t)64 << 20)
+#define T4A_DEFAULT_STAGING_BYTES (UINT64_C(64) << 20)
 /** Default staging chunk size. */
-#define T4A_DEFAULT_STAGING_CHUNK_BYTES ((uint64_t)8 << 20)
+#define T4A_DEFAULT_STAGING_CHUNK_BYTES (UINT64_C(8) << 20)
 /** Staging copy threads: choose from the host's cores (at most 8). */
 #define T4A_STAGING_THREADS_AUTO 0
 /** Default bound on the modules a runtime's module cache keeps loaded. */
 #define T4A_DEFAULT_MODULE_CACHE_ENTRIES 64u
 /** Default bound on the image bytes a runtime's module cache keeps. */
-#define T4A_DEFAULT_MODULE_CACHE_BYTES ((uint64_t)256 << 20)
+#define T4A_DEFAULT_MODULE_CACHE_BYTES (UINT64_C(256) << 20)
 
 /** @brief Options for t4a_runtime_create(). */
 typedef struct t4a_runtime_options {
@@ -573,7 +634,14 @@ typedef struct t4a_runtime_options {
   uint32_t module_cache_entries;
   uint32_t reserved1; /**< zero. @since 0.1.0 */
   /** Image bytes the module cache keeps loaded; 0 means
-   *  #T4A_DEFAULT_MODULE_CACHE_BYTES. @since 0.1.0 */
+   *  #T4A_DEFAULT_MODULE_CACHE_BYTES. A module counts the size of the image
+   *  it was loaded from (CUBIN or PTX bytes), not device memory. The module
+   *  just loaded is never evicted: one larger than this bound is loaded
+   *  and cached alone (every other cached module is evicted), so the cache
+   *  then holds more than the bound, until a load of another module
+   *  evicts it. Any value from 1 is valid (as `module_cache_entries` 1, which
+   *  keeps just the module loaded last).
+   *  @since 0.1.0 */
   uint64_t module_cache_bytes;
 } t4a_runtime_options;
 
@@ -627,6 +695,35 @@ T4A_API t4a_status t4a_runtime_create(const t4a_runtime_options *options,
  * freed while the device might still use them. The
  * caller's current context is left as it was, even when it is the primary
  * context this runtime shared with another runtime.
+ *
+ * From the moment destroy begins, the runtime admits no new operation: a
+ * call naming the runtime fails with #T4A_ERROR_INVALID_HANDLE, and so does
+ * an operation another thread had already resolved the runtime for but that
+ * was not yet admitted; such a call enqueues nothing and keeps nothing
+ * alive. Operations admitted before are drained by destroy.
+ *
+ * **Objects of a destroyed runtime.** Buffers, host buffers, pending
+ * downloads, modules, kernels and completions made through the runtime stay
+ * valid handles until released:
+ *  - they can be released (and retained) from any thread, as always. Their
+ *    frees stay stream-ordered: a buffer's or snapshot's memory is freed
+ *    with `cuMemFreeAsync` on the destroyed runtime's stream, a module is
+ *    unloaded; the runtime's stream, pool, staging and context reference
+ *    are released when the last such object goes (after one more drain),
+ *    or leaked if completion was not proven (counted, as above);
+ *  - what needs no admission still works: t4a_buffer_info_get(),
+ *    t4a_host_buffer_pointer() (host buffers are also still usable in
+ *    transfers of other runtimes), t4a_download_size(), t4a_kernel_get(),
+ *    t4a_kernel_info_get(), t4a_kernel_param(), t4a_kernel_occupancy(),
+ *    t4a_kernel_suggest_block_size(), t4a_completion_poll(),
+ *    t4a_completion_wait() and t4a_runtime_wait() by another runtime;
+ *  - what would enqueue work on the destroyed runtime cannot: every
+ *    transfer, fill, copy, allocation, module load, launch and record
+ *    names the runtime and gets #T4A_ERROR_INVALID_HANDLE, and so does
+ *    t4a_download_wait() / t4a_download_poll() of a non-empty pending
+ *    download (its data is not delivered: release it).
+ * Holding such objects keeps the runtime's device resources (stream, pool,
+ * pinned staging) alive; release them to give those back.
  *
  * @param[in] runtime the runtime; the null handle is a successful no-op.
  * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE for a released, stale or
@@ -698,7 +795,34 @@ T4A_API t4a_status t4a_runtime_info_get(t4a_runtime runtime,
 /** @brief Counters of one runtime; each is incremented where it happens.
  *
  * Later versions append counters; a caller's older, smaller struct receives
- * the counters it knows. */
+ * the counters it knows.
+ *
+ * **Staging.** `staging_bytes_in_use` counts the pinned staging chunks that
+ * are taken now: the ring's current (partly filled) chunk, chunks kept by
+ * transfers not yet proven complete or by download stages, and quarantined
+ * chunks. Idle chunks (back on the ring's free list, still allocated and
+ * reused by later transfers until the runtime is torn down) are not
+ * counted, so after every transfer has completed it can still show one
+ * chunk, the current one. Only pageable transfers (t4a_buffer_upload(),
+ * t4a_buffer_download_sync(), the delivery of a pending download) use
+ * staging; host-buffer transfers do not.
+ *
+ * **Pending downloads.** t4a_buffer_download() counts one `downloads` when
+ * it is enqueued, even if it is never delivered. A non-empty one also
+ * counts its device snapshot as an allocation (`allocations`,
+ * `bytes_allocated` until the snapshot is freed, `bytes_allocated_peak`,
+ * and `frees` when it is freed: after delivery or at release), one
+ * `events_recorded` for its ready event, but no `device_copies`. Its bytes
+ * count in `bytes_downloaded` only when it is delivered; a blocking
+ * t4a_download_wait() on a snapshot not yet seen complete counts one
+ * `host_waits`, and the delivery itself counts staging use, host waits
+ * and events as a synchronous download does.
+ *
+ * **Zero-byte operations** are admitted and counted like any other:
+ * `uploads`, `downloads`, `fills` or `device_copies` is incremented (and
+ * the byte counters by 0), with nothing enqueued, no staging and no event.
+ * A zero-byte t4a_buffer_download() counts one `downloads` and nothing
+ * else. A zero-byte buffer counts no allocation (nor `zero_fills`). */
 typedef struct t4a_runtime_stats {
   uint32_t struct_size; /**< in: sizeof(t4a_runtime_stats) of the caller. */
   uint32_t reserved0;   /**< zero; keeps the counters 8-byte aligned. */
@@ -1096,11 +1220,11 @@ T4A_API t4a_status t4a_buffer_download_host(t4a_runtime runtime,
 #define T4A_COMPILE_NO_DISK_CACHE 0x2u
 
 /** Default bound of the disk cache in bytes (1 GiB). */
-#define T4A_DEFAULT_DISK_CACHE_BYTES ((uint64_t)1 << 30)
+#define T4A_DEFAULT_DISK_CACHE_BYTES (UINT64_C(1) << 30)
 /** Entries the process-wide in-memory cache keeps at most. */
 #define T4A_MEMORY_CACHE_ENTRIES 256
 /** Image and log bytes the process-wide in-memory cache keeps at most. */
-#define T4A_MEMORY_CACHE_BYTES ((uint64_t)256 << 20)
+#define T4A_MEMORY_CACHE_BYTES (UINT64_C(256) << 20)
 /** Bytes of an identity key in hex, including the NUL (64 digits + 1). */
 #define T4A_ARTIFACT_KEY_CAPACITY 65
 
@@ -1131,10 +1255,17 @@ typedef struct t4a_compile_request {
    *  wanted; see t4a_artifact_lowered_name(). */
   const char *const *name_expressions;
   uint32_t name_expression_count; /**< entries of `name_expressions`. */
-  /** Target compute capability, major (9 for sm_90); used when `runtime` is
-   *  the null handle. 1..99. */
+  /** Target compute capability, major (9 for sm_90): 1..99. Used, and
+   *  validated, only when `runtime` is the null handle and no "-arch="
+   *  option is given; then it is checked with the rest of the request
+   *  (step 1 of t4a_compile(): before NVRTC is loaded, so a bad value is
+   *  #T4A_ERROR_INVALID_ARGUMENT even without NVRTC), against these ranges
+   *  only, not against any device. With a runtime or an "-arch=" option
+   *  both fields are ignored, whatever they hold. */
   int32_t cc_major;
-  int32_t cc_minor; /**< Target compute capability, minor: 0..9. */
+  /** Target compute capability, minor: 0..9; used and validated as
+   *  `cc_major`. */
+  int32_t cc_minor;
   /** #T4A_COMPILE_NO_MEMORY_CACHE, #T4A_COMPILE_NO_DISK_CACHE; 0. */
   uint32_t flags;
   /** When not null: compile for this runtime's device (its compute
@@ -1165,7 +1296,9 @@ typedef struct t4a_compile_request {
  *     NULL array, a NULL entry, a header name or option containing a
  *     newline or carriage return, an unknown `output` or `flags` bit, a
  *     compute capability outside 1..99 / 0..9, no target (null runtime and
- *     `cc_major` 0).
+ *     `cc_major` 0). Then `artifact` is checked for NULL, and only then is
+ *     `request->runtime` resolved (#T4A_ERROR_INVALID_HANDLE) and its
+ *     device read.
  *  2. **Target selection.** CUBIN for the exact `sm_XY` when CUBIN was
  *     requested and NVRTC supports it (and, with a runtime, the driver's
  *     CUDA major is at least NVRTC's); otherwise PTX for the highest
@@ -1345,7 +1478,19 @@ T4A_API t4a_status t4a_artifact_lowered_name(t4a_artifact artifact,
 /**
  * @brief Copies an artifact's identity key as 64 lower-case hex digits
  *        (query-then-copy; #T4A_ARTIFACT_KEY_CAPACITY bytes suffice).
- * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *
+ * Truncates like t4a_artifact_log(): `*needed` is always 65, and a
+ * `capacity` below that still returns #T4A_SUCCESS with the first
+ * `capacity - 1` hex digits and a NUL (nothing at all for `capacity` 0).
+ * Such a prefix is not the key and need not be unique: compare keys only
+ * when `capacity` was at least `*needed` (a buffer of
+ * #T4A_ARTIFACT_KEY_CAPACITY bytes).
+ * @param[in]  artifact the artifact.
+ * @param[out] buf      destination, may be NULL when `capacity` is 0.
+ * @param[in]  capacity bytes available at `buf`.
+ * @param[out] needed   optional: 65, the bytes the key needs with its NUL.
+ * @return #T4A_SUCCESS (also when `capacity` is short);
+ *         #T4A_ERROR_INVALID_HANDLE;
  *         #T4A_ERROR_INVALID_ARGUMENT (`buf` NULL with `capacity` not 0).
  * @since 0.1.0
  */
@@ -1531,7 +1676,8 @@ T4A_API t4a_status t4a_kernel_info_get(t4a_kernel kernel,
  * @param[out] size   byte size (may be NULL).
  * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
  *         #T4A_ERROR_INVALID_ARGUMENT (index out of range);
- *         #T4A_ERROR_UNSUPPORTED (the driver does not report parameters).
+ *         #T4A_ERROR_UNSUPPORTED (the driver does not report parameters;
+ *         checked before `index`, so it wins over an index out of range).
  * @since 0.1.0
  */
 T4A_API t4a_status t4a_kernel_param(t4a_kernel kernel, uint32_t index,
@@ -1596,7 +1742,9 @@ typedef struct t4a_arg {
   /** #T4A_ARG_SCALAR: the bytes; read during t4a_launch() only. */
   const void *value;
   /** #T4A_ARG_SCALAR: their count, which must equal the parameter's size
-   *  where the driver reports it. */
+   *  where the driver reports it. Only the size is compared: the driver
+   *  reports no types, so a `float` for an `int` parameter, or an 8-byte
+   *  scalar for a pointer, passes unnoticed (see t4a_launch()). */
   uint64_t size;
   /** #T4A_ARG_DEVICE_POINTER: the pointer, passed as is. */
   uint64_t device_pointer;
@@ -1636,6 +1784,18 @@ typedef struct t4a_launch_desc {
  * at or past the buffer's end; empty buffers; parameter bytes above
  * #T4A_MAX_PARAM_BYTES. A rejected launch enqueues nothing and counts
  * nothing.
+ *
+ * The argument check compares sizes only. The driver reports each
+ * parameter's offset and size (`cuFuncGetParamInfo`), not its type, so an
+ * argument of the right size and the wrong type is passed as given: a
+ * `float` for an `int`, a scalar of 8 bytes or a device pointer for a
+ * pointer parameter, a buffer for an 8-byte scalar such as a `double`.
+ * Where the driver reports no parameters (::t4a_kernel_info::param_count
+ * is #T4A_PARAMS_UNKNOWN) not even count and sizes are checked: the
+ * arguments are laid out in order, each at its natural alignment (the
+ * largest power of two dividing its size, at most 8; 8 for buffers and
+ * device pointers), which matches the kernel only if the caller's list
+ * does.
  *
  * The launch keeps the kernel's module loaded until its work is complete
  * (through the runtime's open completion epoch: no event per launch), adds

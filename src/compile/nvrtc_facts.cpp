@@ -69,7 +69,12 @@ std::string nvrtc_record_text(const std::string &file,
   std::string t = std::string(k_record_tag) + "\nfile " + file + "\nidentity " +
                   identity + "\nversion " + std::to_string(f.major) + " " +
                   std::to_string(f.minor) + "\narchs";
-  for (int a : f.archs) t += " " + std::to_string(a);
+  // Appended piecewise: `" " + std::to_string(a)` (a one-character literal
+  // plus a temporary) trips GCC 12's -Wrestrict false positive at -O3.
+  for (int a : f.archs) {
+    t += ' ';
+    t += std::to_string(a);
+  }
   return t + "\n";
 }
 
@@ -125,7 +130,7 @@ bool nvrtc_record_parse(const std::string &text, std::string *file,
     if (*p++ != ' ' || !parse_int(p, end, &arch) || arch <= 0) return false;
     out.archs.push_back(arch);
   }
-  *file = "/" + std::string(v_file);
+  file->assign(1, '/').append(v_file); // not "/" + ...: as above
   *identity = std::string(v_identity);
   *f = std::move(out);
   return true;

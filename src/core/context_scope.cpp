@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "driver/result_class.hpp"
 
 namespace t4a::core {
 
@@ -30,7 +31,10 @@ ContextScope::~ContextScope() { restore(); }
 void ContextScope::restore() {
   if (!switched_) return;
   switched_ = false;
-  if (auto r = cu::ctx_set_current(saved_); !r)
+  auto r = cu::ctx_set_current(saved_);
+  // A driver already shut down (process exit with threads still inside the
+  // library) has no current context left to restore: nothing to report.
+  if (!r && !is_driver_gone(r.code))
     logf(T4A_LOG_ERROR,
          "could not restore the caller's current context %p: %s returned %s",
          static_cast<void *>(saved_), r.entry, describe(r.code).c_str());
