@@ -143,8 +143,7 @@ t4a_status Epochs::wait_oldest(Runtime &rt, Items *out, bool record) {
 }
 
 void Epochs::retire_through(Runtime &rt, uint64_t seq, Items *out) {
-  while (sealed_epochs() != 0 && ring_[head_].seq <= seq)
-    retire_front(rt, out);
+  while (sealed_epochs() != 0 && ring_[head_].seq <= seq) retire_front(rt, out);
 }
 
 void Epochs::retire_all(Runtime &rt, Items *out) {

@@ -180,9 +180,7 @@ private:
   t4a_status make_room(Runtime &rt);
   Sealed &next_slot();
   void retire_front(Runtime &rt, Items *out);
-  void set_sealed(uint32_t n) {
-    sealed_n_.store(n, std::memory_order_relaxed);
-  }
+  void set_sealed(uint32_t n) { sealed_n_.store(n, std::memory_order_relaxed); }
 
   // First, read by every launch: the last keep (null when the open epoch
   // is empty; compared without reading the array), the open epoch's array

@@ -395,9 +395,8 @@ static CUresult f_cuMemFreeHost(void *p) {
     if (g_pinned[i].p != p) continue;
     const unsigned char *lo = p, *hi = lo + g_pinned[i].bytes;
     for (int j = 0; j < FAKE_DMA_SLOTS; ++j)
-      if (g_dma[j].stream != NULL &&
-          g_dma[j].seq > g_dma[j].stream->observed && g_dma[j].host >= lo &&
-          g_dma[j].host < hi) {
+      if (g_dma[j].stream != NULL && g_dma[j].seq > g_dma[j].stream->observed &&
+          g_dma[j].host >= lo && g_dma[j].host < hi) {
         ++g_early_frees;
         g_dma[j].stream = NULL;
       }

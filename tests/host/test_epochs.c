@@ -49,8 +49,7 @@ static void make(setup *s, int modules) {
     /* the fake driver loads any bytes as a module; distinct bytes make
      * distinct modules (the module cache keys on the image) */
     unsigned char image[16] = {1, (unsigned char)i};
-    ASSERT_OK(t4a_module_load_data(s->rt, image, sizeof image,
-                                   &s->modules[i]));
+    ASSERT_OK(t4a_module_load_data(s->rt, image, sizeof image, &s->modules[i]));
     ASSERT_OK(t4a_kernel_get(s->modules[i], "k", &s->kernels[i]));
   }
 }

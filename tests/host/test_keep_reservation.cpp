@@ -77,9 +77,8 @@ int main() {
       // its first (the case that allocated after the enqueue).
       CHECK(t4a_runtime_synchronize(rt));
       g_countdown.store(k);
-      t4a_status s = dir == 0
-                         ? t4a_buffer_upload_host(rt, b, 0, hb, 0, 4096)
-                         : t4a_buffer_download_host(rt, b, 0, hb, 0, 4096);
+      t4a_status s = dir == 0 ? t4a_buffer_upload_host(rt, b, 0, hb, 0, 4096)
+                              : t4a_buffer_download_host(rt, b, 0, hb, 0, 4096);
       bool hit = g_countdown.exchange(0) == 0; // the k-th new failed
       injected += hit;
       if (s != T4A_SUCCESS && s != T4A_ERROR_OUT_OF_HOST_MEMORY)
