@@ -9,7 +9,8 @@
  *           its bound and the sealed epochs few, and a successful launch
  *           leaves no last error (it left DRIVER/201 before the fix). With
  *           two alternating modules nothing new is kept, so nothing is
- *           sealed at all.
+ *           sealed at all. A seal that fails fails the launch needing it
+ *           before the launch is enqueued (the epoch stays bounded).
  *   sticky  issue 8, item 6: a launch returning CUDA_ERROR_CONTAINED (226)
  *           breaks the runtime: DEVICE_FAULT then and afterwards.
  * SPDX-License-Identifier: MIT OR Apache-2.0
@@ -144,6 +145,37 @@ static void test_two_modules_deduplicated(void **state) {
   unmake(&s, 2);
 }
 
+/* A full open epoch whose seal fails: the launch that needed the seal
+ * fails with the seal's error, before enqueuing anything; the open epoch
+ * stays at its bound; the next launch seals and succeeds. */
+static void test_failed_seal_fails_launch_before_enqueue(void **state) {
+  (void)state;
+  setup s;
+  make(&s, MODULES);
+  ASSERT_OK(t4a_runtime_synchronize(s.rt)); /* the open epoch is empty */
+  launch_cycling(&s, MODULES, OPEN_LIMIT);  /* and now full */
+  assert_int_equal(stats_of(s.rt).open_epoch_items, OPEN_LIMIT);
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.kernel = s.kernels[OPEN_LIMIT % MODULES];
+  t4a_testing_count_calls(1);
+  ASSERT_OK(t4a_testing_fault_arm("cuEventRecord", 1, 1 /* INVALID_VALUE */,
+                                  T4A_TESTING_FAULT_INSTEAD));
+  ASSERT_STATUS(t4a_launch(s.rt, &d), T4A_ERROR_DRIVER);
+  ASSERT_MESSAGE_HAS("seals a completion epoch");
+  assert_int_equal(t4a_testing_call_count("cuLaunchKernel"), 0);
+  t4a_runtime_stats st = stats_of(s.rt);
+  assert_int_equal(st.open_epoch_items, OPEN_LIMIT);
+  assert_int_equal(st.launches, (uint64_t)OPEN_LIMIT);
+  t4a_testing_fault_reset();
+  t4a_last_error_clear();
+  ASSERT_OK(t4a_launch(s.rt, &d));
+  t4a_error_info ei = T4A_ERROR_INFO_INIT;
+  (void)t4a_last_error(&ei);
+  assert_int_equal(ei.status, T4A_SUCCESS);
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 1);
+  unmake(&s, MODULES);
+}
+
 static void test_contained_breaks_runtime(void **state) {
   (void)state;
   setup s;
@@ -177,6 +209,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest epochs[] = {
       cmocka_unit_test(test_many_modules_no_context),
       cmocka_unit_test(test_two_modules_deduplicated),
+      cmocka_unit_test(test_failed_seal_fails_launch_before_enqueue),
   };
   const struct CMUnitTest sticky[] = {
       cmocka_unit_test(test_contained_breaks_runtime),
