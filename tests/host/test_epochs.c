@@ -10,7 +10,9 @@
  *           leaves no last error (it left DRIVER/201 before the fix). With
  *           two alternating modules nothing new is kept, so nothing is
  *           sealed at all. A seal that fails fails the launch needing it
- *           before the launch is enqueued (the epoch stays bounded).
+ *           before the launch is enqueued (the epoch stays bounded). A
+ *           device that lags (queries answer NOT_READY) keeps at most 64
+ *           sealed epochs: beyond, a seal waits for the oldest.
  *   sticky  issue 8, item 6: a launch returning CUDA_ERROR_CONTAINED (226)
  *           breaks the runtime: DEVICE_FAULT then and afterwards.
  * SPDX-License-Identifier: MIT OR Apache-2.0
@@ -176,6 +178,44 @@ static void test_failed_seal_fails_launch_before_enqueue(void **state) {
   unmake(&s, MODULES);
 }
 
+/* A device that falls behind: every query of a sealed epoch answers
+ * NOT_READY (injected), so sealed epochs pile up to their bound (64) and
+ * from then on each seal waits for the oldest (a counted host wait); the
+ * sealed epochs never exceed the bound and nothing fails. */
+static void test_sealed_epochs_bounded_when_device_lags(void **state) {
+  (void)state;
+  setup s;
+  make(&s, MODULES);
+  t4a_runtime_stats before = stats_of(s.rt);
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  const long launches = 80L * OPEN_LIMIT;
+  uint64_t max_sealed = 0;
+  t4a_last_error_clear();
+  for (long i = 0; i < launches; ++i) {
+    ASSERT_OK(t4a_testing_fault_arm("cuEventQuery", 1, 600 /* NOT_READY */,
+                                    T4A_TESTING_FAULT_INSTEAD));
+    d.kernel = s.kernels[i % MODULES];
+    ASSERT_OK(t4a_launch(s.rt, &d));
+    uint64_t sealed = stats_of(s.rt).sealed_epochs;
+    if (sealed > max_sealed) max_sealed = sealed;
+  }
+  t4a_testing_fault_reset();
+  t4a_error_info ei = T4A_ERROR_INFO_INIT;
+  (void)t4a_last_error(&ei);
+  assert_int_equal(ei.status, T4A_SUCCESS);
+  t4a_runtime_stats after = stats_of(s.rt);
+  printf("device lagging: %llu sealed at most, %llu host waits for %ld "
+         "launches\n",
+         (unsigned long long)max_sealed,
+         (unsigned long long)(after.host_waits - before.host_waits), launches);
+  assert_int_equal(max_sealed, 64);
+  /* 79 seals; the 65th to the 79th each waited for the oldest */
+  assert_int_equal(after.host_waits - before.host_waits, 79 - 64);
+  ASSERT_OK(t4a_runtime_synchronize(s.rt));
+  assert_int_equal(stats_of(s.rt).sealed_epochs, 0);
+  unmake(&s, MODULES);
+}
+
 static void test_contained_breaks_runtime(void **state) {
   (void)state;
   setup s;
@@ -210,6 +250,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_many_modules_no_context),
       cmocka_unit_test(test_two_modules_deduplicated),
       cmocka_unit_test(test_failed_seal_fails_launch_before_enqueue),
+      cmocka_unit_test(test_sealed_epochs_bounded_when_device_lags),
   };
   const struct CMUnitTest sticky[] = {
       cmocka_unit_test(test_contained_breaks_runtime),
