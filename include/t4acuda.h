@@ -868,12 +868,17 @@ typedef struct t4a_runtime_stats {
   uint64_t leaked_modules;
   /** completions recorded (t4a_runtime_record()). @since 0.1.0 */
   uint64_t completions_recorded;
+  /** keepalives in the runtime's open completion epoch now (bounded: the
+   *  epoch is sealed when it reaches its limit). @since 0.1.0 */
+  uint64_t open_epoch_items;
+  /** sealed completion epochs not yet retired now. @since 0.1.0 */
+  uint64_t sealed_epochs;
 } t4a_runtime_stats;
 
 /** Initializer for ::t4a_runtime_stats. */
 #define T4A_RUNTIME_STATS_INIT                                                 \
   {sizeof(t4a_runtime_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
-   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /**
  * @brief Reads a runtime's counters.
@@ -1798,15 +1803,20 @@ typedef struct t4a_launch_desc {
  * does.
  *
  * The launch keeps the kernel's module loaded until its work is complete
- * (through the runtime's open completion epoch: no event per launch), adds
- * no host wait and, up to 32 arguments, allocates no heap memory.
+ * (through the runtime's open completion epoch, which holds at most 256
+ * modules and is sealed by one event when full: at most one event per 256
+ * launches, none while launches alternate among up to 8 modules), adds no
+ * host wait and, once warm and up to 32 arguments, allocates no heap
+ * memory. No context need be current on the calling thread.
  *
  * @param[in] runtime the runtime whose stream runs the kernel.
  * @param[in] desc    the launch (#T4A_LAUNCH_DESC_INIT).
  * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
  *         #T4A_ERROR_INVALID_ARGUMENT; #T4A_ERROR_WRONG_RUNTIME;
  *         #T4A_ERROR_VERSION_MISMATCH; #T4A_ERROR_DRIVER (the driver
- *         rejected the launch; the CUresult is in the last error);
+ *         rejected the launch, or sealing the full completion epoch failed
+ *         and nothing was enqueued; the CUresult is in the last error);
+ *         #T4A_ERROR_OUT_OF_HOST_MEMORY (nothing was enqueued);
  *         #T4A_ERROR_DEVICE_FAULT (sticky; the runtime is broken).
  * Thread-safe; admitted.
  * @since 0.1.0

@@ -45,7 +45,7 @@ t4a_status load_module(Ref<core::Runtime> rt, const compile::Digest &key,
       core::Epochs &ep = rt->epochs();
       (void)ep.seal(*rt, false);
       core::Epochs::Items retired;
-      (void)ep.poll(*rt, &retired);
+      (void)ep.poll(*rt, &retired, false);
       retired.clear();
       evicted.clear();
     }

@@ -1,87 +1,175 @@
 #include "core/epochs.hpp"
 
+#include <cassert>
+#include <utility>
+
+#include "core/log.hpp"
 #include "core/runtime.hpp"
+#include "core/stream_context.hpp"
 
 namespace t4a::core {
 
 using namespace t4a::driver;
 
-void Epochs::keep(Ref<Object> obj) {
-  if (last_ == obj.get()) return;
-  last_ = obj.get();
-  open_.push_back(std::move(obj)); // capacity reserved by reserve_keep()
+Epochs::~Epochs() {
+  // Teardown retired or leaked every keepalive before this runs; what is
+  // still here (nothing, unless a runtime failed before it could keep
+  // anything) is leaked rather than dropped without proof.
+  delete[] open_;
+  for (Sealed &s : ring_) delete[] s.items;
+}
+
+void Epochs::keep_unreserved(Ref<Object> obj) noexcept {
+  assert(!"Epochs::keep without a live reservation");
+  if (open_ != nullptr && count() + reserved_ < k_open_limit) {
+    if (!recently_kept(obj.get())) push(obj.detach());
+    return;
+  }
+  (void)obj.detach(); // no room: leaked, so never freed while in use
+  logf(T4A_LOG_ERROR, "internal: a keepalive without a reservation is "
+                      "leaked (the open completion epoch is full)");
+}
+
+t4a_status Epochs::make_room(Runtime &rt) {
+  if (open_ == nullptr) open_ = new Object *[k_open_limit]; // may throw
+  if (count() + reserved_ < k_open_limit) return T4A_SUCCESS;
+  // Full: seal it (recorded: the reserving operation fails with it, before
+  // its enqueue). The new open array is empty, so there is room unless
+  // every slot is reserved already (at most k_open_limit reservations
+  // outstanding, which no operation makes).
+  if (t4a_status s = seal(rt, true); s != T4A_SUCCESS) return s;
+  if (count() + reserved_ >= k_open_limit)
+    return fail(T4A_ERROR_INTERNAL,
+                "the open completion epoch has %u keepalives reserved and "
+                "cannot take more",
+                reserved_);
+  return T4A_SUCCESS;
+}
+
+Epochs::Sealed &Epochs::next_slot() {
+  uint32_t size = static_cast<uint32_t>(ring_.size());
+  uint32_t sealed = sealed_epochs();
+  if (sealed == size) { // grow (a power of two), oldest first at 0
+    std::vector<Sealed> grown(size == 0 ? 8 : 2 * size);
+    for (uint32_t i = 0; i < size; ++i)
+      grown[i] = ring_[(head_ + i) & (size - 1)];
+    ring_.swap(grown);
+    head_ = 0;
+    size = static_cast<uint32_t>(ring_.size());
+  }
+  return ring_[(head_ + sealed) & (size - 1)];
 }
 
 t4a_status Epochs::seal(Runtime &rt, bool record) {
-  if (open_.empty()) return T4A_SUCCESS;
-  // The entry is made before anything is enqueued: once the event is
-  // recorded, nothing below can fail and drop the keepalives.
-  sealed_.emplace_back();
+  if (count() == 0) return T4A_SUCCESS;
+  // Room among the sealed epochs first: retire the completed ones (one
+  // query when the oldest is still running), and at the limit wait for
+  // the oldest. Amortized: this runs once per seal, not per operation.
+  if (sealed_epochs() > k_poll_above)
+    if (t4a_status s = poll(rt, nullptr, record); s != T4A_SUCCESS) return s;
+  if (sealed_epochs() >= k_sealed_limit)
+    if (t4a_status s = wait_oldest(rt, nullptr, record); s != T4A_SUCCESS)
+      return s;
+  // The slot and the open epoch's next array are made before anything is
+  // enqueued: once the event is recorded, nothing below can fail and drop
+  // the keepalives.
+  Sealed &slot = next_slot();
+  if (slot.items == nullptr) slot.items = new Object *[k_open_limit];
+  const char *what = "recording the event that seals a completion epoch";
   CUevent e = nullptr;
-  t4a_status s = rt.events().take(&e);
-  DrvResult r{};
-  if (s == T4A_SUCCESS) {
-    r = cu::event_record(e, rt.stream());
-    if (!r) rt.events().give_back(e);
-  }
-  if (s != T4A_SUCCESS || !r) {
-    sealed_.pop_back();
-    if (s != T4A_SUCCESS) return s;
-    const char *what = "recording the event that seals a completion epoch";
+  if (t4a_status s = rt.events().take(&e, record); s != T4A_SUCCESS) return s;
+  // The event names its context; a driver that still wants one current
+  // gets the runtime's (core/stream_context.hpp).
+  DrvResult r =
+      in_stream_context(rt, [&] { return cu::event_record(e, rt.stream()); });
+  if (!r) {
+    rt.events().give_back(e);
     return record ? rt.fail_op(r, what) : rt.note_failure(r, what);
   }
   rt.counters().events_recorded.add();
-  Sealed &last = sealed_.back();
-  last.seq = next_seq_++;
-  last.event = e;
-  last.items.swap(open_);
+  slot.seq = next_seq_++;
+  slot.event = e;
+  slot.n = count();
+  std::swap(slot.items, open_);
+  n_.store(0, std::memory_order_relaxed);
   last_ = nullptr;
+  set_sealed(sealed_epochs() + 1);
   return T4A_SUCCESS;
 }
 
 void Epochs::retire_front(Runtime &rt, Items *out) {
-  Sealed &s = sealed_.front();
-  for (auto &item : s.items) out->push_back(std::move(item));
+  uint32_t size = static_cast<uint32_t>(ring_.size());
+  Sealed &s = ring_[head_];
+  if (out != nullptr) out->reserve(out->size() + s.n); // may throw: first
+  Object **items = s.items;
+  uint32_t n = std::exchange(s.n, 0);
   rt.events().give_back(s.event);
-  sealed_.pop_front();
+  s.event = nullptr;
+  head_ = (head_ + 1) & (size - 1);
+  set_sealed(sealed_epochs() - 1);
+  // The slot is free now (its array stays with it); dropping a keepalive
+  // never seals, so the array is not reused while this loop reads it.
+  for (uint32_t i = 0; i < n; ++i) {
+    if (out != nullptr)
+      out->push_back(Ref<Object>::adopt(items[i]));
+    else
+      items[i]->drop_ref();
+  }
 }
 
-t4a_status Epochs::poll(Runtime &rt, Items *out) {
-  while (!sealed_.empty()) {
-    DrvResult r = cu::event_query(sealed_.front().event);
+t4a_status Epochs::poll(Runtime &rt, Items *out, bool record) {
+  const char *what = "querying a completion epoch";
+  while (sealed_epochs() != 0) {
+    CUevent e = ring_[head_].event;
+    DrvResult r = in_stream_context(rt, [&] { return cu::event_query(e); });
     if (r.code == CUDA_ERROR_NOT_READY) return T4A_SUCCESS;
-    if (!r) return rt.fail_op(r, "querying a completion epoch");
+    if (!r) return record ? rt.fail_op(r, what) : rt.note_failure(r, what);
     retire_front(rt, out);
   }
   return T4A_SUCCESS;
 }
 
-t4a_status Epochs::wait_oldest(Runtime &rt, Items *out) {
-  if (sealed_.empty()) return T4A_SUCCESS;
+t4a_status Epochs::wait_oldest(Runtime &rt, Items *out, bool record) {
+  if (sealed_epochs() == 0) return T4A_SUCCESS;
   rt.counters().host_waits.add();
-  if (auto r = cu::event_synchronize(sealed_.front().event); !r)
-    return rt.fail_op(r, "waiting for the oldest completion epoch");
+  const char *what = "waiting for the oldest completion epoch";
+  CUevent e = ring_[head_].event;
+  if (DrvResult r =
+          in_stream_context(rt, [&] { return cu::event_synchronize(e); });
+      !r)
+    return record ? rt.fail_op(r, what) : rt.note_failure(r, what);
   retire_front(rt, out);
   return T4A_SUCCESS;
 }
 
 void Epochs::retire_through(Runtime &rt, uint64_t seq, Items *out) {
-  while (!sealed_.empty() && sealed_.front().seq <= seq) retire_front(rt, out);
+  while (sealed_epochs() != 0 && ring_[head_].seq <= seq) retire_front(rt, out);
 }
 
 void Epochs::retire_all(Runtime &rt, Items *out) {
-  while (!sealed_.empty()) retire_front(rt, out);
-  for (auto &item : open_) out->push_back(std::move(item));
-  open_.clear();
+  while (sealed_epochs() != 0) retire_front(rt, out);
+  uint32_t n = count();
+  if (out != nullptr) out->reserve(out->size() + n);
+  n_.store(0, std::memory_order_relaxed);
   last_ = nullptr;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (out != nullptr)
+      out->push_back(Ref<Object>::adopt(open_[i]));
+    else
+      open_[i]->drop_ref();
+  }
 }
 
 void Epochs::leak_all() {
-  for (auto &s : sealed_)
-    for (auto &item : s.items) (void)item.detach();
-  sealed_.clear();
-  for (auto &item : open_) (void)item.detach();
-  open_.clear();
+  // The references are simply never dropped.
+  while (sealed_epochs() != 0) {
+    Sealed &s = ring_[head_];
+    s.n = 0;
+    s.event = nullptr; // leaked with its epoch: completion is unproven
+    head_ = (head_ + 1) & (static_cast<uint32_t>(ring_.size()) - 1);
+    set_sealed(sealed_epochs() - 1);
+  }
+  n_.store(0, std::memory_order_relaxed);
   last_ = nullptr;
 }
 

@@ -1,26 +1,46 @@
 // Completion epochs (R-RT-4). Resources that must outlive enqueued work but
-// are not freed in stream order (staging chunks, host buffers, later
-// modules and other runtimes' objects) are kept alive by the runtime's open
-// epoch. The open epoch is sealed by one event record only when something
-// must wait on it or its keepalives must be retired (staging pressure, too
-// many keepalives, synchronize, teardown) — never one event per operation.
-// Sealed epochs retire oldest first: by a non-blocking query where it pays
-// (staging, allocation), by a counted host wait when the staging budget is
-// exhausted, and without any query after a proven drain of the stream.
+// are not freed in stream order (staging chunks, host buffers, modules and
+// other runtimes' objects) are kept alive by the runtime's open epoch. The
+// open epoch is sealed by one event record only when something must wait
+// on it or its keepalives must be retired (staging pressure, a full open
+// epoch, synchronize, teardown): never one event per operation.
+//
+// Bounds (issue 8, item 1). The open epoch holds at most k_open_limit
+// keepalives: a reservation that finds it full seals it first, and when
+// that seal fails the reserving operation fails before it enqueues
+// anything (the epoch never grows past the limit). Sealed epochs retire
+// oldest first, amortized: sealing another epoch while more than
+// k_poll_above are sealed queries the oldest (non-blocking) and retires
+// what completed; at k_sealed_limit sealed epochs, sealing waits on the
+// host for the oldest (counted). A full open epoch holds k_open_limit
+// distinct keeps, so a launch path records at most one event per
+// k_open_limit keeping launches. Elsewhere sealed epochs retire by a
+// non-blocking query where it pays (staging, allocation), a counted host
+// wait when the staging budget is exhausted, and without any query after
+// a proven drain of the stream. Sealing needs no current context: the
+// event pool enters the runtime's context to create an event, and a
+// record or query refused for want of one is repeated in it.
+//
+// Reserve -> enqueue -> commit (issue 8, item 5). A keepalive is added in
+// two steps: reserve_keep() returns a Reservation (only Epochs makes one;
+// move-only, [[nodiscard]]), made before the work is enqueued, and keep()
+// consumes it after the enqueue and cannot fail. keep() takes no other
+// form, so the commit cannot be written without a reservation made first.
 //
 // All methods run under the runtime's admission lock. Retired keepalives
-// are moved to the caller, who drops them after unlocking where it can
-// (synchronize, allocation). Staging reservation drops them under the
-// lock: that is safe because no destructor of a kept object takes an
-// admission lock (buffers, host buffers and staging chunks free in stream
-// order or with the driver alone), though a host buffer's cuMemFreeHost
-// then runs while the lock is held.
+// are dropped in place, or moved to the caller when it passes `out`. That
+// is safe under the lock because no destructor of a kept object takes an
+// admission lock (buffers, host buffers, modules and staging chunks free in
+// stream order or with the driver alone), though a host buffer's
+// cuMemFreeHost then runs while the lock is held. The two gauges (open
+// items, sealed epochs) are atomics written with plain stores under
+// admission, so stats read them without it.
 #pragma once
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include "core/object.hpp"
@@ -33,18 +53,78 @@ class Runtime;
 class Epochs {
 public:
   using Items = std::vector<Ref<Object>>;
+  // Keepalives of the open epoch at most.
+  static constexpr uint32_t k_open_limit = 256;
+  // Sealing with more sealed epochs than this queries the oldest first.
+  static constexpr uint32_t k_poll_above = 4;
+  // Sealed epochs at most: sealing one more waits for the oldest.
+  static constexpr uint32_t k_sealed_limit = 64;
+  // A keep of an object among the open epoch's last this many keeps adds
+  // nothing (alternating launches of a few modules keep each once).
+  static constexpr uint32_t k_dedup_window = 8;
 
-  // Makes room for one more keep, before the enqueue it will follow, so
-  // that keep() cannot fail (run out of memory) once work is enqueued.
-  void reserve_keep() { open_.reserve(open_.size() + 1); }
-  // Keeps `obj` alive until the open epoch retires. Consecutive keeps of
-  // one object add one item. Call reserve_keep() first.
-  void keep(Ref<Object> obj);
-  size_t open_items() const { return open_.size(); }
-  // Whether the last keep of the open epoch was `obj` (keep() would add
-  // nothing): lets a hot path skip reserve_keep() and the reference.
-  bool keeps_last(const Object *obj) const { return last_ == obj; }
-  bool has_sealed() const { return !sealed_.empty(); }
+  // Room for one keep, made before the enqueue that the keep follows, so
+  // that the keep cannot fail once work is enqueued. Check status() before
+  // enqueuing; pass it to keep() after. Dropped unconsumed (the operation
+  // failed before its enqueue), it gives the room back.
+  class [[nodiscard]] Reservation {
+  public:
+    Reservation(Reservation &&o) noexcept : ep_(o.ep_), status_(o.status_) {
+      o.ep_ = nullptr;
+    }
+    Reservation(const Reservation &) = delete;
+    Reservation &operator=(const Reservation &) = delete;
+    Reservation &operator=(Reservation &&) = delete;
+    ~Reservation() {
+      if (ep_ != nullptr) --ep_->reserved_;
+    }
+    t4a_status status() const { return status_; }
+
+  private:
+    friend class Epochs;
+    Reservation(Epochs *ep, t4a_status s) : ep_(ep), status_(s) {}
+    Epochs *ep_; // null once consumed, or when the reservation failed
+    t4a_status status_;
+  };
+
+  Epochs() = default;
+  ~Epochs();
+  Epochs(const Epochs &) = delete;
+  Epochs &operator=(const Epochs &) = delete;
+
+  // Reserves room for one keep. A full open epoch is sealed first (and the
+  // oldest sealed ones retired, see above); should that fail, the
+  // reservation carries the failure (recorded) and nothing is reserved. May
+  // throw std::bad_alloc (before anything is enqueued).
+  Reservation reserve_keep(Runtime &rt) {
+    if (open_ == nullptr || count() + reserved_ >= k_open_limit) [[unlikely]]
+      if (t4a_status s = make_room(rt); s != T4A_SUCCESS)
+        return Reservation(nullptr, s);
+    ++reserved_;
+    return Reservation(this, T4A_SUCCESS);
+  }
+  // Commits a reservation: keeps `obj` alive until the open epoch retires
+  // (a new reference, taken only when the keep adds an item).
+  void keep(Reservation &&r, Object &obj) noexcept {
+    if (!consume(r)) [[unlikely]]
+      return keep_unreserved(Ref<Object>(&obj));
+    if (recently_kept(&obj)) return;
+    obj.add_ref();
+    push(&obj);
+  }
+  // The same, taking over the caller's reference.
+  void keep(Reservation &&r, Ref<Object> obj) noexcept {
+    if (!consume(r)) [[unlikely]]
+      return keep_unreserved(std::move(obj));
+    if (!recently_kept(obj.get())) push(obj.detach());
+  }
+
+  // The gauges (any thread): keepalives in the open epoch, sealed epochs.
+  uint32_t open_items() const { return n_.load(std::memory_order_relaxed); }
+  uint32_t sealed_epochs() const {
+    return sealed_n_.load(std::memory_order_relaxed);
+  }
+  bool has_sealed() const { return sealed_epochs() != 0; }
   uint64_t sealed_through() const { return next_seq_ - 1; }
 
   // Seals the open epoch with an event recorded on the runtime's stream.
@@ -53,9 +133,9 @@ public:
   // operation succeeded); a sticky one still marks the runtime broken.
   t4a_status seal(Runtime &rt, bool record = true);
   // Retires completed sealed epochs, oldest first, without blocking.
-  t4a_status poll(Runtime &rt, Items *out);
+  t4a_status poll(Runtime &rt, Items *out, bool record = true);
   // Waits on the host for the oldest sealed epoch (counted), retires it.
-  t4a_status wait_oldest(Runtime &rt, Items *out);
+  t4a_status wait_oldest(Runtime &rt, Items *out, bool record = true);
   // After a drain proved all work up to sealed epoch `seq` complete.
   void retire_through(Runtime &rt, uint64_t seq, Items *out);
   // Teardown with completion proven: everything retires.
@@ -64,18 +144,57 @@ public:
   void leak_all();
 
 private:
+  // A sealed epoch: its event and its keepalives (an array of capacity
+  // k_open_limit, kept by the slot after retirement for reuse).
   struct Sealed {
     uint64_t seq = 0;
     CUevent event = nullptr;
-    Items items;
+    Object **items = nullptr;
+    uint32_t n = 0;
   };
-  void retire_front(Runtime &rt, Items *out);
 
-  // First, read by every launch: the last keep of the open epoch (null when
-  // it is empty; compared without reading the item array) and the array.
+  uint32_t count() const { return n_.load(std::memory_order_relaxed); }
+  bool consume(Reservation &r) noexcept {
+    if (r.ep_ != this) return false; // not a live reservation of this epoch
+    r.ep_ = nullptr;
+    --reserved_;
+    return true;
+  }
+  bool recently_kept(const Object *obj) const {
+    if (last_ == obj) return true;
+    uint32_t n = count();
+    uint32_t stop = n > k_dedup_window ? n - k_dedup_window : 0;
+    for (uint32_t i = n; i > stop; --i)
+      if (open_[i - 1] == obj) return true;
+    return false;
+  }
+  void push(Object *obj) noexcept {
+    uint32_t n = count();
+    last_ = obj;
+    open_[n] = obj; // room reserved: n + reserved < k_open_limit
+    n_.store(n + 1, std::memory_order_relaxed);
+  }
+  // A keep without a live reservation (a failed or foreign one: a bug):
+  // kept if there is room, else leaked, never dropped early.
+  void keep_unreserved(Ref<Object> obj) noexcept;
+  t4a_status make_room(Runtime &rt);
+  Sealed &next_slot();
+  void retire_front(Runtime &rt, Items *out);
+  void set_sealed(uint32_t n) { sealed_n_.store(n, std::memory_order_relaxed); }
+
+  // First, read by every launch: the last keep (null when the open epoch
+  // is empty; compared without reading the array), the open epoch's array
+  // (capacity k_open_limit, made on first use), its item count (a gauge)
+  // and the keeps reserved but not yet committed.
   const Object *last_ = nullptr;
-  Items open_;
-  std::deque<Sealed> sealed_;
+  Object **open_ = nullptr;
+  std::atomic<uint32_t> n_{0};
+  uint32_t reserved_ = 0;
+  // Sealed epochs, oldest first: a ring of ring_.size() (a power of two)
+  // slots from head_.
+  std::atomic<uint32_t> sealed_n_{0};
+  uint32_t head_ = 0;
+  std::vector<Sealed> ring_;
   uint64_t next_seq_ = 1;
 };
 

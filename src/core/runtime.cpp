@@ -339,6 +339,9 @@ void Runtime::stats(t4a_runtime_stats *out) const {
   std::memset(&s, 0, sizeof s);
   s.struct_size = sizeof s;
   counters_.fill(&s);
+  // Gauges of the completion epochs (atomics, read without admission).
+  s.open_epoch_items = epochs_.open_items();
+  s.sealed_epochs = epochs_.sealed_epochs();
   write_struct(out, s);
 }
 

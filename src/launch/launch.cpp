@@ -167,19 +167,23 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
         s != T4A_SUCCESS)
       return s;
   }
+  // Reserve -> enqueue -> commit: the module is kept alive by the open
+  // completion epoch. Reserving seals a full epoch first (one event per
+  // k_open_limit distinct keeps); if that fails, the launch fails here,
+  // before anything is enqueued.
   core::Epochs &ep = rt.epochs();
-  bool keep = !ep.keeps_last(&mod);
-  if (keep) ep.reserve_keep();
+  core::Epochs::Reservation keep = ep.reserve_keep(rt);
+  if (keep.status() != T4A_SUCCESS) [[unlikely]]
+    return keep.status();
   DrvResult r = core::in_stream_context(rt, [&] {
     return cu::launch_kernel(k.function(), d.grid, d.block,
                              d.dynamic_shared_bytes, rt.stream(),
                              n > 0 ? space.params : nullptr);
   });
   // Kept even when the launch failed: the driver may have queued it.
-  if (keep) ep.keep(Ref<Object>(&mod));
+  ep.keep(std::move(keep), mod);
   if (!r) return rt.fail_op(r, "launching a kernel (cuLaunchKernel)");
   rt.counters().launches.bump();
-  if (ep.open_items() >= 256) (void)ep.seal(rt, false);
   return T4A_SUCCESS;
 }
 

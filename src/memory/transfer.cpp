@@ -11,17 +11,6 @@ namespace t4a::memory {
 
 using namespace t4a::driver;
 
-namespace {
-// Keepalives of the open epoch are sealed once there are this many, so
-// that they retire without a synchronize.
-constexpr size_t k_open_epoch_limit = 256;
-
-void relieve_open_epoch(core::Runtime &rt) {
-  if (rt.epochs().open_items() >= k_open_epoch_limit)
-    (void)rt.epochs().seal(rt);
-}
-} // namespace
-
 t4a_status enqueue_failure(core::Runtime &rt, DrvResult r, bool enqueued_before,
                            const char *what) {
   t4a_status s = rt.fail_op(r, what);
@@ -60,19 +49,30 @@ t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
       if (blocked)
         return core::fail(T4A_ERROR_INTERNAL,
                           "uploading: staging reported no chunk to wait for");
+      // Reserve -> enqueue -> commit: the chunk is kept by the open epoch
+      // until its copy is proven done (a full epoch is sealed here, before
+      // the enqueue; should that fail, nothing more is enqueued).
+      core::Epochs::Reservation keep = rt.epochs().reserve_keep(rt);
+      if (keep.status() != T4A_SUCCESS)
+        return keep.status() == T4A_ERROR_DEVICE_FAULT || !enqueued
+                   ? keep.status()
+                   : core::fail(T4A_ERROR_ABANDONED,
+                                "uploading: keeping staging alive failed "
+                                "after %llu of %llu bytes were enqueued",
+                                static_cast<unsigned long long>(done),
+                                static_cast<unsigned long long>(bytes));
       workers.copy(span.host, in + done, len);
-      if (auto r = cu::memcpy_htod_async(dst.ptr() + offset + done, span.host,
-                                         len, rt.stream());
-          !r) {
+      DrvResult r = cu::memcpy_htod_async(dst.ptr() + offset + done, span.host,
+                                          len, rt.stream());
+      if (!r) {
         ring.quarantine(*span.chunk);
         return enqueue_failure(rt, r, enqueued,
                                "uploading from staging to the device");
       }
-      rt.epochs().keep(std::move(span.chunk));
+      rt.epochs().keep(std::move(keep), std::move(span.chunk));
       enqueued = true;
       done += len;
     }
-    relieve_open_epoch(rt);
   }
   rt.counters().uploads.add();
   rt.counters().bytes_uploaded.add(bytes);
@@ -174,13 +174,15 @@ t4a_status upload_host(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
   core::OpScope op(rt, "uploading from a host buffer");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (bytes > 0) {
+    // Reserve -> enqueue -> commit: kept alive until the stream proves the
+    // DMA done, failed or not; nothing after the enqueue can fail.
+    core::Epochs::Reservation keep = rt.epochs().reserve_keep(rt);
+    if (keep.status() != T4A_SUCCESS) return keep.status();
     DrvResult r = cu::memcpy_htod_async(
         dst.ptr() + dst_offset, src.data() + src_offset, bytes, rt.stream());
-    // Kept alive until the stream proves the DMA done, failed or not.
-    rt.epochs().keep(core::Ref<core::Object>(&src));
+    rt.epochs().keep(std::move(keep), src);
     if (!r)
       return enqueue_failure(rt, r, false, "uploading from a host buffer");
-    relieve_open_epoch(rt);
   }
   rt.counters().uploads.add();
   rt.counters().bytes_uploaded.add(bytes);
@@ -192,12 +194,14 @@ t4a_status download_host(core::Runtime &rt, Buffer &src, uint64_t src_offset,
   core::OpScope op(rt, "downloading into a host buffer");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (bytes > 0) {
+    // Reserve -> enqueue -> commit, as for uploads from a host buffer.
+    core::Epochs::Reservation keep = rt.epochs().reserve_keep(rt);
+    if (keep.status() != T4A_SUCCESS) return keep.status();
     DrvResult r = cu::memcpy_dtoh_async(
         dst.data() + dst_offset, src.ptr() + src_offset, bytes, rt.stream());
-    rt.epochs().keep(core::Ref<core::Object>(&dst));
+    rt.epochs().keep(std::move(keep), dst);
     if (!r)
       return enqueue_failure(rt, r, false, "downloading into a host buffer");
-    relieve_open_epoch(rt);
   }
   rt.counters().downloads.add();
   rt.counters().bytes_downloaded.add(bytes);

@@ -35,9 +35,16 @@ struct CUctx_st {
 };
 struct CUstream_st {
   CUcontext ctx;
+  /* Host-DMA copies enqueued, and how many of them the host has seen
+   * complete (a synchronize, or a query or wait of an event recorded
+   * after them): the model of "in flight" for early frees, below. */
+  uint64_t enqueued, observed;
+  CUstream next_destroyed; /* kept, reachable, so events may outlive it */
 };
 struct CUevent_st {
   int recorded;
+  CUstream stream; /* where it was last recorded, and after how many */
+  uint64_t seq;    /* host-DMA copies of that stream */
 };
 struct CUmemPoolHandle_st {
   cuuint64_t threshold;
@@ -63,6 +70,58 @@ static void count(int *n, int delta) {
   pthread_mutex_lock(&g_mu);
   *n += delta;
   pthread_mutex_unlock(&g_mu);
+}
+
+/* In-flight host DMA (issue 8, item 5): every copy to or from host memory
+ * is "in flight" until the host observes its stream past it. Freeing
+ * pinned memory (cuMemFreeHost) that an in-flight copy uses is counted as
+ * an early free (fake_cuda_early_host_frees): on a GPU that is a
+ * use-after-free by the DMA engine. Copies run at once here; only the
+ * bookkeeping models their timing. Guarded by g_mu. */
+#define FAKE_DMA_SLOTS 4096
+static struct {
+  const unsigned char *host;
+  size_t bytes;
+  CUstream stream;
+  uint64_t seq;
+} g_dma[FAKE_DMA_SLOTS];
+static struct {
+  void *p;
+  size_t bytes;
+} g_pinned[FAKE_DMA_SLOTS];
+static unsigned long g_early_frees;
+
+static void observe(CUstream s, uint64_t through) {
+  if (s != NULL && through > s->observed) s->observed = through;
+}
+static void note_dma(CUstream s, const void *host, size_t n) {
+  pthread_mutex_lock(&g_mu);
+  uint64_t seq = ++s->enqueued;
+  int free_slot = -1;
+  for (int i = 0; i < FAKE_DMA_SLOTS && free_slot < 0; ++i)
+    if (g_dma[i].stream == NULL || g_dma[i].seq <= g_dma[i].stream->observed)
+      free_slot = i;
+  if (free_slot >= 0) { /* full: the copy goes unmodelled */
+    g_dma[free_slot].host = host;
+    g_dma[free_slot].bytes = n;
+    g_dma[free_slot].stream = s;
+    g_dma[free_slot].seq = seq;
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+static void forget_stream(CUstream s) {
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_DMA_SLOTS; ++i)
+    if (g_dma[i].stream == s) g_dma[i].stream = NULL;
+  pthread_mutex_unlock(&g_mu);
+}
+
+/* Pinned frees of memory an in-flight copy used (see above). */
+FAKE_API unsigned long fake_cuda_early_host_frees(void) {
+  pthread_mutex_lock(&g_mu);
+  unsigned long n = g_early_frees;
+  pthread_mutex_unlock(&g_mu);
+  return n;
 }
 static struct CUctx_st g_primary[16];
 static _Thread_local CUcontext tl_current;
@@ -97,6 +156,7 @@ static CUresult f_cuGetErrorName(CUresult r, const char **s) {
   case CUDA_ERROR_NOT_READY: *s = "CUDA_ERROR_NOT_READY"; break;
   case CUDA_ERROR_ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
   case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
+  case (CUresult)226: *s = "CUDA_ERROR_CONTAINED"; break;
   default: *s = "CUDA_ERROR_UNKNOWN"; break;
   }
   return CUDA_SUCCESS;
@@ -224,16 +284,26 @@ static CUresult f_cuStreamCreate(CUstream *s, unsigned flags) {
   *s = x;
   return CUDA_SUCCESS;
 }
+static CUstream g_destroyed_streams; /* guarded by g_mu */
 static CUresult f_cuStreamDestroy(CUstream s) {
   if (s == NULL || (uintptr_t)s == FAKE_GARBAGE)
     return CUDA_ERROR_INVALID_HANDLE;
   count(&g_live_streams, -1);
-  free(s);
+  forget_stream(s);
+  /* Not freed: an event recorded on it may still be queried. */
+  pthread_mutex_lock(&g_mu);
+  s->next_destroyed = g_destroyed_streams;
+  g_destroyed_streams = s;
+  pthread_mutex_unlock(&g_mu);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuStreamSynchronize(CUstream s) {
   if ((uintptr_t)s == FAKE_GARBAGE) return CUDA_ERROR_INVALID_HANDLE;
-  return s != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_mu);
+  observe(s, s->enqueued);
+  pthread_mutex_unlock(&g_mu);
+  return CUDA_SUCCESS;
 }
 static CUresult f_cuStreamQuery(CUstream s) {
   return s != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
@@ -254,15 +324,22 @@ static CUresult f_cuEventDestroy(CUevent e) {
 }
 static CUresult f_cuEventRecord(CUevent e, CUstream s) {
   if (e == NULL || s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_mu);
   e->recorded = 1;
+  e->stream = s;
+  e->seq = s->enqueued;
+  pthread_mutex_unlock(&g_mu);
   return CUDA_SUCCESS;
 }
+/* Every event is complete: querying or waiting observes its stream. */
 static CUresult f_cuEventQuery(CUevent e) {
-  return e != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (e == NULL) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_mu);
+  observe(e->stream, e->seq);
+  pthread_mutex_unlock(&g_mu);
+  return CUDA_SUCCESS;
 }
-static CUresult f_cuEventSynchronize(CUevent e) {
-  return e != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
+static CUresult f_cuEventSynchronize(CUevent e) { return f_cuEventQuery(e); }
 static CUresult f_cuMemPoolCreate(CUmemoryPool *p, const CUmemPoolProps *pr) {
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
   int fail = take_failure(&g_fail_pool_create);
@@ -324,12 +401,14 @@ static CUresult f_cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n,
                                     CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
   memcpy((void *)(uintptr_t)d, h, n);
+  note_dma(s, h, n);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n,
                                     CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
   memcpy(h, (const void *)(uintptr_t)d, n);
+  note_dma(s, h, n);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr src, size_t n,
@@ -343,10 +422,33 @@ static CUresult f_cuMemHostAlloc(void **p, size_t n, unsigned flags) {
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
   if (n > max_alloc()) return CUDA_ERROR_OUT_OF_MEMORY;
   *p = malloc(n);
-  return *p != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+  if (*p == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_DMA_SLOTS; ++i)
+    if (g_pinned[i].p == NULL) { /* full: this one goes unmodelled */
+      g_pinned[i].p = *p;
+      g_pinned[i].bytes = n;
+      break;
+    }
+  pthread_mutex_unlock(&g_mu);
+  return CUDA_SUCCESS;
 }
 static CUresult f_cuMemFreeHost(void *p) {
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_DMA_SLOTS; ++i) {
+    if (g_pinned[i].p != p) continue;
+    const unsigned char *lo = p, *hi = lo + g_pinned[i].bytes;
+    for (int j = 0; j < FAKE_DMA_SLOTS; ++j)
+      if (g_dma[j].stream != NULL && g_dma[j].seq > g_dma[j].stream->observed &&
+          g_dma[j].host >= lo && g_dma[j].host < hi) {
+        ++g_early_frees;
+        g_dma[j].stream = NULL;
+      }
+    g_pinned[i].p = NULL;
+    break;
+  }
+  pthread_mutex_unlock(&g_mu);
   free(p);
   return CUDA_SUCCESS;
 }

@@ -12,9 +12,11 @@
 #include <stdint.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -583,6 +585,120 @@ static void test_completion_across_runtimes(void **state) {
   ASSERT_OK(t4a_runtime_destroy(b));
 }
 
+/* Issue 8, item 1: a plain thread (no context current) launches in turn
+ * from 24 modules (more than the keep deduplication window of 8). Every
+ * launch keeps its module, so the open completion epoch is sealed every
+ * 256 launches and sealed epochs retire as the device completes them:
+ * events_recorded is launches/256 (it stayed 0 before the fix, when
+ * cuEventCreate failed without a current context), the gauges stay
+ * bounded, no successful launch leaves a last error (DRIVER/201 before),
+ * and every increment lands. The per-launch time of the first and last
+ * tenth is printed (flat is expected; not asserted). */
+#define MANY_MODULES 24
+#define MANY_LAUNCHES 50000
+
+typedef struct many_modules {
+  t4a_runtime rt;
+  t4a_kernel kernels[MANY_MODULES];
+  t4a_buffer counter;
+  uint64_t max_open, max_sealed;
+  double first_tenth_us, last_tenth_us;
+  char failure[512];
+} many_modules;
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static void *launch_many(void *arg) {
+  many_modules *mm = arg;
+  t4a_arg a = buf_arg(mm->counter);
+  const long tenth = MANY_LAUNCHES / 10;
+  double t0 = now_us(), mark = t0;
+  t4a_last_error_clear();
+  for (long i = 0; i < MANY_LAUNCHES; ++i) {
+    t4a_launch_desc d = desc_1d(mm->kernels[i % MANY_MODULES], 1, 1, &a, 1);
+    t4a_status s = t4a_launch(mm->rt, &d);
+    t4a_error_info ei = T4A_ERROR_INFO_INIT;
+    (void)t4a_last_error(&ei);
+    if (s != T4A_SUCCESS || ei.status != T4A_SUCCESS) {
+      snprintf(mm->failure, sizeof mm->failure,
+               "launch %ld returned %s, last error %s (CUresult %d): %s", i,
+               t4a_status_name(s), t4a_status_name(ei.status),
+               (int)ei.driver_result, last_message());
+      return NULL;
+    }
+    if (i % 251 == 0) {
+      t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
+      (void)t4a_runtime_stats_get(mm->rt, &st);
+      if (st.open_epoch_items > mm->max_open)
+        mm->max_open = st.open_epoch_items;
+      if (st.sealed_epochs > mm->max_sealed) mm->max_sealed = st.sealed_epochs;
+    }
+    if (i + 1 == tenth) {
+      mm->first_tenth_us = (now_us() - t0) / (double)tenth;
+    } else if (i + 1 == MANY_LAUNCHES - tenth) {
+      mark = now_us();
+    }
+  }
+  mm->last_tenth_us = (now_us() - mark) / (double)tenth;
+  return NULL;
+}
+
+static void test_many_modules_plain_thread(void **state) {
+  (void)state;
+  static many_modules mm;
+  memset(&mm, 0, sizeof mm);
+  mm.rt = make_runtime(0);
+  t4a_module modules[MANY_MODULES];
+  for (int i = 0; i < MANY_MODULES; ++i) {
+    char src[160];
+    snprintf(src, sizeof src,
+             "extern \"C\" __global__ void add_%d(unsigned *p) "
+             "{ atomicAdd(p, 1u); }\n",
+             i);
+    char name[16];
+    snprintf(name, sizeof name, "add_%d", i);
+    mm.kernels[i] = kernel_of(mm.rt, src, T4A_COMPILE_CUBIN, name, &modules[i]);
+  }
+  ASSERT_OK(t4a_buffer_alloc(mm.rt, 4, T4A_BUFFER_ZERO, &mm.counter));
+  ASSERT_OK(t4a_runtime_synchronize(mm.rt));
+  t4a_runtime_stats s0 = stats_of(mm.rt);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, launch_many, &mm), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  if (mm.failure[0] != '\0') fail_msg("%s", mm.failure);
+  t4a_runtime_stats s1 = stats_of(mm.rt);
+  uint64_t events = s1.events_recorded - s0.events_recorded;
+  printf("launch, alternating %d modules, plain thread: %.2f us first tenth, "
+         "%.2f us last tenth (%.2fx); %llu events for %d launches; open "
+         "epoch at most %llu, sealed at most %llu\n",
+         MANY_MODULES, mm.first_tenth_us, mm.last_tenth_us,
+         mm.last_tenth_us / mm.first_tenth_us, (unsigned long long)events,
+         MANY_LAUNCHES, (unsigned long long)mm.max_open,
+         (unsigned long long)mm.max_sealed);
+  assert_int_equal(s1.launches - s0.launches, MANY_LAUNCHES);
+  assert_true(events >= (MANY_LAUNCHES - 1) / 256);
+  assert_true(events <= MANY_LAUNCHES / 256 + 2);
+  assert_true(mm.max_open <= 256);
+  assert_true(mm.max_sealed <= 64);
+  ASSERT_OK(t4a_runtime_synchronize(mm.rt));
+  t4a_runtime_stats s2 = stats_of(mm.rt);
+  assert_int_equal(s2.open_epoch_items, 0);
+  assert_int_equal(s2.sealed_epochs, 0);
+  uint32_t got = 0;
+  ASSERT_OK(t4a_buffer_download_sync(mm.rt, mm.counter, 0, &got, 4));
+  if (!g_fake) assert_int_equal(got, MANY_LAUNCHES);
+  for (int i = 0; i < MANY_MODULES; ++i) {
+    ASSERT_OK(t4a_kernel_release(mm.kernels[i]));
+    ASSERT_OK(t4a_module_release(modules[i]));
+  }
+  ASSERT_OK(t4a_buffer_release(mm.counter));
+  ASSERT_OK(t4a_runtime_destroy(mm.rt));
+}
+
 #define T(f) cmocka_unit_test(f)
 
 int main(int argc, char **argv) {
@@ -598,6 +714,7 @@ int main(int argc, char **argv) {
         T(test_rejections),
         T(test_error_order),
         T(test_warm_chain),
+        T(test_many_modules_plain_thread),
     };
     return cmocka_run_group_tests(fake, NULL, NULL);
 #else
@@ -616,6 +733,7 @@ int main(int argc, char **argv) {
       T(test_error_order),
       T(test_warm_chain),
       T(test_completion_across_runtimes),
+      T(test_many_modules_plain_thread),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

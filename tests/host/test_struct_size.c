@@ -456,6 +456,22 @@ static void test_process_stats_exact_allocation(void **state) {
   free(p);
 }
 
+/* t4a_runtime_stats grows only at its end (abi/CHANGES.md): the epoch
+ * gauges of issue 8 (item 1) follow completions_recorded, and the
+ * initializer sets struct_size and zeroes every field. */
+static void test_runtime_stats_layout(void **state) {
+  t4a_runtime_stats init = T4A_RUNTIME_STATS_INIT;
+  t4a_runtime_stats zero;
+  (void)state;
+  assert_int_equal(offsetof(t4a_runtime_stats, completions_recorded), 208);
+  assert_int_equal(offsetof(t4a_runtime_stats, open_epoch_items), 216);
+  assert_int_equal(offsetof(t4a_runtime_stats, sealed_epochs), 224);
+  assert_int_equal(sizeof(t4a_runtime_stats), 232);
+  memset(&zero, 0, sizeof zero);
+  zero.struct_size = sizeof zero;
+  assert_memory_equal(&init, &zero, sizeof zero);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_input_size_too_small),
@@ -471,6 +487,7 @@ int main(void) {
       cmocka_unit_test(test_out_params_untouched_on_error),
       cmocka_unit_test(test_process_stats_sizes),
       cmocka_unit_test(test_process_stats_exact_allocation),
+      cmocka_unit_test(test_runtime_stats_layout),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
