@@ -8,9 +8,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <mutex>
+#include <new>
+#include <set>
 
 #include "compile/compile_stats.hpp"
 #include "core/log.hpp"
@@ -64,6 +68,56 @@ bool make_dirs(const std::string &dir) {
   return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// Whether what `st` describes may be trusted as the cache's own (R-HARD-6):
+// owned by this process's effective user and writable by nobody else. A
+// directory or entry another user could write to may hold content planted
+// to be loaded as a kernel; its checksum proves nothing.
+bool owned_and_private(const struct stat &st, std::string *why) {
+  if (st.st_uid != ::geteuid()) {
+    *why = "owned by uid " + std::to_string(st.st_uid) + ", not by uid " +
+           std::to_string(::geteuid());
+    return false;
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o",
+                  static_cast<unsigned>(st.st_mode & 07777));
+    *why = std::string("writable by ") +
+           ((st.st_mode & S_IWOTH) != 0 ? "others" : "its group") + " (mode " +
+           mode + ")";
+    return false;
+  }
+  return true;
+}
+
+// The cache directory is trusted when it does not exist yet (it will be
+// made 0700 by this user) or is a directory owned_and_private.
+bool dir_trusted(const std::string &dir, std::string *why) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return errno == ENOENT;
+  if (!S_ISDIR(st.st_mode)) {
+    *why = "not a directory";
+    return false;
+  }
+  return owned_and_private(st, why);
+}
+
+// An untrusted directory is reported once per directory per process.
+void report_untrusted(const std::string &dir, const std::string &why) {
+  static std::mutex mu;
+  static std::set<std::string> *reported = new std::set<std::string>();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!reported->insert(dir).second) return;
+  }
+  // Outside the lock; inside a compile the log is deferred anyway.
+  core::logf(T4A_LOG_WARN,
+             "compile cache: the directory '%s' is not trusted (%s); the "
+             "disk cache is off for it (make it owned by you and not "
+             "writable by group or others, e.g. chmod 700)",
+             dir.c_str(), why.c_str());
+}
+
 bool read_all(int fd, uint8_t *p, size_t n) {
   size_t done = 0;
   while (done < n) {
@@ -100,6 +154,11 @@ bool write_atomically(const std::string &dir, const std::string &name,
   if (!make_dirs(dir)) {
     *why = "cannot create the cache directory '" + dir +
            "': " + std::strerror(errno);
+    return false;
+  }
+  // Again now that it exists (another user may have made it meanwhile).
+  if (std::string untrusted; !dir_trusted(dir, &untrusted)) {
+    *why = "the cache directory '" + dir + "' is not trusted: " + untrusted;
     return false;
   }
   static std::atomic<uint64_t> serial{0};
@@ -153,8 +212,8 @@ void evict(const DiskConfig &c, const std::string &keep) {
   while (struct dirent *e = ::readdir(d)) {
     std::string name = e->d_name;
     std::string path = c.dir + "/" + name;
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    struct stat st; // lstat: a link is never followed, nor counted
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     if (name.size() > 1 && name[0] == '.' && ends_with(name, ".tmp")) {
       if (now - st.st_mtime > k_stale_temp_seconds)
         (void)::unlink(path.c_str());
@@ -196,15 +255,20 @@ void evict(const DiskConfig &c, const std::string &keep) {
 } // namespace
 
 DiskConfig disk_config(const Request &r) {
+  // secure_getenv: the directory chooses code to load (its entries), so a
+  // set-user-ID or set-group-ID process ignores these variables.
   DiskConfig c;
   if ((r.flags & T4A_COMPILE_NO_DISK_CACHE) != 0) return c;
-  if (const char *env = std::getenv("T4A_CACHE_DIR")) {
+  // Headers found through include paths are not in the identity key: a
+  // changed header must not give a new process an old kernel.
+  if (options_read_files(r.options)) return c;
+  if (const char *env = secure_getenv("T4A_CACHE_DIR")) {
     c.dir = env;
   } else if (r.has_cache_dir) {
     c.dir = r.cache_dir;
   } else {
-    const char *xdg = std::getenv("XDG_CACHE_HOME");
-    const char *home = std::getenv("HOME");
+    const char *xdg = secure_getenv("XDG_CACHE_HOME");
+    const char *home = secure_getenv("HOME");
     if (xdg != nullptr && xdg[0] == '/')
       c.dir = std::string(xdg) + "/t4acuda";
     else if (home != nullptr && home[0] != '\0')
@@ -212,6 +276,10 @@ DiskConfig disk_config(const Request &r) {
   }
   while (c.dir.size() > 1 && c.dir.back() == '/') c.dir.pop_back();
   if (c.dir.empty()) return c;
+  if (std::string why; !dir_trusted(c.dir, &why)) {
+    report_untrusted(c.dir, why);
+    return c; // disabled for this directory
+  }
   c.enabled = true;
   c.max_bytes = r.disk_cache_max_bytes != 0 ? r.disk_cache_max_bytes
                                             : T4A_DEFAULT_DISK_CACHE_BYTES;
@@ -235,33 +303,21 @@ std::string disk_entry_path(const DiskConfig &c, const Digest &key) {
   return c.dir + "/" + to_hex(key) + k_suffix;
 }
 
-DiskRead disk_read(const DiskConfig &c, const Digest &key, DiskEntry *out,
-                   std::string *why) {
-  std::string path = disk_entry_path(c, key);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return DiskRead::Miss;
-  struct stat st;
-  std::vector<uint8_t> data;
-  bool read_ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  if (read_ok) {
-    data.resize(static_cast<size_t>(st.st_size));
-    read_ok = read_all(fd, data.data(), data.size());
-  }
-  ::close(fd);
+DiskRead disk_entry_parse(const uint8_t *data, size_t size, const Digest &key,
+                          DiskEntry *out, const char **why) {
   auto corrupt = [&](const char *what) {
-    *why = path + ": " + what;
+    *why = what;
     return DiskRead::Corrupt;
   };
-  if (!read_ok) return corrupt("cannot be read in full");
-  if (data.size() < k_header) return corrupt("truncated header");
-  const uint8_t *h = data.data();
+  if (size < k_header) return corrupt("truncated header");
+  const uint8_t *h = data;
   if (std::memcmp(h, k_magic, sizeof k_magic) != 0) return corrupt("bad magic");
   if (get32(h + 8) != k_format) return corrupt("unknown format version");
   if (get32(h + 12) != k_header) return corrupt("bad header size");
   if (std::memcmp(h + 16, key.data(), key.size()) != 0)
     return corrupt("key differs from the file name's");
   uint64_t image = get64(h + 64), log = get64(h + 72), names = get64(h + 80);
-  uint64_t payload = data.size() - k_header;
+  uint64_t payload = size - k_header;
   if (image > payload || log > payload - image ||
       names != payload - image - log)
     return corrupt("section sizes do not match the file size (truncated?)");
@@ -280,6 +336,9 @@ DiskRead disk_read(const DiskConfig &c, const Digest &key, DiskEntry *out,
   e.log.assign(reinterpret_cast<const char *>(p + image), log);
   const uint8_t *q = p + image + log, *end = q + names;
   uint32_t count = get32(h + 56);
+  // Each name takes at least its 4-byte length: a count that cannot fit is
+  // refused before anything is reserved for it.
+  if (count > names / 4) return corrupt("lowered names truncated");
   for (uint32_t i = 0; i < count; ++i) {
     if (end - q < 4) return corrupt("lowered names truncated");
     uint32_t n = get32(q);
@@ -290,9 +349,54 @@ DiskRead disk_read(const DiskConfig &c, const Digest &key, DiskEntry *out,
     q += n;
   }
   if (q != end) return corrupt("trailing bytes after the lowered names");
+  *out = std::move(e);
+  return DiskRead::Hit;
+}
+
+DiskRead disk_read(const DiskConfig &c, const Digest &key, DiskEntry *out,
+                   std::string *why) {
+  std::string path = disk_entry_path(c, key);
+  auto corrupt = [&](const std::string &what) {
+    *why = path + ": " + what;
+    return DiskRead::Corrupt;
+  };
+  // O_NOFOLLOW: a link is not the cache's entry. O_NONBLOCK: a FIFO or
+  // device at the path does not block the open; nothing but a regular file
+  // is read (R-HARD-6).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT) return DiskRead::Miss;
+    return corrupt(std::string("cannot be opened: ") + std::strerror(errno));
+  }
+  struct stat st;
+  std::vector<uint8_t> data;
+  std::string problem;
+  if (::fstat(fd, &st) != 0)
+    problem = std::string("fstat failed: ") + std::strerror(errno);
+  else if (!S_ISREG(st.st_mode))
+    problem = "not a regular file";
+  else if (std::string untrusted; !owned_and_private(st, &untrusted))
+    problem = "not trusted: " + untrusted;
+  else if (static_cast<uint64_t>(st.st_size) > c.max_bytes)
+    problem = "larger (" + std::to_string(st.st_size) +
+              " bytes) than the cache's bound (" + std::to_string(c.max_bytes) +
+              " bytes)";
+  if (problem.empty()) {
+    try {
+      data.resize(static_cast<size_t>(st.st_size));
+      if (!read_all(fd, data.data(), data.size()))
+        problem = "cannot be read in full";
+    } catch (const std::bad_alloc &) {
+      problem = "too large to read into host memory";
+    }
+  }
+  ::close(fd);
+  if (!problem.empty()) return corrupt(problem);
+  const char *what = nullptr;
+  DiskRead r = disk_entry_parse(data.data(), data.size(), key, out, &what);
+  if (r != DiskRead::Hit) return corrupt(what);
   // A hit makes the entry the most recently used one.
   (void)::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
-  *out = std::move(e);
   return DiskRead::Hit;
 }
 
@@ -322,6 +426,14 @@ bool disk_write(const DiskConfig &c, const Artifact &a, std::string *why) {
   put64(h + 80, names.size());
   std::memcpy(h + 88, checksum.data(), checksum.size());
 
+  uint64_t total = k_header + a.image().size() + a.log().size() + names.size();
+  if (total > c.max_bytes) {
+    // Never written: a reader takes an entry above the bound as corrupt.
+    *why = "the entry (" + std::to_string(total) +
+           " bytes) is larger than the cache's bound (" +
+           std::to_string(c.max_bytes) + " bytes)";
+    return false;
+  }
   std::string final_path = disk_entry_path(c, a.key());
   const Span parts[] = {
       {h, sizeof h},
@@ -344,10 +456,13 @@ bool disk_put_file(const DiskConfig &c, const std::string &name,
 
 bool disk_get_file(const DiskConfig &c, const std::string &name,
                    size_t max_bytes, std::string *out) {
-  int fd = ::open((c.dir + "/" + name).c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open((c.dir + "/" + name).c_str(),
+                  O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return false;
   struct stat st;
+  std::string untrusted;
   bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            owned_and_private(st, &untrusted) &&
             static_cast<uint64_t>(st.st_size) <= max_bytes;
   if (ok) {
     out->resize(static_cast<size_t>(st.st_size));

@@ -3,9 +3,11 @@
 // same directory, then rename), verified on every read (magic, format
 // version, header size, key, section sizes, SHA-256 of the payload),
 // bounded in bytes by evicting the least recently used entries (file
-// modification time, refreshed on every hit). Safe across processes:
-// readers only ever open complete files, and concurrent writers of one key
-// write identical content.
+// modification time, refreshed on every hit). Trusted only when owned by
+// this user and not writable by group or others (the directory: else the
+// disk cache is off for it; an entry: else it is corrupt and replaced). Safe
+// across processes: readers only ever open complete files, and concurrent
+// writers of one key write identical content.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +30,11 @@ struct DiskConfig {
 // $XDG_CACHE_HOME/t4acuda (absolute paths only), else
 // $HOME/.cache/t4acuda, else disabled; T4A_CACHE_MAX_BYTES, else the
 // request's bound, else T4A_DEFAULT_DISK_CACHE_BYTES. The
-// T4A_COMPILE_NO_DISK_CACHE flag disables it.
+// T4A_COMPILE_NO_DISK_CACHE flag disables it, so do options that make
+// NVRTC read files (options_read_files: -I, -include, ...), and so does a
+// directory that
+// exists but is not owned by this user or is writable by group or others
+// (warned once per directory).
 DiskConfig disk_config(const Request &r);
 
 struct DiskEntry {
@@ -39,8 +45,17 @@ struct DiskEntry {
 
 enum class DiskRead { Miss, Hit, Corrupt };
 
-// Reads and verifies the entry of `key`. Corrupt: the file exists but is
-// truncated or fails a check; *why says which.
+// Verifies and decodes an entry's bytes (pure: what disk_read does after
+// reading the file; fuzzed). Hit fills *out; Corrupt sets *why (static
+// text). Never Miss.
+DiskRead disk_entry_parse(const uint8_t *data, size_t size, const Digest &key,
+                          DiskEntry *out, const char **why);
+
+// Reads and verifies the entry of `key`. Opened without following a link
+// and without blocking; only a regular file owned by this user, not
+// writable by group or others, and within c.max_bytes is read (R-HARD-6).
+// Corrupt: the file exists but is none of that, is truncated or fails a
+// check; *why says which (the caller compiles again and replaces it).
 DiskRead disk_read(const DiskConfig &c, const Digest &key, DiskEntry *out,
                    std::string *why);
 

@@ -1,5 +1,7 @@
 #include "compile/in_flight.hpp"
 
+#include "core/log.hpp"
+
 namespace t4a::compile {
 
 InFlight &InFlight::instance() {
@@ -25,12 +27,15 @@ void InFlight::end(const Digest &key) {
 }
 
 void InFlight::Lead::start(const Digest &key) {
+  core::log_defer_begin();
   key_ = key;
   held_ = true;
 }
 
 InFlight::Lead::~Lead() {
-  if (held_) InFlight::instance().end(key_);
+  if (!held_) return;
+  InFlight::instance().end(key_);
+  core::log_defer_end(); // delivered now that no thread waits on this one
 }
 
 } // namespace t4a::compile

@@ -26,7 +26,10 @@ public:
   // Nested: the calling thread already leads it.
   Turn lead_or_wait(const Digest &key);
 
-  // Ends a lead: wakes the threads waiting for the key.
+  // Ends a lead: wakes the threads waiting for the key. While held, what
+  // the thread logs is deferred (core::LogDefer) and delivered after the
+  // lead ends: a log callback compiling another thread's key while this
+  // thread leads a key that thread waits for would hang both.
   class Lead {
   public:
     Lead() = default;

@@ -136,6 +136,10 @@ t4a_status nvrtc_loaded_facts(const NvrtcFacts **out) {
   if (!nv.ready) return core::fail_message(T4A_ERROR_NO_COMPILER, nv.reason);
   static std::once_flag once;
   static const NvrtcFacts *loaded = nullptr;
+  // The INFO below is delivered after call_once returns: a log callback
+  // calling t4a_compile would otherwise re-enter this call_once on the
+  // same thread and hang (issue 8, item 2).
+  core::LogDefer defer_past_once;
   std::call_once(once, [&] {
     NvrtcFacts *f = new NvrtcFacts();
     f->major = nv.major;
