@@ -23,37 +23,10 @@ namespace t4a::compile {
 
 namespace {
 
-// Entry layout, little-endian:
-//   0  magic "T4ACACHE"          8  u32 format version   12 u32 header size
-//  16  key (32 bytes)            48  u32 output  52 u32 arch
-//  56  u32 lowered-name count    60  u32 zero
-//  64  u64 image bytes           72  u64 log bytes   80 u64 names bytes
-//  88  SHA-256 of the payload (32 bytes)            120 u64 zero
-// 128  payload: image, log, names (each: u32 length, bytes)
-constexpr char k_magic[8] = {'T', '4', 'A', 'C', 'A', 'C', 'H', 'E'};
-constexpr uint32_t k_format = 1;
-constexpr size_t k_header = 128;
 constexpr char k_suffix[] = ".t4ac";
 // A temporary file older than this was left by a process that died while
 // writing it; eviction removes it.
 constexpr time_t k_stale_temp_seconds = 600;
-
-void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void put64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint32_t get32(const uint8_t *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = v << 8 | p[i];
-  return v;
-}
-uint64_t get64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
-  return v;
-}
 
 bool make_dirs(const std::string &dir) {
   std::string partial;
@@ -303,56 +276,6 @@ std::string disk_entry_path(const DiskConfig &c, const Digest &key) {
   return c.dir + "/" + to_hex(key) + k_suffix;
 }
 
-DiskRead disk_entry_parse(const uint8_t *data, size_t size, const Digest &key,
-                          DiskEntry *out, const char **why) {
-  auto corrupt = [&](const char *what) {
-    *why = what;
-    return DiskRead::Corrupt;
-  };
-  if (size < k_header) return corrupt("truncated header");
-  const uint8_t *h = data;
-  if (std::memcmp(h, k_magic, sizeof k_magic) != 0) return corrupt("bad magic");
-  if (get32(h + 8) != k_format) return corrupt("unknown format version");
-  if (get32(h + 12) != k_header) return corrupt("bad header size");
-  if (std::memcmp(h + 16, key.data(), key.size()) != 0)
-    return corrupt("key differs from the file name's");
-  uint64_t image = get64(h + 64), log = get64(h + 72), names = get64(h + 80);
-  uint64_t payload = size - k_header;
-  if (image > payload || log > payload - image ||
-      names != payload - image - log)
-    return corrupt("section sizes do not match the file size (truncated?)");
-  const uint8_t *p = h + k_header;
-  Digest sum = Sha256::of(p, payload);
-  if (std::memcmp(sum.data(), h + 88, sum.size()) != 0)
-    return corrupt("payload checksum mismatch");
-  uint32_t output = get32(h + 48);
-  if (output != T4A_COMPILE_CUBIN && output != T4A_COMPILE_PTX)
-    return corrupt("bad output kind");
-  if (image == 0) return corrupt("empty image");
-  DiskEntry e;
-  e.target.output = output;
-  e.target.arch = static_cast<int>(get32(h + 52));
-  e.image.assign(reinterpret_cast<const char *>(p), image);
-  e.log.assign(reinterpret_cast<const char *>(p + image), log);
-  const uint8_t *q = p + image + log, *end = q + names;
-  uint32_t count = get32(h + 56);
-  // Each name takes at least its 4-byte length: a count that cannot fit is
-  // refused before anything is reserved for it.
-  if (count > names / 4) return corrupt("lowered names truncated");
-  for (uint32_t i = 0; i < count; ++i) {
-    if (end - q < 4) return corrupt("lowered names truncated");
-    uint32_t n = get32(q);
-    q += 4;
-    if (static_cast<uint64_t>(end - q) < n)
-      return corrupt("lowered names truncated");
-    e.lowered.emplace_back(reinterpret_cast<const char *>(q), n);
-    q += n;
-  }
-  if (q != end) return corrupt("trailing bytes after the lowered names");
-  *out = std::move(e);
-  return DiskRead::Hit;
-}
-
 DiskRead disk_read(const DiskConfig &c, const Digest &key, DiskEntry *out,
                    std::string *why) {
   std::string path = disk_entry_path(c, key);
@@ -401,45 +324,21 @@ DiskRead disk_read(const DiskConfig &c, const Digest &key, DiskEntry *out,
 }
 
 bool disk_write(const DiskConfig &c, const Artifact &a, std::string *why) {
-  std::vector<uint8_t> names;
-  for (const std::string &s : a.lowered_names()) {
-    size_t at = names.size();
-    names.resize(at + 4 + s.size());
-    put32(names.data() + at, static_cast<uint32_t>(s.size()));
-    std::memcpy(names.data() + at + 4, s.data(), s.size());
-  }
-  Sha256 sum;
-  sum.update(a.image().data(), a.image().size());
-  sum.update(a.log().data(), a.log().size());
-  sum.update(names.data(), names.size());
-  Digest checksum = sum.finish();
-  uint8_t h[k_header] = {};
-  std::memcpy(h, k_magic, sizeof k_magic);
-  put32(h + 8, k_format);
-  put32(h + 12, k_header);
-  std::memcpy(h + 16, a.key().data(), a.key().size());
-  put32(h + 48, a.target().output);
-  put32(h + 52, static_cast<uint32_t>(a.target().arch));
-  put32(h + 56, static_cast<uint32_t>(a.lowered_names().size()));
-  put64(h + 64, a.image().size());
-  put64(h + 72, a.log().size());
-  put64(h + 80, names.size());
-  std::memcpy(h + 88, checksum.data(), checksum.size());
-
-  uint64_t total = k_header + a.image().size() + a.log().size() + names.size();
-  if (total > c.max_bytes) {
+  EncodedEntry e = disk_entry_encode(a.key(), a.target(), a.image(), a.log(),
+                                     a.lowered_names());
+  if (e.total_bytes > c.max_bytes) {
     // Never written: a reader takes an entry above the bound as corrupt.
-    *why = "the entry (" + std::to_string(total) +
+    *why = "the entry (" + std::to_string(e.total_bytes) +
            " bytes) is larger than the cache's bound (" +
            std::to_string(c.max_bytes) + " bytes)";
     return false;
   }
   std::string final_path = disk_entry_path(c, a.key());
   const Span parts[] = {
-      {h, sizeof h},
+      {e.header.data(), e.header.size()},
       {reinterpret_cast<const uint8_t *>(a.image().data()), a.image().size()},
       {reinterpret_cast<const uint8_t *>(a.log().data()), a.log().size()},
-      {names.data(), names.size()}};
+      {e.names.data(), e.names.size()}};
   if (!write_atomically(c.dir, to_hex(a.key()) + k_suffix, parts, 4, why))
     return false;
   compile_stats().disk_writes.add();

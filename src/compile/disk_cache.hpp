@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compile/artifact.hpp"
+#include "compile/disk_entry.hpp"
 #include "compile/request.hpp"
 
 namespace t4a::compile {
@@ -36,20 +37,6 @@ struct DiskConfig {
 // exists but is not owned by this user or is writable by group or others
 // (warned once per directory).
 DiskConfig disk_config(const Request &r);
-
-struct DiskEntry {
-  Target target;
-  std::string image, log;
-  std::vector<std::string> lowered;
-};
-
-enum class DiskRead { Miss, Hit, Corrupt };
-
-// Verifies and decodes an entry's bytes (pure: what disk_read does after
-// reading the file; fuzzed). Hit fills *out; Corrupt sets *why (static
-// text). Never Miss.
-DiskRead disk_entry_parse(const uint8_t *data, size_t size, const Digest &key,
-                          DiskEntry *out, const char **why);
 
 // Reads and verifies the entry of `key`. Opened without following a link
 // and without blocking; only a regular file owned by this user, not
