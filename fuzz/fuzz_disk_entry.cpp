@@ -36,6 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   EncodedEntry back =
       disk_entry_encode(key, e.target, e.image, e.log, e.lowered);
   if (back.total_bytes != n) std::abort();
-  if (std::memcmp(back.header.data(), bytes, 88) != 0) std::abort();
+  if (std::memcmp(back.header.data(), bytes, back.header.size()) != 0)
+    std::abort();
   return 0;
 }

@@ -74,6 +74,8 @@ DiskRead disk_entry_parse(const uint8_t *data, size_t size, const Digest &key,
   if (std::memcmp(h, k_magic, sizeof k_magic) != 0) return corrupt("bad magic");
   if (get32(h + 8) != k_format) return corrupt("unknown format version");
   if (get32(h + 12) != k_header) return corrupt("bad header size");
+  if (get32(h + 60) != 0 || get64(h + 120) != 0)
+    return corrupt("reserved header bytes are not zero");
   if (std::memcmp(h + 16, key.data(), key.size()) != 0)
     return corrupt("key differs from the file name's");
   uint64_t image = get64(h + 64), log = get64(h + 72), names = get64(h + 80);
