@@ -88,9 +88,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string source = r.text(), name = r.text(), dir = r.text();
   Strings header_names, header_sources, options, names;
   uint8_t choice = r.get<uint8_t>();
-  q.struct_size = (choice & 1u) != 0 ? r.get<uint32_t>() %
-                                           static_cast<uint32_t>(sizeof buf + 1)
-                                     : static_cast<uint32_t>(sizeof q);
+  // A struct_size some caller could have: 0..3 (too small), the end of
+  // any field (an older version), sizeof, or larger (a newer version with
+  // a tail). A size cutting a pointer in half is no caller's.
+  static const uint32_t k_sizes[] = {
+      0,
+      1,
+      3,
+      4,
+      offsetof(t4a_compile_request, output) + 4,
+      offsetof(t4a_compile_request, source) + 8,
+      offsetof(t4a_compile_request, program_name) + 8,
+      offsetof(t4a_compile_request, header_sources) + 8,
+      offsetof(t4a_compile_request, option_count) + 4,
+      offsetof(t4a_compile_request, options) + 8,
+      offsetof(t4a_compile_request, name_expression_count) + 4,
+      offsetof(t4a_compile_request, cc_minor) + 4,
+      offsetof(t4a_compile_request, flags) + 4,
+      offsetof(t4a_compile_request, runtime) + 8,
+      offsetof(t4a_compile_request, disk_cache_max_bytes) + 8,
+      sizeof(t4a_compile_request),
+      sizeof(t4a_compile_request) + 8,
+      sizeof(t4a_compile_request) + 32};
+  q.struct_size =
+      (choice & 1u) != 0
+          ? k_sizes[r.get<uint8_t>() % (sizeof k_sizes / sizeof k_sizes[0])]
+          : static_cast<uint32_t>(sizeof q);
   q.source = (choice & 2u) != 0 ? nullptr : source.c_str();
   q.program_name = (choice & 4u) != 0 ? nullptr : name.c_str();
   q.cache_dir = (choice & 8u) != 0 ? nullptr : dir.c_str();
