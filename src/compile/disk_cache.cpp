@@ -67,7 +67,11 @@ bool owned_and_private(const struct stat &st, std::string *why) {
 // made 0700 by this user) or is a directory owned_and_private.
 bool dir_trusted(const std::string &dir, std::string *why) {
   struct stat st;
-  if (::stat(dir.c_str(), &st) != 0) return errno == ENOENT;
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) return true;
+    *why = std::string("cannot stat it: ") + std::strerror(errno);
+    return false;
+  }
   if (!S_ISDIR(st.st_mode)) {
     *why = "not a directory";
     return false;
