@@ -111,7 +111,12 @@
  * libnvrtc to load), `T4A_LOG` (`off`, `error`, `warn`, `info`, `debug`:
  * the default logger's level), `T4A_CACHE_DIR` (the compile cache's disk
  * directory; set but empty disables the disk cache) and
- * `T4A_CACHE_MAX_BYTES` (the disk cache's bound); see t4a_compile().
+ * `T4A_CACHE_MAX_BYTES` (the disk cache's bound); see t4a_compile(). An
+ * unknown `T4A_LOG` value is reported once on stderr and ignored. The
+ * variables that choose code to load (`T4A_CUDA_DRIVER_PATH`,
+ * `T4A_NVRTC_PATH`, `CUDA_HOME`, `CUDA_PATH`, `T4A_CACHE_DIR`,
+ * `XDG_CACHE_HOME`, `HOME`) are read with `secure_getenv`: a set-user-ID
+ * or set-group-ID program ignores them.
  * `CUDA_HOME` and `CUDA_PATH`, when set and `T4A_NVRTC_PATH` is not, add
  * `$dir/lib64/libnvrtc.so.13` and `.12` to the places NVRTC is looked for
  * (after the loader's own search, before `/usr/local/cuda/lib64`); they play
@@ -384,8 +389,10 @@ typedef enum t4a_log_level {
  * @param user    the pointer given to t4a_set_log_callback().
  * @param level   the message's level (never #T4A_LOG_OFF).
  * @param message NUL-terminated, valid only during the call.
- * Called from whichever thread logs, never with an internal lock held, so
- * it may call any t4acuda function.
+ * Called from whichever thread logs, never with an internal lock, a
+ * `call_once` or a compile in progress held (messages logged meanwhile are
+ * delivered afterwards, in order), so it may call any t4acuda function,
+ * t4a_compile() included.
  */
 typedef void (*t4a_log_fn)(void *user, int32_t level, const char *message);
 
@@ -1318,11 +1325,23 @@ typedef struct t4a_compile_request {
  *     requested output, the selected target and the NVRTC version.
  *  4. **Memory cache.** Process-wide, LRU, at most
  *     #T4A_MEMORY_CACHE_ENTRIES entries and #T4A_MEMORY_CACHE_BYTES
- *     bytes. A hit returns the same artifact handle (same id), retained.
+ *     bytes. The cache holds the artifact with a reference of its own,
+ *     not a handle reference: a hit returns the caller's live handle (same
+ *     id), retained, or, once every handle reference was released, a new
+ *     handle to the cached artifact. Within a process, a request is
+ *     answered from memory even when files it read (below) changed.
  *  5. **Disk cache.** One file per key under the cache directory
  *     (`T4A_CACHE_DIR`, else `request->cache_dir` ("" disables it), else
  *     `$XDG_CACHE_HOME/t4acuda`, else `$HOME/.cache/t4acuda`; a set but
- *     empty `T4A_CACHE_DIR` disables it). Every read verifies the header,
+ *     empty `T4A_CACHE_DIR` disables it). The directory must be owned by
+ *     the calling user and not writable by group or others, else the disk
+ *     cache is off for it (warned once); an entry must be a regular file
+ *     (a link, FIFO or device is never opened for reading) owned by the
+ *     user, not writable by group or others and not larger than the bound,
+ *     else it is corrupt (below). A compile whose options make NVRTC read
+ *     files (`-I`, `--include-path`, `-isystem`, `--system-include`,
+ *     `-include`, `--pre-include`) is never cached on disk: those files are
+ *     not part of the identity key. Every read verifies the header,
  *     sizes, key and a SHA-256 of the payload; a corrupt or truncated
  *     entry is compiled again, replaced and counted
  *     (::t4a_compile_stats::disk_corrupt_entries). Writes go to a
@@ -1391,9 +1410,10 @@ T4A_API t4a_status t4a_artifact_retain(t4a_artifact artifact);
 /**
  * @brief Drops a reference; the last one frees the artifact.
  *
- * The in-memory cache holds a reference of its own while the artifact is
- * cached, so the same handle stays valid there after the caller's last
- * release.
+ * The in-memory cache holds the artifact with a reference of its own,
+ * not a handle reference: after the caller's last release the handle is
+ * invalid (one release too many is #T4A_ERROR_INVALID_HANDLE), while a
+ * later t4a_compile() of the same request still hits the cache.
  * @param[in] artifact the null handle is a successful no-op.
  * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE (also for one release
  *         too many). Thread-safe, from any thread.

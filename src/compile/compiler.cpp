@@ -1,6 +1,7 @@
 #include "compile/compiler.hpp"
 
 #include <chrono>
+#include <new>
 
 #include "compile/compile_stats.hpp"
 #include "compile/disk_cache.hpp"
@@ -38,13 +39,17 @@ std::string log_excerpt(const std::string &log) {
   return out;
 }
 
+// Registers the artifact (the caller's handle reference) and caches it
+// with a reference of the cache's own (issue 8, item 11).
 t4a_status publish(Ref<Artifact> a, const Request &r, uint64_t *id) {
-  uint64_t bytes = a->footprint();
-  Digest key = a->key();
-  uint64_t h = core::Registry::instance().insert(
-      core::Ref<core::Object>::adopt(a.detach()));
-  if ((r.flags & T4A_COMPILE_NO_MEMORY_CACHE) == 0)
-    MemoryCache::instance().insert(key, h, bytes);
+  uint64_t h =
+      core::Registry::instance().insert(core::Ref<core::Object>(a.get()));
+  if ((r.flags & T4A_COMPILE_NO_MEMORY_CACHE) == 0) {
+    try {
+      MemoryCache::instance().insert(a->key(), a, h, a->footprint());
+    } catch (const std::bad_alloc &) { // not cached; the artifact is returned
+    }
+  }
   *id = h;
   return T4A_SUCCESS;
 }
@@ -84,6 +89,11 @@ t4a_status plan(const Request &r, const DeviceTarget &d, const NvrtcFacts &nv,
 } // namespace
 
 t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
+  // Everything a compile logs is delivered when it returns, after the
+  // compile lead, the call_once of the first NVRTC load and every cache
+  // lock are released: a log callback may call t4a_compile (issue 8, items
+  // 2 and 3). Declared first, so destroyed last.
+  core::LogDefer defer;
   DiskConfig disk = disk_config(r);
   const NvrtcFacts *nv = nullptr;
   if (t4a_status s = nvrtc_facts(disk, &nv); s != T4A_SUCCESS) return s;

@@ -8,9 +8,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <mutex>
+#include <new>
+#include <set>
 
 #include "compile/compile_stats.hpp"
 #include "core/log.hpp"
@@ -19,37 +23,10 @@ namespace t4a::compile {
 
 namespace {
 
-// Entry layout, little-endian:
-//   0  magic "T4ACACHE"          8  u32 format version   12 u32 header size
-//  16  key (32 bytes)            48  u32 output  52 u32 arch
-//  56  u32 lowered-name count    60  u32 zero
-//  64  u64 image bytes           72  u64 log bytes   80 u64 names bytes
-//  88  SHA-256 of the payload (32 bytes)            120 u64 zero
-// 128  payload: image, log, names (each: u32 length, bytes)
-constexpr char k_magic[8] = {'T', '4', 'A', 'C', 'A', 'C', 'H', 'E'};
-constexpr uint32_t k_format = 1;
-constexpr size_t k_header = 128;
 constexpr char k_suffix[] = ".t4ac";
 // A temporary file older than this was left by a process that died while
 // writing it; eviction removes it.
 constexpr time_t k_stale_temp_seconds = 600;
-
-void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void put64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint32_t get32(const uint8_t *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = v << 8 | p[i];
-  return v;
-}
-uint64_t get64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
-  return v;
-}
 
 bool make_dirs(const std::string &dir) {
   std::string partial;
@@ -62,6 +39,60 @@ bool make_dirs(const std::string &dir) {
   }
   struct stat st;
   return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Whether what `st` describes may be trusted as the cache's own (R-HARD-6):
+// owned by this process's effective user and writable by nobody else. A
+// directory or entry another user could write to may hold content planted
+// to be loaded as a kernel; its checksum proves nothing.
+bool owned_and_private(const struct stat &st, std::string *why) {
+  if (st.st_uid != ::geteuid()) {
+    *why = "owned by uid " + std::to_string(st.st_uid) + ", not by uid " +
+           std::to_string(::geteuid());
+    return false;
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o",
+                  static_cast<unsigned>(st.st_mode & 07777));
+    *why = std::string("writable by ") +
+           ((st.st_mode & S_IWOTH) != 0 ? "others" : "its group") + " (mode " +
+           mode + ")";
+    return false;
+  }
+  return true;
+}
+
+// The cache directory is trusted when it does not exist yet (it will be
+// made 0700 by this user) or is a directory owned_and_private.
+bool dir_trusted(const std::string &dir, std::string *why) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) return true;
+    *why = std::string("cannot stat it: ") + std::strerror(errno);
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    *why = "not a directory";
+    return false;
+  }
+  return owned_and_private(st, why);
+}
+
+// An untrusted directory is reported once per directory per process.
+void report_untrusted(const std::string &dir, const std::string &why) {
+  static std::mutex mu;
+  static std::set<std::string> *reported = new std::set<std::string>();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!reported->insert(dir).second) return;
+  }
+  // Outside the lock; inside a compile the log is deferred anyway.
+  core::logf(T4A_LOG_WARN,
+             "compile cache: the directory '%s' is not trusted (%s); the "
+             "disk cache is off for it (make it owned by you and not "
+             "writable by group or others, e.g. chmod 700)",
+             dir.c_str(), why.c_str());
 }
 
 bool read_all(int fd, uint8_t *p, size_t n) {
@@ -100,6 +131,11 @@ bool write_atomically(const std::string &dir, const std::string &name,
   if (!make_dirs(dir)) {
     *why = "cannot create the cache directory '" + dir +
            "': " + std::strerror(errno);
+    return false;
+  }
+  // Again now that it exists (another user may have made it meanwhile).
+  if (std::string untrusted; !dir_trusted(dir, &untrusted)) {
+    *why = "the cache directory '" + dir + "' is not trusted: " + untrusted;
     return false;
   }
   static std::atomic<uint64_t> serial{0};
@@ -153,8 +189,8 @@ void evict(const DiskConfig &c, const std::string &keep) {
   while (struct dirent *e = ::readdir(d)) {
     std::string name = e->d_name;
     std::string path = c.dir + "/" + name;
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    struct stat st; // lstat: a link is never followed, nor counted
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     if (name.size() > 1 && name[0] == '.' && ends_with(name, ".tmp")) {
       if (now - st.st_mtime > k_stale_temp_seconds)
         (void)::unlink(path.c_str());
@@ -196,15 +232,20 @@ void evict(const DiskConfig &c, const std::string &keep) {
 } // namespace
 
 DiskConfig disk_config(const Request &r) {
+  // secure_getenv: the directory chooses code to load (its entries), so a
+  // set-user-ID or set-group-ID process ignores these variables.
   DiskConfig c;
   if ((r.flags & T4A_COMPILE_NO_DISK_CACHE) != 0) return c;
-  if (const char *env = std::getenv("T4A_CACHE_DIR")) {
+  // Headers found through include paths are not in the identity key: a
+  // changed header must not give a new process an old kernel.
+  if (options_read_files(r.options)) return c;
+  if (const char *env = secure_getenv("T4A_CACHE_DIR")) {
     c.dir = env;
   } else if (r.has_cache_dir) {
     c.dir = r.cache_dir;
   } else {
-    const char *xdg = std::getenv("XDG_CACHE_HOME");
-    const char *home = std::getenv("HOME");
+    const char *xdg = secure_getenv("XDG_CACHE_HOME");
+    const char *home = secure_getenv("HOME");
     if (xdg != nullptr && xdg[0] == '/')
       c.dir = std::string(xdg) + "/t4acuda";
     else if (home != nullptr && home[0] != '\0')
@@ -212,6 +253,10 @@ DiskConfig disk_config(const Request &r) {
   }
   while (c.dir.size() > 1 && c.dir.back() == '/') c.dir.pop_back();
   if (c.dir.empty()) return c;
+  if (std::string why; !dir_trusted(c.dir, &why)) {
+    report_untrusted(c.dir, why);
+    return c; // disabled for this directory
+  }
   c.enabled = true;
   c.max_bytes = r.disk_cache_max_bytes != 0 ? r.disk_cache_max_bytes
                                             : T4A_DEFAULT_DISK_CACHE_BYTES;
@@ -238,96 +283,66 @@ std::string disk_entry_path(const DiskConfig &c, const Digest &key) {
 DiskRead disk_read(const DiskConfig &c, const Digest &key, DiskEntry *out,
                    std::string *why) {
   std::string path = disk_entry_path(c, key);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return DiskRead::Miss;
-  struct stat st;
-  std::vector<uint8_t> data;
-  bool read_ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  if (read_ok) {
-    data.resize(static_cast<size_t>(st.st_size));
-    read_ok = read_all(fd, data.data(), data.size());
-  }
-  ::close(fd);
-  auto corrupt = [&](const char *what) {
+  auto corrupt = [&](const std::string &what) {
     *why = path + ": " + what;
     return DiskRead::Corrupt;
   };
-  if (!read_ok) return corrupt("cannot be read in full");
-  if (data.size() < k_header) return corrupt("truncated header");
-  const uint8_t *h = data.data();
-  if (std::memcmp(h, k_magic, sizeof k_magic) != 0) return corrupt("bad magic");
-  if (get32(h + 8) != k_format) return corrupt("unknown format version");
-  if (get32(h + 12) != k_header) return corrupt("bad header size");
-  if (std::memcmp(h + 16, key.data(), key.size()) != 0)
-    return corrupt("key differs from the file name's");
-  uint64_t image = get64(h + 64), log = get64(h + 72), names = get64(h + 80);
-  uint64_t payload = data.size() - k_header;
-  if (image > payload || log > payload - image ||
-      names != payload - image - log)
-    return corrupt("section sizes do not match the file size (truncated?)");
-  const uint8_t *p = h + k_header;
-  Digest sum = Sha256::of(p, payload);
-  if (std::memcmp(sum.data(), h + 88, sum.size()) != 0)
-    return corrupt("payload checksum mismatch");
-  uint32_t output = get32(h + 48);
-  if (output != T4A_COMPILE_CUBIN && output != T4A_COMPILE_PTX)
-    return corrupt("bad output kind");
-  if (image == 0) return corrupt("empty image");
-  DiskEntry e;
-  e.target.output = output;
-  e.target.arch = static_cast<int>(get32(h + 52));
-  e.image.assign(reinterpret_cast<const char *>(p), image);
-  e.log.assign(reinterpret_cast<const char *>(p + image), log);
-  const uint8_t *q = p + image + log, *end = q + names;
-  uint32_t count = get32(h + 56);
-  for (uint32_t i = 0; i < count; ++i) {
-    if (end - q < 4) return corrupt("lowered names truncated");
-    uint32_t n = get32(q);
-    q += 4;
-    if (static_cast<uint64_t>(end - q) < n)
-      return corrupt("lowered names truncated");
-    e.lowered.emplace_back(reinterpret_cast<const char *>(q), n);
-    q += n;
+  // O_NOFOLLOW: a link is not the cache's entry. O_NONBLOCK: a FIFO or
+  // device at the path does not block the open; nothing but a regular file
+  // is read (R-HARD-6).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT) return DiskRead::Miss;
+    return corrupt(std::string("cannot be opened: ") + std::strerror(errno));
   }
-  if (q != end) return corrupt("trailing bytes after the lowered names");
+  struct stat st;
+  std::vector<uint8_t> data;
+  std::string problem;
+  if (::fstat(fd, &st) != 0)
+    problem = std::string("fstat failed: ") + std::strerror(errno);
+  else if (!S_ISREG(st.st_mode))
+    problem = "not a regular file";
+  else if (std::string untrusted; !owned_and_private(st, &untrusted))
+    problem = "not trusted: " + untrusted;
+  else if (static_cast<uint64_t>(st.st_size) > c.max_bytes)
+    problem = "larger (" + std::to_string(st.st_size) +
+              " bytes) than the cache's bound (" + std::to_string(c.max_bytes) +
+              " bytes)";
+  if (problem.empty()) {
+    try {
+      data.resize(static_cast<size_t>(st.st_size));
+      if (!read_all(fd, data.data(), data.size()))
+        problem = "cannot be read in full";
+    } catch (const std::bad_alloc &) {
+      problem = "too large to read into host memory";
+    }
+  }
+  ::close(fd);
+  if (!problem.empty()) return corrupt(problem);
+  const char *what = nullptr;
+  DiskRead r = disk_entry_parse(data.data(), data.size(), key, out, &what);
+  if (r != DiskRead::Hit) return corrupt(what);
   // A hit makes the entry the most recently used one.
   (void)::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
-  *out = std::move(e);
   return DiskRead::Hit;
 }
 
 bool disk_write(const DiskConfig &c, const Artifact &a, std::string *why) {
-  std::vector<uint8_t> names;
-  for (const std::string &s : a.lowered_names()) {
-    size_t at = names.size();
-    names.resize(at + 4 + s.size());
-    put32(names.data() + at, static_cast<uint32_t>(s.size()));
-    std::memcpy(names.data() + at + 4, s.data(), s.size());
+  EncodedEntry e = disk_entry_encode(a.key(), a.target(), a.image(), a.log(),
+                                     a.lowered_names());
+  if (e.total_bytes > c.max_bytes) {
+    // Never written: a reader takes an entry above the bound as corrupt.
+    *why = "the entry (" + std::to_string(e.total_bytes) +
+           " bytes) is larger than the cache's bound (" +
+           std::to_string(c.max_bytes) + " bytes)";
+    return false;
   }
-  Sha256 sum;
-  sum.update(a.image().data(), a.image().size());
-  sum.update(a.log().data(), a.log().size());
-  sum.update(names.data(), names.size());
-  Digest checksum = sum.finish();
-  uint8_t h[k_header] = {};
-  std::memcpy(h, k_magic, sizeof k_magic);
-  put32(h + 8, k_format);
-  put32(h + 12, k_header);
-  std::memcpy(h + 16, a.key().data(), a.key().size());
-  put32(h + 48, a.target().output);
-  put32(h + 52, static_cast<uint32_t>(a.target().arch));
-  put32(h + 56, static_cast<uint32_t>(a.lowered_names().size()));
-  put64(h + 64, a.image().size());
-  put64(h + 72, a.log().size());
-  put64(h + 80, names.size());
-  std::memcpy(h + 88, checksum.data(), checksum.size());
-
   std::string final_path = disk_entry_path(c, a.key());
   const Span parts[] = {
-      {h, sizeof h},
+      {e.header.data(), e.header.size()},
       {reinterpret_cast<const uint8_t *>(a.image().data()), a.image().size()},
       {reinterpret_cast<const uint8_t *>(a.log().data()), a.log().size()},
-      {names.data(), names.size()}};
+      {e.names.data(), e.names.size()}};
   if (!write_atomically(c.dir, to_hex(a.key()) + k_suffix, parts, 4, why))
     return false;
   compile_stats().disk_writes.add();
@@ -344,10 +359,13 @@ bool disk_put_file(const DiskConfig &c, const std::string &name,
 
 bool disk_get_file(const DiskConfig &c, const std::string &name,
                    size_t max_bytes, std::string *out) {
-  int fd = ::open((c.dir + "/" + name).c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open((c.dir + "/" + name).c_str(),
+                  O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return false;
   struct stat st;
+  std::string untrusted;
   bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            owned_and_private(st, &untrusted) &&
             static_cast<uint64_t>(st.st_size) <= max_bytes;
   if (ok) {
     out->resize(static_cast<size_t>(st.st_size));

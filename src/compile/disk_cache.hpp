@@ -3,9 +3,11 @@
 // same directory, then rename), verified on every read (magic, format
 // version, header size, key, section sizes, SHA-256 of the payload),
 // bounded in bytes by evicting the least recently used entries (file
-// modification time, refreshed on every hit). Safe across processes:
-// readers only ever open complete files, and concurrent writers of one key
-// write identical content.
+// modification time, refreshed on every hit). Trusted only when owned by
+// this user and not writable by group or others (the directory: else the
+// disk cache is off for it; an entry: else it is corrupt and replaced). Safe
+// across processes: readers only ever open complete files, and concurrent
+// writers of one key write identical content.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "compile/artifact.hpp"
+#include "compile/disk_entry.hpp"
 #include "compile/request.hpp"
 
 namespace t4a::compile {
@@ -28,19 +31,18 @@ struct DiskConfig {
 // $XDG_CACHE_HOME/t4acuda (absolute paths only), else
 // $HOME/.cache/t4acuda, else disabled; T4A_CACHE_MAX_BYTES, else the
 // request's bound, else T4A_DEFAULT_DISK_CACHE_BYTES. The
-// T4A_COMPILE_NO_DISK_CACHE flag disables it.
+// T4A_COMPILE_NO_DISK_CACHE flag disables it, so do options that make
+// NVRTC read files (options_read_files: -I, -include, ...), and so does a
+// directory that
+// exists but is not owned by this user or is writable by group or others
+// (warned once per directory).
 DiskConfig disk_config(const Request &r);
 
-struct DiskEntry {
-  Target target;
-  std::string image, log;
-  std::vector<std::string> lowered;
-};
-
-enum class DiskRead { Miss, Hit, Corrupt };
-
-// Reads and verifies the entry of `key`. Corrupt: the file exists but is
-// truncated or fails a check; *why says which.
+// Reads and verifies the entry of `key`. Opened without following a link
+// and without blocking; only a regular file owned by this user, not
+// writable by group or others, and within c.max_bytes is read (R-HARD-6).
+// Corrupt: the file exists but is none of that, is truncated or fails a
+// check; *why says which (the caller compiles again and replaces it).
 DiskRead disk_read(const DiskConfig &c, const Digest &key, DiskEntry *out,
                    std::string *why);
 

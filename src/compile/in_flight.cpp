@@ -1,6 +1,7 @@
 #include "compile/in_flight.hpp"
 
 #include <new>
+#include "core/log.hpp"
 
 namespace t4a::compile {
 
@@ -27,12 +28,15 @@ void InFlight::end(const Digest &key) {
 }
 
 void InFlight::Lead::start(const Digest &key) {
+  core::log_defer_begin();
   key_ = key;
   held_ = true;
 }
 
 InFlight::Lead::~Lead() {
-  if (held_) InFlight::instance().end(key_);
+  if (!held_) return;
+  InFlight::instance().end(key_);
+  core::log_defer_end(); // delivered now that no thread waits on this one
 }
 
 void InFlight::at_fork(core::ForkPhase phase) {

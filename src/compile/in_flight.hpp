@@ -30,7 +30,10 @@ public:
   // that do not exist there and gets a fresh condition variable.
   void at_fork(core::ForkPhase phase);
 
-  // Ends a lead: wakes the threads waiting for the key.
+  // Ends a lead: wakes the threads waiting for the key. While held, what
+  // the thread logs is deferred (core::LogDefer) and delivered after the
+  // lead ends: a log callback compiling another thread's key while this
+  // thread leads a key that thread waits for would hang both.
   class Lead {
   public:
     Lead() = default;

@@ -20,45 +20,43 @@ MemoryCache &MemoryCache::instance() {
 }
 
 uint64_t MemoryCache::lookup(const Digest &key) {
+  core::Registry &reg = core::Registry::instance();
   std::lock_guard<std::mutex> lock(mu_);
   auto it = index_.find(key_string(key));
   if (it == index_.end()) return 0;
-  uint64_t id = it->second->id;
-  if (core::Registry::instance().retain(id, core::Kind::Artifact) !=
-      core::HandleCheck::Ok) {
-    bytes_ -= it->second->bytes;
-    lru_.erase(it->second);
-    index_.erase(it);
-    return 0;
-  }
+  Entry &e = *it->second;
+  // The id still names this artifact while any handle reference is left
+  // (a freed slot's generation changes, so a stale id never matches).
+  // Otherwise the artifact gets a new handle. The registry's lock is a
+  // leaf; no user code runs here.
+  if (reg.retain(e.id, core::Kind::Artifact) != core::HandleCheck::Ok)
+    e.id = reg.insert(core::Ref<core::Object>(e.artifact.get()));
   lru_.splice(lru_.begin(), lru_, it->second);
-  return id;
+  return e.id;
 }
 
-void MemoryCache::insert(const Digest &key, uint64_t id, uint64_t bytes) {
-  std::vector<core::Ref<core::Object>> dropped; // destroyed after unlock
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::string k = key_string(key);
-    if (index_.count(k) != 0) return;
-    if (core::Registry::instance().retain(id, core::Kind::Artifact) !=
-        core::HandleCheck::Ok)
-      return;
-    lru_.push_front(Entry{k, id, bytes});
+void MemoryCache::insert(const Digest &key, const core::Ref<Artifact> &artifact,
+                         uint64_t id, uint64_t bytes) {
+  std::vector<core::Ref<Artifact>> dropped; // destroyed after unlock
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string k = key_string(key);
+  if (index_.count(k) != 0) return;
+  lru_.push_front(Entry{k, artifact, id, bytes});
+  try {
     index_[k] = lru_.begin();
-    bytes_ += bytes;
-    while (lru_.size() > 1 && (lru_.size() > T4A_MEMORY_CACHE_ENTRIES ||
-                               bytes_ > T4A_MEMORY_CACHE_BYTES)) {
-      Entry &victim = lru_.back();
-      core::Ref<core::Object> removed;
-      (void)core::Registry::instance().release(victim.id, core::Kind::Artifact,
-                                               &removed);
-      dropped.push_back(std::move(removed));
-      bytes_ -= victim.bytes;
-      index_.erase(victim.key);
-      lru_.pop_back();
-      compile_stats().memory_evictions.add();
-    }
+  } catch (...) {
+    lru_.pop_front();
+    throw;
+  }
+  bytes_ += bytes;
+  while (lru_.size() > 1 && (lru_.size() > T4A_MEMORY_CACHE_ENTRIES ||
+                             bytes_ > T4A_MEMORY_CACHE_BYTES)) {
+    Entry &victim = lru_.back();
+    dropped.push_back(std::move(victim.artifact));
+    bytes_ -= victim.bytes;
+    index_.erase(victim.key);
+    lru_.pop_back();
+    compile_stats().memory_evictions.add();
   }
 }
 

@@ -1,7 +1,11 @@
 // The process-wide in-memory artifact cache (R-CMP-3): LRU, bounded by
-// entries and bytes. It holds one handle reference per cached artifact
-// (a registry retain), so a hit hands out the same handle id, retained.
-// Created on first use, never destroyed.
+// entries and bytes. It holds its own object reference to each cached
+// artifact (a Ref<Artifact>), separate from the handle references of the
+// callers (R-HARD-8): a caller's release, one too many included, never
+// drops what the cache holds, so one release too many is INVALID_HANDLE.
+// A hit hands out the cached handle id, retained, while it is live; once
+// its callers released it, a new handle for the same artifact. Created on
+// first use, never destroyed.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +14,10 @@
 #include <string>
 #include <unordered_map>
 
+#include "compile/artifact.hpp"
 #include "compile/sha256.hpp"
 #include "core/fork.hpp"
+#include "core/object.hpp"
 
 namespace t4a::compile {
 
@@ -19,15 +25,17 @@ class MemoryCache {
 public:
   static MemoryCache &instance();
 
-  // On a hit: retains the cached handle for the caller, moves the entry to
-  // the front and returns its id; 0 on a miss. An entry whose handle can
-  // no longer be retained (the caller released the cache's reference by
-  // one release too many) is dropped and counts as a miss.
+  // On a hit: a handle reference for the caller (the cached id retained,
+  // or a new handle registered for the cached artifact when every handle
+  // reference to it was released), the entry moved to the front; returns
+  // the id, 0 on a miss.
   uint64_t lookup(const Digest &key);
-  // Caches `id` (retaining it for the cache) unless the key is already
-  // cached; then evicts from the back until within both bounds (the new
-  // entry is never evicted by its own insertion).
-  void insert(const Digest &key, uint64_t id, uint64_t bytes);
+  // Caches `artifact` (a reference of the cache's own) with `id`, the
+  // handle its compile returned, unless the key is already cached; then
+  // evicts from the back until within both bounds (the new entry is never
+  // evicted by its own insertion).
+  void insert(const Digest &key, const core::Ref<Artifact> &artifact,
+              uint64_t id, uint64_t bytes);
   // Fork safety (core/fork.hpp): prepare takes the lock; both sides
   // release it.
   void at_fork(core::ForkPhase phase);
@@ -35,7 +43,8 @@ public:
 private:
   struct Entry {
     std::string key;
-    uint64_t id;
+    core::Ref<Artifact> artifact; // the cache's own reference
+    uint64_t id;                  // the last handle handed out for it
     uint64_t bytes;
   };
   std::mutex mu_;

@@ -181,6 +181,16 @@ bool arch_from_options(const std::vector<std::string> &options, uint32_t output,
   return false;
 }
 
+bool options_read_files(const std::vector<std::string> &options) {
+  static const char *const k_prefixes[] = {"-I",       "--include-path",
+                                           "-isystem", "--system-include",
+                                           "-include", "--pre-include"};
+  for (const std::string &o : options)
+    for (const char *p : k_prefixes)
+      if (o.compare(0, std::strlen(p), p) == 0) return true;
+  return false;
+}
+
 Digest identity_key(const Request &r, const Target &target, int nvrtc_major,
                     int nvrtc_minor) {
   static const char k_tag[] = "t4acuda compile key v1";

@@ -39,6 +39,14 @@ t4a_status read_request(const t4a_compile_request *in, Request *out);
 bool arch_from_options(const std::vector<std::string> &options, uint32_t output,
                        Target *target);
 
+// True when the options make NVRTC read files from the file system: an
+// include path ("-I", "--include-path", "-isystem", "--system-include",
+// with the value attached or as the next option) or a pre-included file
+// ("-include", "--pre-include"). Such a compile's result depends on files
+// the identity key does not cover, so it is never cached on disk (R-HARD-6,
+// issue 8 item 8).
+bool options_read_files(const std::vector<std::string> &options);
+
 // SHA-256 over a version tag, the NVRTC version, the requested output, the
 // selected target, and every input, each field length-prefixed so that no
 // two different requests give the same byte stream.

@@ -73,6 +73,9 @@ void Sha256::block(const uint8_t *p) {
 }
 
 void Sha256::update(const void *data, size_t bytes) {
+  // Nothing to add; `data` may then be NULL (an empty vector's data()),
+  // which memcpy must never be given, even for 0 bytes (issue 8, item 9).
+  if (bytes == 0) return;
   const uint8_t *p = static_cast<const uint8_t *>(data);
   total_ += bytes;
   if (used_ > 0) {

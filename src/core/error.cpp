@@ -65,6 +65,10 @@ void clear_last_error() {
   if (tl_record != nullptr) *tl_record = LastError{};
 }
 
+void restore_last_error(LastError saved) {
+  if (tl_record != nullptr) *tl_record = std::move(saved);
+}
+
 void set_compile_log(std::string log) {
   if (LastError *rec = record()) rec->compile_log.swap(log);
 }

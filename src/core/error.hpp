@@ -31,6 +31,9 @@ struct LastError {
 const LastError &last_error();
 // Clears the calling thread's record (its compile log too).
 void clear_last_error();
+// Puts back a record saved with last_error() (after running a log callback
+// that may have recorded failures of its own).
+void restore_last_error(LastError saved);
 // Keeps the complete log of a failed compile in the thread's record.
 void set_compile_log(std::string log);
 

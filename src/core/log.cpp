@@ -18,12 +18,22 @@ namespace t4a::core {
 
 namespace {
 
+// T4A_LOG, when set to a known level name, overrides `fallback`. An
+// unknown value is not silently ignored: it is reported once per process
+// on stderr (the sink may not exist yet), naming the accepted values.
 int32_t level_from_env(int32_t fallback) {
   const char *v = std::getenv("T4A_LOG");
   if (v == nullptr) return fallback;
   static const char *const names[] = {"off", "error", "warn", "info", "debug"};
   for (int32_t i = 0; i < 5; ++i)
     if (std::strcmp(v, names[i]) == 0) return i;
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true, std::memory_order_relaxed))
+    std::fprintf(stderr,
+                 "t4acuda warn: T4A_LOG='%.64s' is not a log level (accepted: "
+                 "off, error, warn, info, debug); ignored, the level stays "
+                 "'%s'\n",
+                 v, fallback >= 0 && fallback < 5 ? names[fallback] : "warn");
   return fallback;
 }
 
@@ -64,7 +74,15 @@ __attribute__((noinline)) void deliver_deferred() {
   std::unique_ptr<std::vector<std::pair<int32_t, std::string>>> pending(
       tl_deferred);
   tl_deferred = nullptr;
+  // A callback may call a failing t4acuda function on this thread: the
+  // failure that the deferring code recorded stays the thread's last error.
+  LastError saved;
+  try {
+    saved = last_error();
+  } catch (...) { // out of host memory: deliver anyway, the record may change
+  }
   for (auto &[level, message] : *pending) deliver(level, message.c_str());
+  restore_last_error(std::move(saved));
 }
 } // namespace detail
 

@@ -1,6 +1,9 @@
 // Logging: one sink (a user callback or the default stderr writer) and a
-// level threshold; T4A_LOG overrides the threshold. The sink is called with
-// no internal lock held.
+// level threshold; T4A_LOG overrides the threshold (an unknown value is
+// reported once on stderr and ignored). The sink is called with no internal
+// lock, call_once or compile lead held: code that logs while holding
+// something another thread (or a callback calling back in) could wait on
+// does so inside a LogDefer scope.
 #pragma once
 
 #include <cstdint>
@@ -21,10 +24,12 @@ void logf(int32_t level, const char *fmt, ...)
     ;
 t4a_status set_log_callback(t4a_log_fn fn, void *user, int32_t max_level);
 
-// While a thread holds a runtime's admission lock, what it logs is kept
-// and delivered when it releases its last such lock, so that no log
-// callback ever runs with an internal lock held (R-ABI-8). Inline: every
-// admission runs both.
+// While a thread is inside a deferral scope (a runtime's admission lock, a
+// LogDefer: a mutex, call_once or compile lead held), what it logs is kept
+// and delivered when it leaves its outermost scope, so that no log
+// callback ever runs with an internal lock held (R-ABI-8). Delivery keeps
+// the thread's last error as it was (a callback may call a failing
+// t4acuda function). Inline: every admission runs both.
 namespace detail {
 using DeferredLog = std::vector<std::pair<int32_t, std::string>>;
 // Admission locks this thread holds (initial-exec: read without a
@@ -40,5 +45,16 @@ inline void log_defer_end() {
   if (--detail::tl_defer_depth > 0 || detail::tl_deferred == nullptr) return;
   detail::deliver_deferred();
 }
+
+// RAII form of log_defer_begin/log_defer_end: declare it before taking
+// the lock (call_once, compile lead) so that it is destroyed after the
+// lock is released, and the logs are delivered then.
+class LogDefer {
+public:
+  LogDefer() { log_defer_begin(); }
+  ~LogDefer() { log_defer_end(); }
+  LogDefer(const LogDefer &) = delete;
+  LogDefer &operator=(const LogDefer &) = delete;
+};
 
 } // namespace t4a::core

@@ -58,7 +58,10 @@ using GetProcAddress = CUresult (*)(const char *, void **, int, cuuint64_t,
 void do_load(State &s) {
   LoadedLibrary lib = load_first(driver_candidates());
   if (lib.handle == nullptr) {
-    s.reason = "no CUDA driver library could be loaded: " + lib.failure;
+    s.reason = "no CUDA driver library could be loaded: " + lib.failure +
+               ". Install the NVIDIA driver (it provides libcuda.so.1), or "
+               "set T4A_CUDA_DRIVER_PATH to the full path of its "
+               "libcuda.so.1";
     return;
   }
   auto gpa = reinterpret_cast<GetProcAddress>(

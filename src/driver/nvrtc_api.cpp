@@ -56,7 +56,10 @@ NvrtcState do_load() {
   NvrtcState s;
   LoadedLibrary lib = load_first(nvrtc_candidates());
   if (lib.handle == nullptr) {
-    s.reason = "no NVRTC library could be loaded: " + lib.failure;
+    s.reason = "no NVRTC library could be loaded: " + lib.failure +
+               ". Install the CUDA toolkit's NVRTC (12 or 13), or set "
+               "CUDA_HOME to the toolkit or T4A_NVRTC_PATH to the full path "
+               "of libnvrtc.so";
     return s;
   }
   void **slots[] = {

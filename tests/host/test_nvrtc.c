@@ -3,7 +3,9 @@
  * ctest in two modes:
  *   default  NVRTC is found (12 or newer);
  *   missing  T4A_NVRTC_PATH names a file that does not exist: NO_COMPILER
- *            naming that path.
+ *            naming that path;
+ *   bad_log_level  T4A_LOG names no level: warned once on stderr, naming
+ *            the accepted values, and the level stays as set (issue 8).
  * Both run with T4A_CUDA_DRIVER_PATH pointing nowhere, so they also show
  * that NVRTC does not depend on the driver.
  * SPDX-License-Identifier: MIT OR Apache-2.0
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "host_support.h"
 #include "t4acuda.h"
@@ -61,9 +64,19 @@ static void test_found(void **state) {
   assert_int_equal(t4a_nvrtc_version(&major2, &minor2), T4A_SUCCESS);
   assert_int_equal(major2, major);
   assert_int_equal(minor2, minor);
-  /* ...while there is no driver at all. */
+  /* ...while there is no driver at all. The message names every path
+   * tried and says what to do (issue 8). */
   assert_int_equal(t4a_driver_version(&driver), T4A_ERROR_NO_DRIVER);
   assert_int_equal(driver, SENTINEL32);
+  {
+    char message[2048];
+    assert_int_equal(t4a_last_error_message(message, sizeof message, NULL),
+                     T4A_SUCCESS);
+    if (!t4a_test_contains(message, "/nonexistent/libcuda.so.1") ||
+        !t4a_test_contains(message, "Install the NVIDIA driver") ||
+        !t4a_test_contains(message, "set T4A_CUDA_DRIVER_PATH"))
+      fail_msg("no-driver message \"%s\" does not say what to do", message);
+  }
   print_message("NVRTC %d.%d\n", major, minor);
 }
 
@@ -89,7 +102,61 @@ static void test_missing(void **state) {
   if (!t4a_test_contains(message, MISSING_PATH))
     fail_msg("message \"%s\" does not name " MISSING_PATH, message);
   assert_true(t4a_test_contains(message, "T4A_NVRTC_PATH"));
+  /* It says what to do (issue 8). */
+  if (!t4a_test_contains(message, "Install the CUDA toolkit's NVRTC"))
+    fail_msg("message \"%s\" does not say what to do", message);
   assert_string_equal(again, message);
+}
+
+/* ---- T4A_LOG with an unknown value (issue 8) ---------------------------- */
+
+static int g_info_seen;
+
+static void count_info(void *user, int32_t level, const char *message) {
+  (void)user;
+  (void)message;
+  if (level == T4A_LOG_INFO) ++g_info_seen;
+}
+
+static void test_bad_log_level(void **state) {
+  char path[] = "/tmp/t4a-test-nvrtc-stderr-XXXXXX";
+  char text[4096];
+  const char *p;
+  int fd = mkstemp(path), saved = dup(2), count = 0;
+  size_t n;
+  FILE *f;
+  t4a_compile_request r = T4A_COMPILE_REQUEST_INIT;
+  t4a_artifact a = {0};
+  (void)state;
+  assert_true(fd >= 0 && saved >= 0);
+  assert_int_equal(unlink(path), 0);
+  fflush(stderr);
+  assert_true(dup2(fd, 2) >= 0);
+  /* Read at the first use of logging and at every callback change. */
+  assert_int_equal(t4a_set_log_callback(NULL, NULL, T4A_LOG_WARN), T4A_SUCCESS);
+  assert_int_equal(t4a_set_log_callback(count_info, NULL, T4A_LOG_INFO),
+                   T4A_SUCCESS);
+  fflush(stderr);
+  assert_true(dup2(saved, 2) >= 0);
+  close(saved);
+  f = fdopen(fd, "r");
+  assert_non_null(f);
+  rewind(f);
+  n = fread(text, 1, sizeof text - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  for (p = text; (p = strstr(p, "T4A_LOG='verbose'")) != NULL; ++p) ++count;
+  if (count != 1 || !t4a_test_contains(text, "off, error, warn, info, debug"))
+    fail_msg("expected one warning naming the accepted levels; stderr: %s",
+             text);
+  /* The level stays the one set: an INFO log reaches the callback. */
+  r.source = "extern \"C\" __global__ void k() {}";
+  r.cc_major = 9;
+  r.flags = T4A_COMPILE_NO_DISK_CACHE | T4A_COMPILE_NO_MEMORY_CACHE;
+  assert_int_equal(t4a_compile(&r, &a), T4A_SUCCESS);
+  assert_int_equal(t4a_artifact_release(a), T4A_SUCCESS);
+  assert_int_equal(t4a_set_log_callback(NULL, NULL, T4A_LOG_WARN), T4A_SUCCESS);
+  assert_true(g_info_seen >= 1);
 }
 
 int main(int argc, char **argv) {
@@ -100,6 +167,9 @@ int main(int argc, char **argv) {
   const struct CMUnitTest missing[] = {
       cmocka_unit_test(test_null_arguments),
       cmocka_unit_test(test_missing),
+  };
+  const struct CMUnitTest bad_log_level[] = {
+      cmocka_unit_test(test_bad_log_level),
   };
   const char *nvrtc = getenv("T4A_NVRTC_PATH");
   setenv("T4A_CUDA_DRIVER_PATH", "/nonexistent/libcuda.so.1", 1);
@@ -112,6 +182,11 @@ int main(int argc, char **argv) {
     }
     return cmocka_run_group_tests_name("nvrtc_missing", missing, NULL, NULL);
   }
-  fprintf(stderr, "usage: %s default|missing\n", argv[0]);
+  if (argc == 2 && strcmp(argv[1], "bad_log_level") == 0) {
+    setenv("T4A_LOG", "verbose", 1);
+    return cmocka_run_group_tests_name("nvrtc_bad_log_level", bad_log_level,
+                                       NULL, NULL);
+  }
+  fprintf(stderr, "usage: %s default|missing|bad_log_level\n", argv[0]);
   return 1;
 }

@@ -1,0 +1,118 @@
+#include "compile/disk_entry.hpp"
+
+#include <cstring>
+
+#include "t4acuda.h"
+
+namespace t4a::compile {
+
+namespace {
+
+constexpr char k_magic[8] = {'T', '4', 'A', 'C', 'A', 'C', 'H', 'E'};
+constexpr uint32_t k_format = 1;
+constexpr size_t k_header = k_disk_entry_header;
+
+void put32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+void put64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint32_t get32(const uint8_t *p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = v << 8 | p[i];
+  return v;
+}
+uint64_t get64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
+  return v;
+}
+
+} // namespace
+
+EncodedEntry disk_entry_encode(const Digest &key, Target target,
+                               const std::string &image, const std::string &log,
+                               const std::vector<std::string> &lowered) {
+  EncodedEntry e;
+  for (const std::string &s : lowered) {
+    size_t at = e.names.size();
+    e.names.resize(at + 4 + s.size());
+    put32(e.names.data() + at, static_cast<uint32_t>(s.size()));
+    if (!s.empty()) std::memcpy(e.names.data() + at + 4, s.data(), s.size());
+  }
+  // Sha256::update takes (NULL, 0): an empty name list (issue 8, item 9).
+  Sha256 sum;
+  sum.update(image.data(), image.size());
+  sum.update(log.data(), log.size());
+  sum.update(e.names.data(), e.names.size());
+  Digest checksum = sum.finish();
+  uint8_t *h = e.header.data();
+  std::memcpy(h, k_magic, sizeof k_magic);
+  put32(h + 8, k_format);
+  put32(h + 12, k_header);
+  std::memcpy(h + 16, key.data(), key.size());
+  put32(h + 48, target.output);
+  put32(h + 52, static_cast<uint32_t>(target.arch));
+  put32(h + 56, static_cast<uint32_t>(lowered.size()));
+  put64(h + 64, image.size());
+  put64(h + 72, log.size());
+  put64(h + 80, e.names.size());
+  std::memcpy(h + 88, checksum.data(), checksum.size());
+  e.total_bytes = k_header + image.size() + log.size() + e.names.size();
+  return e;
+}
+
+DiskRead disk_entry_parse(const uint8_t *data, size_t size, const Digest &key,
+                          DiskEntry *out, const char **why) {
+  auto corrupt = [&](const char *what) {
+    *why = what;
+    return DiskRead::Corrupt;
+  };
+  if (size < k_header) return corrupt("truncated header");
+  const uint8_t *h = data;
+  if (std::memcmp(h, k_magic, sizeof k_magic) != 0) return corrupt("bad magic");
+  if (get32(h + 8) != k_format) return corrupt("unknown format version");
+  if (get32(h + 12) != k_header) return corrupt("bad header size");
+  if (get32(h + 60) != 0 || get64(h + 120) != 0)
+    return corrupt("reserved header bytes are not zero");
+  if (std::memcmp(h + 16, key.data(), key.size()) != 0)
+    return corrupt("key differs from the file name's");
+  uint64_t image = get64(h + 64), log = get64(h + 72), names = get64(h + 80);
+  uint64_t payload = size - k_header;
+  if (image > payload || log > payload - image ||
+      names != payload - image - log)
+    return corrupt("section sizes do not match the file size (truncated?)");
+  const uint8_t *p = h + k_header;
+  Digest sum = Sha256::of(p, payload);
+  if (std::memcmp(sum.data(), h + 88, sum.size()) != 0)
+    return corrupt("payload checksum mismatch");
+  uint32_t output = get32(h + 48);
+  if (output != T4A_COMPILE_CUBIN && output != T4A_COMPILE_PTX)
+    return corrupt("bad output kind");
+  if (image == 0) return corrupt("empty image");
+  DiskEntry e;
+  e.target.output = output;
+  e.target.arch = static_cast<int>(get32(h + 52));
+  e.image.assign(reinterpret_cast<const char *>(p), image);
+  e.log.assign(reinterpret_cast<const char *>(p + image), log);
+  const uint8_t *q = p + image + log, *end = q + names;
+  uint32_t count = get32(h + 56);
+  // Each name takes at least its 4-byte length: a count that cannot fit is
+  // refused before anything is reserved for it.
+  if (count > names / 4) return corrupt("lowered names truncated");
+  for (uint32_t i = 0; i < count; ++i) {
+    if (end - q < 4) return corrupt("lowered names truncated");
+    uint32_t n = get32(q);
+    q += 4;
+    if (static_cast<uint64_t>(end - q) < n)
+      return corrupt("lowered names truncated");
+    e.lowered.emplace_back(reinterpret_cast<const char *>(q), n);
+    q += n;
+  }
+  if (q != end) return corrupt("trailing bytes after the lowered names");
+  *out = std::move(e);
+  return DiskRead::Hit;
+}
+
+} // namespace t4a::compile
