@@ -96,7 +96,10 @@
  * @section structs Extensible structs
  * Every struct passed in or out begins with `uint32_t struct_size`, set by
  * the struct's `T4A_<NAME>_INIT` macro together with the defaults. A smaller
- * (older) size is accepted and the missing fields take their defaults; a
+ * (older) size is accepted and the missing fields take their defaults; it
+ * must end where a field begins (the size of an older version of the
+ * struct), or #T4A_ERROR_INVALID_ARGUMENT: a size ending inside a field
+ * (half of a pointer) is never read. A
  * larger (newer) size is accepted only when the unknown tail is all zero
  * bytes, otherwise #T4A_ERROR_VERSION_MISMATCH. Output structs are filled up
  * to the smaller of the caller's and the library's size.

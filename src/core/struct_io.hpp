@@ -1,6 +1,9 @@
 // struct_size rules for every struct crossing the C boundary (R-ABI-5).
-//   input:  size < 4 -> INVALID_ARGUMENT; size <= ours -> the fields it
-//           covers are taken, the rest keep their defaults; size > ours ->
+//   input:  size < 4 -> INVALID_ARGUMENT; size < ours -> the size must end
+//           where a field of ours begins (an older version of a struct
+//           never ends inside a field: a size that would take half of a
+//           pointer is INVALID_ARGUMENT), the fields it covers are taken,
+//           the rest keep their defaults; size > ours ->
 //           accepted only when the unknown tail is all zero bytes, else
 //           VERSION_MISMATCH.
 //   output: filled up to min(caller's size, ours); struct_size untouched.
@@ -11,8 +14,62 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "t4acuda.h"
 
 namespace t4a::core {
+
+// Where each field of an input struct begins, after struct_size: the sizes
+// smaller than ours that a caller built against an older header can pass.
+// Every struct read with copy_struct/read_struct has an entry; a struct
+// without one does not compile.
+template <class T> struct FieldStarts;
+#define T4A_FIELD_STARTS(T, ...)                                               \
+  template <> struct FieldStarts<T> {                                          \
+    static constexpr size_t at[] = {__VA_ARGS__};                              \
+  }
+#define T4A_AT(T, f) offsetof(T, f)
+T4A_FIELD_STARTS(t4a_runtime_options,
+                 T4A_AT(t4a_runtime_options, device_ordinal),
+                 T4A_AT(t4a_runtime_options, pool_release_threshold),
+                 T4A_AT(t4a_runtime_options, staging_bytes),
+                 T4A_AT(t4a_runtime_options, staging_chunk_bytes),
+                 T4A_AT(t4a_runtime_options, staging_threads),
+                 T4A_AT(t4a_runtime_options, reserved0),
+                 T4A_AT(t4a_runtime_options, module_cache_entries),
+                 T4A_AT(t4a_runtime_options, reserved1),
+                 T4A_AT(t4a_runtime_options, module_cache_bytes));
+T4A_FIELD_STARTS(t4a_compile_request, T4A_AT(t4a_compile_request, output),
+                 T4A_AT(t4a_compile_request, source),
+                 T4A_AT(t4a_compile_request, program_name),
+                 T4A_AT(t4a_compile_request, header_names),
+                 T4A_AT(t4a_compile_request, header_sources),
+                 T4A_AT(t4a_compile_request, header_count),
+                 T4A_AT(t4a_compile_request, option_count),
+                 T4A_AT(t4a_compile_request, options),
+                 T4A_AT(t4a_compile_request, name_expressions),
+                 T4A_AT(t4a_compile_request, name_expression_count),
+                 T4A_AT(t4a_compile_request, cc_major),
+                 T4A_AT(t4a_compile_request, cc_minor),
+                 T4A_AT(t4a_compile_request, flags),
+                 T4A_AT(t4a_compile_request, runtime),
+                 T4A_AT(t4a_compile_request, disk_cache_max_bytes),
+                 T4A_AT(t4a_compile_request, cache_dir));
+T4A_FIELD_STARTS(t4a_launch_desc, T4A_AT(t4a_launch_desc, flags),
+                 T4A_AT(t4a_launch_desc, kernel), T4A_AT(t4a_launch_desc, grid),
+                 T4A_AT(t4a_launch_desc, block),
+                 T4A_AT(t4a_launch_desc, dynamic_shared_bytes),
+                 T4A_AT(t4a_launch_desc, arg_count),
+                 T4A_AT(t4a_launch_desc, args));
+#undef T4A_AT
+#undef T4A_FIELD_STARTS
+
+// Whether `size` (4 <= size < sizeof(T)) ends where a field of T begins.
+template <class T> constexpr bool ends_at_field(uint32_t size) {
+  if (size == sizeof(uint32_t)) return true; // struct_size alone
+  for (size_t start : FieldStarts<T>::at)
+    if (start == size) return true;
+  return false;
+}
 
 // What is wrong with an input struct (status SUCCESS: nothing), found
 // without recording anything, so that a caller can report other arguments
@@ -34,7 +91,8 @@ template <class T> StructFault copy_struct(const T *in, T *out) {
   StructFault f;
   uint32_t size = in->struct_size;
   f.size = size;
-  if (size < sizeof(uint32_t)) {
+  if (size < sizeof(uint32_t) ||
+      (size < sizeof(T) && !ends_at_field<T>(size))) {
     f.status = T4A_ERROR_INVALID_ARGUMENT;
     return f;
   }

@@ -86,6 +86,36 @@ static void test_input_size_too_small(void **state) {
   }
 }
 
+/* A smaller struct_size must be an older version's size: one that ends
+ * inside a field (half of a pointer) is refused before anything reads the
+ * field. Before the rule, t4a_compile read the half pointer and crashed
+ * (found by the compile-request fuzz target). */
+static void test_input_size_inside_field(void **state) {
+  (void)state;
+  t4a_compile_request r = T4A_COMPILE_REQUEST_INIT;
+  t4a_artifact art = {SENTINEL_ID};
+  r.source = "extern \"C\" __global__ void k() {}";
+  r.cc_major = 9;
+  r.struct_size = (uint32_t)(offsetof(t4a_compile_request, source) + 4);
+  assert_int_equal(t4a_compile(&r, &art), T4A_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(art.id, SENTINEL_ID);
+  expect_last_error(T4A_ERROR_INVALID_ARGUMENT, "t4a_compile",
+                    "ends inside a field");
+
+  t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
+  t4a_runtime rt = {SENTINEL_ID};
+  o.struct_size = (uint32_t)(offsetof(t4a_runtime_options, device_ordinal) + 2);
+  assert_int_equal(t4a_runtime_create(&o, &rt), T4A_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(rt.id, SENTINEL_ID);
+  expect_last_error(T4A_ERROR_INVALID_ARGUMENT, "t4a_runtime_create",
+                    "options->struct_size");
+  o.struct_size =
+      (uint32_t)(offsetof(t4a_runtime_options, pool_release_threshold) + 4);
+  assert_int_equal(t4a_runtime_create(&o, &rt), T4A_ERROR_INVALID_ARGUMENT);
+  expect_last_error(T4A_ERROR_INVALID_ARGUMENT, "t4a_runtime_create",
+                    "ends inside a field");
+}
+
 static void test_null_out_param(void **state) {
   t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
   (void)state;
@@ -475,6 +505,7 @@ static void test_runtime_stats_layout(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_input_size_too_small),
+      cmocka_unit_test(test_input_size_inside_field),
       cmocka_unit_test(test_null_out_param),
       cmocka_unit_test(test_input_larger_nonzero_tail),
       cmocka_unit_test(test_input_bytes_beyond_size_ignored),
