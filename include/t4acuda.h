@@ -723,12 +723,17 @@ typedef struct t4a_runtime_stats {
   uint64_t leaked_modules;
   /** completions recorded (t4a_runtime_record()). @since 0.1.0 */
   uint64_t completions_recorded;
+  /** keepalives in the runtime's open completion epoch now (bounded: the
+   *  epoch is sealed when it reaches its limit). @since 0.1.0 */
+  uint64_t open_epoch_items;
+  /** sealed completion epochs not yet retired now. @since 0.1.0 */
+  uint64_t sealed_epochs;
 } t4a_runtime_stats;
 
 /** Initializer for ::t4a_runtime_stats. */
 #define T4A_RUNTIME_STATS_INIT                                                 \
   {sizeof(t4a_runtime_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
-   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /**
  * @brief Reads a runtime's counters.
