@@ -44,7 +44,7 @@ _Static_assert(offsetof(t4a_runtime_options, module_cache_entries) == 40,
                "the module cache fields are appended");
 _Static_assert(offsetof(t4a_runtime_options, staging_bytes) == 16,
                "the 0.1.0 foundation fields come first, unchanged");
-_Static_assert(sizeof(t4a_runtime_stats) == 4 + 4 + 26 * 8,
+_Static_assert(sizeof(t4a_runtime_stats) == 4 + 4 + 28 * 8,
                "t4a_runtime_stats has no padding");
 _Static_assert(offsetof(t4a_runtime_stats, trims) == 16,
                "the 0.1.0 foundation counters come first, unchanged");
