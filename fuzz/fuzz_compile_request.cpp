@@ -90,7 +90,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t choice = r.get<uint8_t>();
   // A struct_size some caller could have: 0..3 (too small), the end of
   // any field (an older version), sizeof, or larger (a newer version with
-  // a tail). A size cutting a pointer in half is no caller's.
+  // a tail); and any size below ours (one ending inside a field, half a
+  // pointer, must be refused before anything reads the field).
   static const uint32_t k_sizes[] = {
       0,
       1,
@@ -114,6 +115,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       (choice & 1u) != 0
           ? k_sizes[r.get<uint8_t>() % (sizeof k_sizes / sizeof k_sizes[0])]
           : static_cast<uint32_t>(sizeof q);
+  if ((choice & 0xC0u) == 0xC0u)
+    q.struct_size = r.get<uint8_t>() % static_cast<uint32_t>(sizeof q);
   q.source = (choice & 2u) != 0 ? nullptr : source.c_str();
   q.program_name = (choice & 4u) != 0 ? nullptr : name.c_str();
   q.cache_dir = (choice & 8u) != 0 ? nullptr : dir.c_str();
