@@ -1,0 +1,130 @@
+/*
+ * Host lane: cases found by the independent review of issue 8. One process
+ * per group (argv[1]):
+ *   source_dir  issue 8 item 8 (R-HARD-6): NVRTC adds the directory of the
+ *               program name to the include path (it is the "input file";
+ *               --no-source-include turns that off), so a quoted #include
+ *               without any -I option still reads a header from disk. The
+ *               identity key does not cover that header, so after the header
+ *               changed, a new process must not get the old image from the
+ *               disk cache.
+ * SPDX-License-Identifier: MIT OR Apache-2.0
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "t4acuda.h"
+#include "test_assert.h"
+
+static t4a_compile_stats stats_now(void) {
+  t4a_compile_stats s = T4A_COMPILE_STATS_INIT;
+  ASSERT_OK(t4a_compile_stats_get(&s));
+  return s;
+}
+
+/* A fresh, empty (mode 0700) directory under the build tree. */
+static void fresh_dir(char *dir, size_t capacity, const char *name) {
+  DIR *d;
+  struct dirent *e;
+  char path[1600];
+  snprintf(path, sizeof path, "%s/review", T4A_TEST_BINARY_DIR);
+  (void)mkdir(path, 0700);
+  snprintf(dir, capacity, "%s/review/%s-%ld", T4A_TEST_BINARY_DIR, name,
+           (long)getpid());
+  (void)mkdir(dir, 0700);
+  assert_int_equal(chmod(dir, 0700), 0);
+  d = opendir(dir);
+  assert_non_null(d);
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    (void)unlink(path);
+  }
+  closedir(d);
+}
+
+static void write_header(const char *path, int value) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "#define VALUE %d\n", value);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* PTX of a kernel storing VALUE from "value.h" (no option at all), the
+ * program named `program_name`; fails unless the image stores `value`. */
+static void compile_expect(const char *program_name, int value) {
+  char text[64];
+  t4a_compile_request r = T4A_COMPILE_REQUEST_INIT;
+  t4a_artifact a = {0};
+  size_t bytes = 0;
+  char *image;
+  r.source = "#include \"value.h\"\n"
+             "extern \"C\" __global__ void store(int *p) { *p = VALUE; }\n";
+  r.program_name = program_name;
+  r.output = T4A_COMPILE_PTX;
+  r.cc_major = 9;
+  /* as a new process would: the memory cache is bypassed */
+  r.flags = T4A_COMPILE_NO_MEMORY_CACHE;
+  ASSERT_OK(t4a_compile(&r, &a));
+  ASSERT_OK(t4a_artifact_image(a, NULL, 0, &bytes));
+  image = calloc(1, bytes + 1);
+  assert_non_null(image);
+  ASSERT_OK(t4a_artifact_image(a, image, bytes, NULL));
+  snprintf(text, sizeof text, "%d", value);
+  if (getenv("REVIEW_DUMP")) fprintf(stderr, "%s\n", image);
+  if (strstr(image, text) == NULL)
+    fail_msg("the PTX does not store %d: a stale image from the disk cache "
+             "(the header next to the program name changed)",
+             value);
+  free(image);
+  ASSERT_OK(t4a_artifact_release(a));
+}
+
+static void test_header_next_to_program_name(void **state) {
+  char dir[1000], cache[1100], header[1100], program[1100];
+  int first = 515151 + (int)(getpid() % 1000);
+  t4a_compile_stats before, after;
+  (void)state;
+  fresh_dir(dir, sizeof dir, "srcdir");
+  snprintf(cache, sizeof cache, "%s-cache", dir);
+  (void)mkdir(cache, 0700);
+  assert_int_equal(chmod(cache, 0700), 0);
+  assert_int_equal(setenv("T4A_CACHE_DIR", cache, 1), 0);
+  snprintf(header, sizeof header, "%s/value.h", dir);
+  snprintf(program, sizeof program, "%s/kernel.cu", dir);
+  write_header(header, first);
+  before = stats_now();
+  compile_expect(program, first);
+  write_header(header, first + 1);
+  compile_expect(program, first + 1);
+  after = stats_now();
+  printf(
+      "disk hits %llu, disk writes %llu, nvrtc %llu\n",
+      (unsigned long long)(after.disk_hits - before.disk_hits),
+      (unsigned long long)(after.disk_writes - before.disk_writes),
+      (unsigned long long)(after.nvrtc_invocations - before.nvrtc_invocations));
+  assert_int_equal(after.disk_hits - before.disk_hits, 0);
+}
+
+int main(int argc, char **argv) {
+  const struct CMUnitTest source_dir[] = {
+      cmocka_unit_test(test_header_next_to_program_name),
+  };
+  if (argc == 2 && strcmp(argv[1], "source_dir") == 0)
+    return cmocka_run_group_tests(source_dir, NULL, NULL);
+  fprintf(stderr, "usage: %s source_dir\n", argv[0]);
+  return 2;
+}
