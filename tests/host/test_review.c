@@ -22,6 +22,15 @@
  *               (the handle is released) but device_free() records
  *               DEVICE_FAULT through fail_op (src/memory/buffer.cpp): the
  *               status and the last error disagree.
+ *   launch_frees_host  R-LAUNCH-3 / "no hidden host waits": a host buffer
+ *               released by its caller while the open epoch keeps it (after
+ *               t4a_buffer_upload_host) is freed with cuMemFreeHost when a
+ *               later seal retires its epoch, and that seal runs inside
+ *               t4a_launch (Epochs::seal polls the oldest epochs and drops
+ *               what retired, under admission). cuMemFreeHost (like
+ *               cuModuleUnload for a released module) may synchronize the
+ *               device; host_waits does not count it. The test shows the
+ *               call happening inside a launch.
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
 #define _POSIX_C_SOURCE 200809L
@@ -196,6 +205,48 @@ static void test_release_with_sticky_free(void **state) {
   (void)t4a_runtime_destroy(rt); /* broken: reports the fault and leaks */
 }
 
+#define MODULES 24
+
+static void test_launch_frees_host_buffer(void **state) {
+  t4a_runtime rt = {0};
+  t4a_module m[MODULES];
+  t4a_kernel k[MODULES];
+  t4a_buffer b = {0};
+  t4a_host_buffer hb = {0};
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  long i, freed_in = -1;
+  (void)state;
+  ASSERT_OK(t4a_runtime_create(NULL, &rt));
+  for (i = 0; i < MODULES; ++i) {
+    unsigned char image[16] = {9, (unsigned char)i};
+    ASSERT_OK(t4a_module_load_data(rt, image, sizeof image, &m[i]));
+    ASSERT_OK(t4a_kernel_get(m[i], "k", &k[i]));
+  }
+  ASSERT_OK(t4a_buffer_alloc(rt, 256, 0, &b));
+  ASSERT_OK(t4a_host_buffer_alloc(rt, 256, &hb));
+  ASSERT_OK(t4a_buffer_upload_host(rt, b, 0, hb, 0, 256));
+  ASSERT_OK(t4a_host_buffer_release(hb)); /* now only the epoch keeps it */
+  t4a_testing_count_calls(1);
+  for (i = 0; i < 8L * 256; ++i) {
+    d.kernel = k[i % MODULES];
+    ASSERT_OK(t4a_launch(rt, &d));
+    if (freed_in < 0 && t4a_testing_call_count("cuMemFreeHost") > 0)
+      freed_in = i;
+  }
+  t4a_testing_fault_reset();
+  if (freed_in >= 0)
+    fail_msg("cuMemFreeHost ran inside t4a_launch #%ld (a call that may "
+             "synchronize the device, on the warm launch path, not counted "
+             "as a host wait)",
+             freed_in);
+  for (i = 0; i < MODULES; ++i) {
+    ASSERT_OK(t4a_kernel_release(k[i]));
+    ASSERT_OK(t4a_module_release(m[i]));
+  }
+  ASSERT_OK(t4a_buffer_release(b));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest source_dir[] = {
       cmocka_unit_test(test_header_next_to_program_name),
@@ -211,6 +262,12 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_release_with_sticky_free),
     };
     return cmocka_run_group_tests(release_sticky, NULL, NULL);
+  }
+  if (argc == 2 && strcmp(argv[1], "launch_frees_host") == 0) {
+    const struct CMUnitTest launch_frees_host[] = {
+        cmocka_unit_test(test_launch_frees_host_buffer),
+    };
+    return cmocka_run_group_tests(launch_frees_host, NULL, NULL);
   }
   if (argc == 2 && strcmp(argv[1], "destroy_transient") == 0)
     return cmocka_run_group_tests(destroy_transient, NULL, NULL);
