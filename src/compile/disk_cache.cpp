@@ -236,9 +236,10 @@ DiskConfig disk_config(const Request &r) {
   // set-user-ID or set-group-ID process ignores these variables.
   DiskConfig c;
   if ((r.flags & T4A_COMPILE_NO_DISK_CACHE) != 0) return c;
-  // Headers found through include paths are not in the identity key: a
+  // Headers read from the file system (include paths, or a quoted include
+  // resolved next to the program name) are not in the identity key: a
   // changed header must not give a new process an old kernel.
-  if (options_read_files(r.options)) return c;
+  if (request_reads_files(r)) return c;
   if (const char *env = secure_getenv("T4A_CACHE_DIR")) {
     c.dir = env;
   } else if (r.has_cache_dir) {

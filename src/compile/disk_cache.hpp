@@ -17,6 +17,7 @@
 #include "compile/artifact.hpp"
 #include "compile/disk_entry.hpp"
 #include "compile/request.hpp"
+#include "core/fork.hpp"
 
 namespace t4a::compile {
 
@@ -32,7 +33,8 @@ struct DiskConfig {
 // $HOME/.cache/t4acuda, else disabled; T4A_CACHE_MAX_BYTES, else the
 // request's bound, else T4A_DEFAULT_DISK_CACHE_BYTES. The
 // T4A_COMPILE_NO_DISK_CACHE flag disables it, so do options that make
-// NVRTC read files (options_read_files: -I, -include, ...), and so does a
+// NVRTC read files (request_reads_files: -I, -include, ..., or an include
+// directive no given header satisfies), and so does a
 // directory that
 // exists but is not owned by this user or is writable by group or others
 // (warned once per directory).
@@ -60,5 +62,9 @@ bool disk_get_file(const DiskConfig &c, const std::string &name,
 
 // The entry file of a key (for diagnostics and tests).
 std::string disk_entry_path(const DiskConfig &c, const Digest &key);
+
+// The fork hook of the disk cache's lock (the set of directories reported
+// untrusted), called by capi/fork.cpp in its fixed order (core/fork.hpp).
+void disk_cache_at_fork(core::ForkPhase phase);
 
 } // namespace t4a::compile

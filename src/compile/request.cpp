@@ -1,5 +1,6 @@
 #include "compile/request.hpp"
 
+#include <cctype>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -188,6 +189,62 @@ bool options_read_files(const std::vector<std::string> &options) {
   for (const std::string &o : options)
     for (const char *p : k_prefixes)
       if (o.compare(0, std::strlen(p), p) == 0) return true;
+  return false;
+}
+
+namespace {
+
+bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
+// Whether `text` has an include directive (or __has_include) that the given
+// header names do not satisfy (see request_reads_files).
+bool includes_unknown_file(const std::string &text,
+                           const std::vector<std::string> &given) {
+  if (text.find("__has_include") != std::string::npos) return true;
+  for (size_t at = text.find("include"); at != std::string::npos;
+       at = text.find("include", at + 1)) {
+    // What precedes the word, blanks and line continuations skipped: a
+    // directive has '#'; a comment between them ("#/**/include") is taken
+    // as one too.
+    size_t b = at;
+    while (b > 0 &&
+           (is_blank(text[b - 1]) ||
+            (text[b - 1] == '\n' && b > 1 && text[b - 2] == '\\') ||
+            (text[b - 1] == '\\' && b < text.size() && text[b] == '\n')))
+      --b;
+    if (b == 0) continue;
+    if (text[b - 1] == '/' && b > 1 && text[b - 2] == '*') return true;
+    if (text[b - 1] != '#') continue;
+    size_t e = at + 7; // after "include"
+    if (text.compare(e, 5, "_next") == 0)
+      e += 5;
+    else if (e < text.size() &&
+             (std::isalnum(static_cast<unsigned char>(text[e])) != 0 ||
+              text[e] == '_'))
+      continue; // another word, e.g. "#includes" in a string
+    while (e < text.size() && is_blank(text[e])) ++e;
+    if (e >= text.size()) return true;
+    char open = text[e];
+    if (open != '"' && open != '<') return true; // a macro: unknown file
+    char close = open == '"' ? '"' : '>';
+    size_t end = text.find_first_of(std::string(1, close) + "\n", e + 1);
+    if (end == std::string::npos || text[end] != close) return true;
+    std::string name = text.substr(e + 1, end - e - 1);
+    bool known = false;
+    for (const std::string &g : given)
+      if (g == name) known = true;
+    if (!known && open == '"') return true;
+  }
+  return false;
+}
+
+} // namespace
+
+bool request_reads_files(const Request &r) {
+  if (options_read_files(r.options)) return true;
+  if (includes_unknown_file(r.source, r.header_names)) return true;
+  for (const std::string &h : r.header_sources)
+    if (includes_unknown_file(h, r.header_names)) return true;
   return false;
 }
 

@@ -47,6 +47,18 @@ bool arch_from_options(const std::vector<std::string> &options, uint32_t output,
 // issue 8 item 8).
 bool options_read_files(const std::vector<std::string> &options);
 
+// True when NVRTC may read files from the file system for this request: the
+// options say so (options_read_files), or the source or a given header has
+// an include directive that no given header satisfies. NVRTC resolves a
+// quoted `#include "x.h"` that is not among the given headers in the
+// directory of the program name (the current directory for a relative
+// one), or at an absolute or relative path; an include named by a macro,
+// and `__has_include`, are counted the same (their file is unknown here).
+// Angle-bracket includes not given as headers are NVRTC's own built-in
+// headers (covered by the NVRTC version in the key). The scan is lexical
+// and errs towards "reads files": such a compile is not cached on disk.
+bool request_reads_files(const Request &r);
+
 // SHA-256 over a version tag, the NVRTC version, the requested output, the
 // selected target, and every input, each field length-prefixed so that no
 // two different requests give the same byte stream.

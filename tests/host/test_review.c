@@ -155,6 +155,46 @@ static void test_header_next_to_program_name(void **state) {
   assert_int_equal(after.disk_hits - before.disk_hits, 0);
 }
 
+/* The include scan keeps caching what is safe to cache: an include that a
+ * given header satisfies is written to disk; one named by a macro (its
+ * file unknown) is not. */
+static void compile_counting_writes(const char *source, uint64_t writes) {
+  char cache[1100], dir[1000];
+  const char *names[1] = {"given.h"};
+  const char *sources[1] = {"#define W 7\n"};
+  t4a_compile_request r = T4A_COMPILE_REQUEST_INIT;
+  t4a_artifact a = {0};
+  fresh_dir(dir, sizeof dir, "given");
+  snprintf(cache, sizeof cache, "%s-cache", dir);
+  (void)mkdir(cache, 0700);
+  assert_int_equal(chmod(cache, 0700), 0);
+  assert_int_equal(setenv("T4A_CACHE_DIR", cache, 1), 0);
+  r.source = source;
+  r.header_names = names;
+  r.header_sources = sources;
+  r.header_count = 1;
+  r.output = T4A_COMPILE_PTX;
+  r.cc_major = 9;
+  r.flags = T4A_COMPILE_NO_MEMORY_CACHE;
+  t4a_compile_stats before = stats_now();
+  ASSERT_OK(t4a_compile(&r, &a));
+  t4a_compile_stats after = stats_now();
+  assert_int_equal(after.disk_writes - before.disk_writes, writes);
+  ASSERT_OK(t4a_artifact_release(a));
+}
+
+static void test_given_headers_still_cached(void **state) {
+  (void)state;
+  compile_counting_writes(
+      "  #  include \"given.h\"\n#include <cuda_fp16.h>\n"
+      "extern \"C\" __global__ void k(int *p) { *p = W; }\n",
+      1);
+  compile_counting_writes(
+      "#define H \"given.h\"\n#include H\n"
+      "extern \"C\" __global__ void k(int *p) { *p = W + 1; }\n",
+      0);
+}
+
 static t4a_process_stats process_stats(void) {
   t4a_process_stats ps = T4A_PROCESS_STATS_INIT;
   ASSERT_OK(t4a_process_stats_get(&ps));
@@ -334,6 +374,7 @@ static void test_fork_during_nvrtc_compile(void **state) {
 int main(int argc, char **argv) {
   const struct CMUnitTest source_dir[] = {
       cmocka_unit_test(test_header_next_to_program_name),
+      cmocka_unit_test(test_given_headers_still_cached),
   };
   const struct CMUnitTest destroy_transient[] = {
       cmocka_unit_test(test_destroy_with_transient_event_failure),
