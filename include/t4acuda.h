@@ -29,7 +29,9 @@
  * be released from any thread. No callback runs with an internal lock held.
  *
  * fork(): a child may be forked while other threads are inside the library;
- * none of its calls hangs. If the parent had begun loading the CUDA driver
+ * none of its calls hangs. A fork waits for NVRTC compiles in progress on
+ * other threads to finish (NVRTC's own locks would stay held in the child
+ * otherwise); new NVRTC calls wait for the fork. If the parent had begun loading the CUDA driver
  * (any call that needs it), the child cannot use CUDA: every call that
  * needs the driver, and every call on a runtime or on an object of one made
  * by the parent, returns #T4A_ERROR_NO_DRIVER ("CUDA cannot be used in a

@@ -9,6 +9,7 @@
 #include "core/fork.hpp"
 #include "core/registry.hpp"
 #include "driver/cuda_api.hpp"
+#include "driver/nvrtc_api.hpp"
 
 namespace t4a::capi {
 namespace {
@@ -16,6 +17,9 @@ namespace {
 using core::ForkPhase;
 
 void prepare() {
+  // First: waits for the NVRTC calls in progress (driver/nvrtc_api.hpp),
+  // which hold nothing else, so that libnvrtc's own locks are free.
+  driver::nvrtc_fork_prepare();
   compile::InFlight::instance().at_fork(ForkPhase::Prepare);
   compile::MemoryCache::instance().at_fork(ForkPhase::Prepare); // registry
   core::Registry::instance().at_fork(ForkPhase::Prepare, false);
@@ -29,6 +33,7 @@ void parent() {
   core::Registry::instance().at_fork(ForkPhase::Parent, false);
   compile::MemoryCache::instance().at_fork(ForkPhase::Parent);
   compile::InFlight::instance().at_fork(ForkPhase::Parent);
+  driver::nvrtc_fork_parent();
 }
 
 void child() {
@@ -42,6 +47,7 @@ void child() {
   core::Registry::instance().at_fork(ForkPhase::Child, refuse);
   compile::MemoryCache::instance().at_fork(ForkPhase::Child);
   compile::InFlight::instance().at_fork(ForkPhase::Child);
+  driver::nvrtc_fork_child();
 }
 
 __attribute__((constructor)) void register_fork_handlers() {

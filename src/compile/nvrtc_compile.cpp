@@ -19,6 +19,7 @@ struct Program {
 } // namespace
 
 std::string nvrtc_error_text(nvrtcResult r) {
+  driver::NvrtcSection section; // see driver/nvrtc_api.hpp
   const char *s = driver::nvrtc().nvrtcGetErrorString(r);
   return s != nullptr ? s : "NVRTC result " + std::to_string(r);
 }
@@ -39,6 +40,9 @@ NvrtcRun run_nvrtc(const Request &r, const std::vector<std::string> &options,
   }
   for (const std::string &o : options) opts.push_back(o.c_str());
 
+  // Fork safety: from create to destroy (prog is destroyed first). The
+  // section logs nothing and takes no other lock (driver/nvrtc_api.hpp).
+  driver::NvrtcSection section;
   Program prog;
   if (nvrtcResult res = n.nvrtcCreateProgram(
           &prog.p, r.source.c_str(), r.program_name.c_str(),
@@ -101,6 +105,7 @@ const std::vector<int> &nvrtc_supported_archs() {
   static std::vector<int> *archs = nullptr; // never destroyed
   std::call_once(once, [] {
     archs = new std::vector<int>();
+    driver::NvrtcSection section; // see driver/nvrtc_api.hpp
     if (!driver::nvrtc_has(driver::NvrtcEntry::nvrtcGetNumSupportedArchs) ||
         !driver::nvrtc_has(driver::NvrtcEntry::nvrtcGetSupportedArchs))
       return;

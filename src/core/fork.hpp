@@ -1,7 +1,9 @@
 // Fork safety (R-HARD-7, issue 8 item 10). One set of pthread_atfork
 // handlers (capi/fork.cpp, registered when the library is loaded) makes
 // every library lock usable in a child forked while other threads are
-// inside the library: prepare takes the process-wide locks in one fixed
+// inside the library: prepare first waits for the NVRTC calls in
+// progress (driver::NvrtcSection: libnvrtc's own locks must be free in
+// the child), then takes the process-wide locks in one fixed
 // order (compile's in-flight table, the memory cache, the registry, the
 // process fault record, the log sink: each before the ones it may take
 // while holding it), the parent releases them, and the child releases or

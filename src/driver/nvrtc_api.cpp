@@ -2,8 +2,10 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -96,6 +98,23 @@ NvrtcState do_load() {
 
 std::atomic<bool> g_loaded{false};
 
+// The NVRTC sections' lock: a process-wide reader-writer lock, read by
+// the sections and written only by the fork prepare handler. A raw
+// pthread rwlock rather than std::shared_mutex: it must prefer the writer
+// (with glibc's default reader preference, overlapping compiles on other
+// threads could make a fork wait forever), and the child must
+// re-initialize it rather than unlock it (glibc unlocks a write lock only
+// for the thread id that took it, and the forking thread has a new id in
+// the child). Statically initialized, never destroyed: usable during exit.
+pthread_rwlock_t g_section_lock =
+    PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+// The NvrtcSections this thread is inside (sections nest; the lock is
+// not recursive with a writer waiting, so only the outermost takes it).
+thread_local int tl_section_depth = 0;
+// Whether the fork prepare handler took g_section_lock (it does not when
+// the forking thread is itself inside a section).
+bool g_fork_took = false;
+
 // The directories the dynamic loader searches for a library that this
 // library dlopens (RPATH/RUNPATH, LD_LIBRARY_PATH as the loader read it at
 // start-up, the system directories), in order; the loader cache is
@@ -128,6 +147,8 @@ const NvrtcState &nvrtc_load() {
   static std::once_flag once;
   static NvrtcState *state = nullptr; // never destroyed: usable during exit
   std::call_once(once, [] {
+    // dlopen runs libnvrtc's initializers; nvrtcVersion is a call.
+    NvrtcSection section;
     state = new NvrtcState(do_load());
     g_loaded.store(true, std::memory_order_release);
   });
@@ -172,5 +193,40 @@ NvrtcSearch nvrtc_search() {
 const NvrtcTable &nvrtc() { return g_table; }
 
 bool nvrtc_has(NvrtcEntry e) { return g_has[static_cast<int>(e)]; }
+
+NvrtcSection::NvrtcSection() {
+  // Fails only with EAGAIN (too many readers) or EDEADLK, neither possible
+  // here (one read lock per thread, never nested); abort rather than call
+  // NVRTC unprotected.
+  if (tl_section_depth++ == 0 && pthread_rwlock_rdlock(&g_section_lock) != 0)
+    std::abort();
+}
+
+NvrtcSection::~NvrtcSection() {
+  // Unlocking a lock this thread holds cannot fail.
+  if (--tl_section_depth == 0) (void)pthread_rwlock_unlock(&g_section_lock);
+}
+
+void nvrtc_fork_prepare() {
+  // A thread inside a section cannot wait for itself. User code cannot
+  // fork there (NVRTC calls back into nothing of the user's, and a section
+  // runs no callback), so this only guards against a library bug: the
+  // other threads' sections are then not waited for.
+  g_fork_took = tl_section_depth == 0;
+  // Cannot fail: this thread holds no read lock of it (EDEADLK).
+  if (g_fork_took) (void)pthread_rwlock_wrlock(&g_section_lock);
+}
+
+void nvrtc_fork_parent() {
+  // This thread took it (see nvrtc_fork_prepare); cannot fail.
+  if (g_fork_took) (void)pthread_rwlock_unlock(&g_section_lock);
+}
+
+void nvrtc_fork_child() {
+  // The only thread, with a new thread id: start from a fresh lock.
+  if (!g_fork_took) return;
+  pthread_rwlock_t fresh = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+  g_section_lock = fresh;
+}
 
 } // namespace t4a::driver

@@ -45,8 +45,34 @@ struct NvrtcSearch {
   std::string material; // the text described above
 };
 NvrtcSearch nvrtc_search();
-// Valid once nvrtc_load().ready.
+// Valid once nvrtc_load().ready. Call its functions only inside an
+// NvrtcSection.
 const NvrtcTable &nvrtc();
 bool nvrtc_has(NvrtcEntry e);
+
+// Fork safety (R-HARD-7, core/fork.hpp): libnvrtc has internal mutexes of
+// its own that a child forked while another thread was inside NVRTC would
+// inherit locked (its compiles would then hang). Every NVRTC call
+// sequence (loading, version and arch queries, create .. destroy of a
+// program) runs inside an NvrtcSection, which holds a process-wide
+// reader-writer lock SHARED; the fork prepare handler takes it EXCLUSIVELY
+// before any other lock, so a fork waits for the NVRTC calls in progress
+// and the child's libnvrtc has no lock held. Inside a section a thread
+// takes no other library lock, runs no user callback and logs nothing
+// (core's LogDefer is out of reach of the driver layer: callers log after
+// the section), so no section ever waits for what a forking thread holds.
+// Sections nest (only the outermost takes the lock).
+class NvrtcSection {
+public:
+  NvrtcSection();
+  ~NvrtcSection();
+  NvrtcSection(const NvrtcSection &) = delete;
+  NvrtcSection &operator=(const NvrtcSection &) = delete;
+};
+// The fork hooks (capi/fork.cpp): prepare takes the lock exclusively
+// (first of all), the parent releases it, the child re-initializes it.
+void nvrtc_fork_prepare();
+void nvrtc_fork_parent();
+void nvrtc_fork_child();
 
 } // namespace t4a::driver
