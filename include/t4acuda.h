@@ -731,9 +731,17 @@ T4A_API t4a_status t4a_runtime_create(const t4a_runtime_options *options,
  *    t4a_completion_wait() and t4a_runtime_wait() by another runtime;
  *  - what would enqueue work on the destroyed runtime cannot: every
  *    transfer, fill, copy, allocation, module load, launch and record
- *    names the runtime and gets #T4A_ERROR_INVALID_HANDLE, and so does
- *    t4a_download_wait() / t4a_download_poll() of a non-empty pending
- *    download (its data is not delivered: release it).
+ *    naming the runtime after destroy began gets
+ *    #T4A_ERROR_INVALID_HANDLE, and so does t4a_download_wait() /
+ *    t4a_download_poll() of a non-empty pending download (its data is not
+ *    delivered: release it). One exception: an allocation
+ *    (t4a_buffer_alloc(), t4a_host_buffer_alloc()) is not admitted, so a
+ *    call that another thread had already resolved the runtime for before
+ *    destroy began may still succeed and return a valid buffer of the
+ *    destroyed runtime (a t4a_buffer_alloc() with #T4A_BUFFER_ZERO also
+ *    enqueues its fill). Nothing leaks: such a buffer is like any other
+ *    object of a destroyed runtime here (freed as above when released,
+ *    after the runtime's final drain; enqueuing work with it is refused).
  * Holding such objects keeps the runtime's device resources (stream, pool,
  * pinned staging) alive; release them to give those back.
  *
@@ -1830,9 +1838,17 @@ typedef struct t4a_launch_desc {
  * The launch keeps the kernel's module loaded until its work is complete
  * (through the runtime's open completion epoch, which holds at most 256
  * modules and is sealed by one event when full: at most one event per 256
- * launches, none while launches alternate among up to 8 modules), adds no
- * host wait and, once warm and up to 32 arguments, allocates no heap
- * memory. No context need be current on the calling thread.
+ * launches, none while launches alternate among up to 8 modules) and,
+ * once warm and up to 32 arguments, allocates no heap memory. No context
+ * need be current on the calling thread.
+ *
+ * A launch waits on the host only as back-pressure: when it seals a full
+ * open epoch while 64 sealed epochs are still unfinished on the device
+ * (the host is that far ahead of the device), it first waits with
+ * `cuEventSynchronize` for the oldest of them to complete, counted in
+ * ::t4a_runtime_stats::host_waits. Otherwise it adds no host wait: a seal
+ * with more than 4 unfinished sealed epochs only queries them
+ * (`cuEventQuery`) and retires those that completed.
  *
  * @param[in] runtime the runtime whose stream runs the kernel.
  * @param[in] desc    the launch (#T4A_LAUNCH_DESC_INIT).

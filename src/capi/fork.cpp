@@ -4,6 +4,7 @@
 // the locks it may take while holding it; parent and child go in reverse.
 #include <pthread.h>
 
+#include "compile/disk_cache.hpp"
 #include "compile/in_flight.hpp"
 #include "compile/memory_cache.hpp"
 #include "core/fork.hpp"
@@ -24,11 +25,13 @@ void prepare() {
   compile::MemoryCache::instance().at_fork(ForkPhase::Prepare); // registry
   core::Registry::instance().at_fork(ForkPhase::Prepare, false);
   core::process_fault_at_fork(ForkPhase::Prepare);
+  compile::disk_cache_at_fork(ForkPhase::Prepare); // a leaf: never logs
   core::log_at_fork(ForkPhase::Prepare);
 }
 
 void parent() {
   core::log_at_fork(ForkPhase::Parent);
+  compile::disk_cache_at_fork(ForkPhase::Parent);
   core::process_fault_at_fork(ForkPhase::Parent);
   core::Registry::instance().at_fork(ForkPhase::Parent, false);
   compile::MemoryCache::instance().at_fork(ForkPhase::Parent);
@@ -43,6 +46,7 @@ void child() {
   bool refuse = driver::refuse_in_forked_child(core::k_fork_message);
   if (refuse) core::set_forked_child();
   core::log_at_fork(ForkPhase::Child);
+  compile::disk_cache_at_fork(ForkPhase::Child);
   core::process_fault_at_fork(ForkPhase::Child);
   core::Registry::instance().at_fork(ForkPhase::Child, refuse);
   compile::MemoryCache::instance().at_fork(ForkPhase::Child);

@@ -17,6 +17,7 @@
 #include <set>
 
 #include "compile/compile_stats.hpp"
+#include "core/fork.hpp"
 #include "core/log.hpp"
 
 namespace t4a::compile {
@@ -79,12 +80,15 @@ bool dir_trusted(const std::string &dir, std::string *why) {
   return owned_and_private(st, why);
 }
 
+// Guards report_untrusted's set; a leaf lock (nothing is taken or logged
+// while it is held), taken by the fork handlers (disk_cache_at_fork).
+std::mutex g_untrusted_mu;
+
 // An untrusted directory is reported once per directory per process.
 void report_untrusted(const std::string &dir, const std::string &why) {
-  static std::mutex mu;
   static std::set<std::string> *reported = new std::set<std::string>();
   {
-    std::lock_guard<std::mutex> lock(mu);
+    std::lock_guard<std::mutex> lock(g_untrusted_mu);
     if (!reported->insert(dir).second) return;
   }
   // Outside the lock; inside a compile the log is deferred anyway.
@@ -374,6 +378,13 @@ bool disk_get_file(const DiskConfig &c, const std::string &name,
   }
   ::close(fd);
   return ok;
+}
+
+void disk_cache_at_fork(core::ForkPhase phase) {
+  if (phase == core::ForkPhase::Prepare)
+    g_untrusted_mu.lock();
+  else // the child's only thread is the one that locked it
+    g_untrusted_mu.unlock();
 }
 
 } // namespace t4a::compile

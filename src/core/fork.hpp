@@ -5,10 +5,11 @@
 // progress (driver::NvrtcSection: libnvrtc's own locks must be free in
 // the child), then takes the process-wide locks in one fixed
 // order (compile's in-flight table, the memory cache, the registry, the
-// process fault record, the log sink: each before the ones it may take
-// while holding it), the parent releases them, and the child releases or
-// re-initializes them. A child forked after the parent began loading the
-// CUDA driver cannot use CUDA: its driver-needing calls return NO_DRIVER
+// process fault record, the disk cache's set of untrusted directories,
+// the log sink: each before the ones it may take while holding it), the
+// parent releases them, and the child releases or re-initializes them.
+// A child forked after the parent began loading the CUDA driver cannot
+// use CUDA: its driver-needing calls return NO_DRIVER
 // with k_fork_message, and the parent's driver objects (runtimes and all
 // that hang off them) are unreachable there: their handles report the
 // same, and the objects are leaked, never destroyed, in the child.

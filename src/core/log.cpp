@@ -76,13 +76,17 @@ __attribute__((noinline)) void deliver_deferred() {
   tl_deferred = nullptr;
   // A callback may call a failing t4acuda function on this thread: the
   // failure that the deferring code recorded stays the thread's last error.
+  // Restored only if the copy succeeded: restoring a default record after
+  // a failed copy would wipe the very error it protects.
   LastError saved;
+  bool have_saved = false;
   try {
     saved = last_error();
+    have_saved = true;
   } catch (...) { // out of host memory: deliver anyway, the record may change
   }
   for (auto &[level, message] : *pending) deliver(level, message.c_str());
-  restore_last_error(std::move(saved));
+  if (have_saved) restore_last_error(std::move(saved));
 }
 } // namespace detail
 

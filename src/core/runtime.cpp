@@ -238,14 +238,17 @@ t4a_status Runtime::synchronize(const char *what) {
 t4a_status Runtime::destroy() {
   // 1. Close admission (holding it): no operation is admitted from now on,
   // and a thread already waiting for the lock sees `closed` once it gets
-  // it. Whatever was admitted before is in the open epoch, sealed here.
-  // 2. Drain the stream. 3. Retire what the drain proved complete and drop
-  // the parts' references to objects that hold the runtime (cached
-  // modules): nothing admitted later can recreate them, so no cycle keeps
-  // the runtime alive after its last handle and internal reference go.
-  uint64_t through = 0;
+  // it. 2. Drain the stream: with admission closed, nothing can be
+  // enqueued after the drain began, so the drain alone proves every kept
+  // object complete, sealed or still in the open epoch. The open epoch is
+  // not sealed: sealing needs an event, and a transient failure to create
+  // one (issue 8 review, destroy_transient) would leak a runtime whose
+  // completion is not in doubt. 3. Retire everything and drop the parts'
+  // references to objects that hold the runtime (cached modules): nothing
+  // admitted later can recreate them, so no cycle keeps the runtime alive
+  // after its last handle and internal reference go.
   t4a_status s = T4A_SUCCESS;
-  ContextScope scope; // sealing may create an event
+  ContextScope scope; // the drain and the retirement run in the context
   {
     Admission adm(admission_, Admission::Internal);
     if (adm.status() == T4A_SUCCESS ||
@@ -256,8 +259,6 @@ t4a_status Runtime::destroy() {
     if (s == T4A_SUCCESS) s = check_usable();
     if (s == T4A_SUCCESS)
       s = scope.enter(ctx_, "draining the stream before destroy");
-    if (s == T4A_SUCCESS) s = epochs_.seal(*this);
-    through = epochs_.sealed_through();
   }
   if (s == T4A_SUCCESS) {
     counters_.host_waits.add();
@@ -270,16 +271,16 @@ t4a_status Runtime::destroy() {
     if (adm.status() == T4A_SUCCESS) {
       // Dropped under admission, as in synchronize.
       Epochs::Items retired;
-      epochs_.retire_through(*this, through, &retired);
+      epochs_.retire_all(*this, &retired);
       for (auto &p : parts_)
         if (p) p->on_destroy();
     }
     return s;
   }
   drained_.store(false, std::memory_order_release);
-  // Completion is unproven: what the epochs keep is leaked, and so is this
-  // runtime (its teardown may never run if a kept host buffer of its own
-  // holds it): count it now, once.
+  // Completion is unproven (a failed drain, a broken runtime): what the
+  // epochs keep is leaked, and so is this runtime (its teardown may never
+  // run if a kept host buffer of its own holds it): count it now, once.
   {
     Admission adm(admission_, Admission::Internal);
     if (adm.status() == T4A_SUCCESS) epochs_.leak_all();
