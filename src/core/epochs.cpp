@@ -1,5 +1,6 @@
 #include "core/epochs.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <utility>
 
@@ -14,7 +15,8 @@ using namespace t4a::driver;
 Epochs::~Epochs() {
   // Teardown retired or leaked every keepalive before this runs; what is
   // still here (nothing, unless a runtime failed before it could keep
-  // anything) is leaked rather than dropped without proof.
+  // anything) is leaked rather than dropped without proof; so are parked
+  // objects (none after teardown).
   delete[] open_;
   for (Sealed &s : ring_) delete[] s.items;
 }
@@ -97,39 +99,77 @@ t4a_status Epochs::seal(Runtime &rt, bool record) {
   return T4A_SUCCESS;
 }
 
-void Epochs::retire_front(Runtime &rt, Items *out) {
+void Epochs::take_parked(Items *out) {
+  uint32_t n = parked_n_;
+  if (out != nullptr) {
+    out->reserve(out->size() + n); // may throw: first, nothing moved yet
+    for (uint32_t i = 0; i < n; ++i)
+      out->push_back(Ref<Object>::adopt(parked_[i]));
+  } else {
+    for (uint32_t i = 0; i < n; ++i) parked_[i]->drop_ref();
+  }
+  parked_n_ = 0;
+}
+
+bool Epochs::retire_front(Runtime &rt, Items *out, Mode mode) {
   uint32_t size = static_cast<uint32_t>(ring_.size());
   Sealed &s = ring_[head_];
-  if (out != nullptr) out->reserve(out->size() + s.n); // may throw: first
   Object **items = s.items;
-  uint32_t n = std::exchange(s.n, 0);
+  uint32_t n = s.n;
+  if (mode == Mode::Out) {
+    out->reserve(out->size() + n); // may throw: first, nothing moved yet
+    for (uint32_t i = 0; i < n; ++i)
+      out->push_back(Ref<Object>::adopt(items[i]));
+  } else if (mode == Mode::Park) {
+    // Nothing is freed here: a staging chunk's last drop recycles it into
+    // its ring (a mutex, no driver call), a reference that is not the last
+    // one is dropped in place, and a last one is parked. Dropping never
+    // seals, so the slot's array is not reused while this loop reads it.
+    uint32_t i = 0;
+    for (; i < n; ++i) {
+      Object *o = items[i];
+      if (o->kind() == Kind::Internal) {
+        o->drop_ref();
+      } else if (!o->drop_ref_unless_last()) {
+        if (parked_n_ == k_parked_limit) break;
+        parked_[parked_n_++] = o;
+      }
+    }
+    if (i < n) { // parked list full: the rest stays with its epoch
+      std::copy(items + i, items + n, items);
+      s.n = n - i;
+      return false;
+    }
+  } else {
+    for (uint32_t i = 0; i < n; ++i) items[i]->drop_ref();
+  }
+  // The slot is free now (its array stays with it for reuse).
+  s.n = 0;
   rt.events().give_back(s.event);
   s.event = nullptr;
   head_ = (head_ + 1) & (size - 1);
   set_sealed(sealed_epochs() - 1);
-  // The slot is free now (its array stays with it); dropping a keepalive
-  // never seals, so the array is not reused while this loop reads it.
-  for (uint32_t i = 0; i < n; ++i) {
-    if (out != nullptr)
-      out->push_back(Ref<Object>::adopt(items[i]));
-    else
-      items[i]->drop_ref();
-  }
+  return true;
 }
 
 t4a_status Epochs::poll(Runtime &rt, Items *out, bool record) {
   const char *what = "querying a completion epoch";
+  if (out != nullptr) take_parked(out);
   while (sealed_epochs() != 0) {
     CUevent e = ring_[head_].event;
     DrvResult r = in_stream_context(rt, [&] { return cu::event_query(e); });
     if (r.code == CUDA_ERROR_NOT_READY) return T4A_SUCCESS;
     if (!r) return record ? rt.fail_op(r, what) : rt.note_failure(r, what);
-    retire_front(rt, out);
+    // Without `out` (a seal on an enqueuing operation's path) the retired
+    // keepalives are parked; a full parked list stops the retirement.
+    if (!retire_front(rt, out, out != nullptr ? Mode::Out : Mode::Park))
+      return T4A_SUCCESS;
   }
   return T4A_SUCCESS;
 }
 
 t4a_status Epochs::wait_oldest(Runtime &rt, Items *out, bool record) {
+  if (out != nullptr) take_parked(out);
   if (sealed_epochs() == 0) return T4A_SUCCESS;
   rt.counters().host_waits.add();
   const char *what = "waiting for the oldest completion epoch";
@@ -138,16 +178,31 @@ t4a_status Epochs::wait_oldest(Runtime &rt, Items *out, bool record) {
           in_stream_context(rt, [&] { return cu::event_synchronize(e); });
       !r)
     return record ? rt.fail_op(r, what) : rt.note_failure(r, what);
-  retire_front(rt, out);
+  if (out != nullptr) {
+    retire_front(rt, out, Mode::Out);
+    return T4A_SUCCESS;
+  }
+  // A seal at k_sealed_limit: this wait is counted, so the parked objects
+  // are dropped here (a free that may synchronize is not hidden), and the
+  // oldest epoch's keepalives are parked in their place. The parked list is
+  // empty now and holds k_open_limit, so the whole epoch retires and the
+  // sealed epochs stay within their limit.
+  take_parked(nullptr);
+  retire_front(rt, nullptr, Mode::Park);
   return T4A_SUCCESS;
 }
 
 void Epochs::retire_through(Runtime &rt, uint64_t seq, Items *out) {
-  while (sealed_epochs() != 0 && ring_[head_].seq <= seq) retire_front(rt, out);
+  take_parked(out);
+  Mode mode = out != nullptr ? Mode::Out : Mode::Drop;
+  while (sealed_epochs() != 0 && ring_[head_].seq <= seq)
+    retire_front(rt, out, mode);
 }
 
 void Epochs::retire_all(Runtime &rt, Items *out) {
-  while (sealed_epochs() != 0) retire_front(rt, out);
+  take_parked(out);
+  Mode mode = out != nullptr ? Mode::Out : Mode::Drop;
+  while (sealed_epochs() != 0) retire_front(rt, out, mode);
   uint32_t n = count();
   if (out != nullptr) out->reserve(out->size() + n);
   n_.store(0, std::memory_order_relaxed);
@@ -161,7 +216,8 @@ void Epochs::retire_all(Runtime &rt, Items *out) {
 }
 
 void Epochs::leak_all() {
-  // The references are simply never dropped.
+  // The references are simply never dropped, parked ones included.
+  parked_n_ = 0;
   while (sealed_epochs() != 0) {
     Sealed &s = ring_[head_];
     s.n = 0;

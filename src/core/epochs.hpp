@@ -27,14 +27,32 @@
 // consumes it after the enqueue and cannot fail. keep() takes no other
 // form, so the commit cannot be written without a reservation made first.
 //
+// Parking (R-LAUNCH-3, R-RT-4: no hidden host wait on the warm launch
+// path). A seal made for room (a full open epoch, inside t4a_launch or a
+// transfer) retires completed epochs without `out`, and must not free
+// there: a released host buffer's cuMemFreeHost or a released module's
+// cuModuleUnload may synchronize the device. So such a retirement drops a
+// keepalive in place only when that frees nothing (a reference that is not
+// the last one, or a staging chunk, whose last drop recycles it into its
+// ring without a driver call) and parks a last reference in a fixed list
+// of k_parked_limit entries (no heap allocation). A full parked list stops
+// the retirement: the rest stays with its completed epoch (never freed
+// early, never dropped). Parked objects are handed out (`out`) wherever
+// a host wait or driver work is expected anyway: synchronize, completion
+// waits, staging's poll and wait, allocation's amortized poll
+// (poll/wait_oldest/retire_through with `out`) and teardown (retire_all;
+// leak_all leaks them). One exception, still counted: a seal at
+// k_sealed_limit waits on the host for the oldest epoch (a counted host
+// wait) and drops the parked objects there, which makes room to park that
+// epoch's keepalives, so the sealed epochs stay bounded.
+//
 // All methods run under the runtime's admission lock. Retired keepalives
-// are dropped in place, or moved to the caller when it passes `out`. That
-// is safe under the lock because no destructor of a kept object takes an
-// admission lock (buffers, host buffers, modules and staging chunks free in
-// stream order or with the driver alone), though a host buffer's
-// cuMemFreeHost then runs while the lock is held. The two gauges (open
-// items, sealed epochs) are atomics written with plain stores under
-// admission, so stats read them without it.
+// are parked (above), dropped in place, or moved to the caller when it
+// passes `out`. That is safe under the lock because no destructor of a
+// kept object takes an admission lock (buffers, host buffers, modules and
+// staging chunks free in stream order or with the driver alone). The two
+// gauges (open items, sealed epochs) are atomics written with plain stores
+// under admission, so stats read them without it.
 #pragma once
 
 #include <cuda.h>
@@ -62,6 +80,10 @@ public:
   // A keep of an object among the open epoch's last this many keeps adds
   // nothing (alternating launches of a few modules keep each once).
   static constexpr uint32_t k_dedup_window = 8;
+  // Parked objects at most (last references retired by a seal, see above):
+  // one full epoch's worth, so a counted wait that empties the list can
+  // always retire the oldest epoch whole.
+  static constexpr uint32_t k_parked_limit = k_open_limit;
 
   // Room for one keep, made before the enqueue that the keep follows, so
   // that the keep cannot fail once work is enqueued. Check status() before
@@ -132,16 +154,23 @@ public:
   // failure is not recorded as the thread's last error (the caller's own
   // operation succeeded); a sticky one still marks the runtime broken.
   t4a_status seal(Runtime &rt, bool record = true);
-  // Retires completed sealed epochs, oldest first, without blocking.
+  // Retires completed sealed epochs, oldest first, without blocking. With
+  // `out`, the parked objects and the retired keepalives move to it; without
+  // (a seal), last references are parked (see above).
   t4a_status poll(Runtime &rt, Items *out, bool record = true);
-  // Waits on the host for the oldest sealed epoch (counted), retires it.
+  // Waits on the host for the oldest sealed epoch (counted), retires it;
+  // the parked objects move to `out`, or without it are dropped.
   t4a_status wait_oldest(Runtime &rt, Items *out, bool record = true);
-  // After a drain proved all work up to sealed epoch `seq` complete.
+  // After a drain proved all work up to sealed epoch `seq` complete. The
+  // parked objects go too (to `out`, or dropped without it).
   void retire_through(Runtime &rt, uint64_t seq, Items *out);
-  // Teardown with completion proven: everything retires.
+  // Teardown with completion proven: everything retires, parked included.
   void retire_all(Runtime &rt, Items *out);
-  // Teardown without proof: the keepalives are leaked on purpose.
+  // Teardown without proof: the keepalives (parked ones too) are leaked on
+  // purpose.
   void leak_all();
+  // Parked objects now (under admission; tests).
+  uint32_t parked() const { return parked_n_; }
 
 private:
   // A sealed epoch: its event and its keepalives (an array of capacity
@@ -179,7 +208,14 @@ private:
   void keep_unreserved(Ref<Object> obj) noexcept;
   t4a_status make_room(Runtime &rt);
   Sealed &next_slot();
-  void retire_front(Runtime &rt, Items *out);
+  // How retire_front disposes of the keepalives: moved to `out`, parked
+  // (nothing freed; see above) or dropped in place.
+  enum class Mode { Out, Park, Drop };
+  // Retires the oldest sealed epoch; false (Park only) when the parked list
+  // filled first: the rest of its keepalives stay with it, still sealed.
+  bool retire_front(Runtime &rt, Items *out, Mode mode);
+  // Moves the parked objects to `out`, or drops them without it.
+  void take_parked(Items *out);
   void set_sealed(uint32_t n) { sealed_n_.store(n, std::memory_order_relaxed); }
 
   // First, read by every launch: the last keep (null when the open epoch
@@ -196,6 +232,9 @@ private:
   uint32_t head_ = 0;
   std::vector<Sealed> ring_;
   uint64_t next_seq_ = 1;
+  // Parked last references (see above): a fixed array, no allocation.
+  uint32_t parked_n_ = 0;
+  Object *parked_[k_parked_limit];
 };
 
 } // namespace t4a::core

@@ -36,6 +36,17 @@ public:
   void drop_ref() {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) last_ref_dropped();
   }
+  // Drops a reference unless it is the last one: returns false, the
+  // reference still held, when dropping it would free the object (a caller
+  // that must not free here keeps it and drops it later).
+  bool drop_ref_unless_last() {
+    uint32_t n = refs_.load(std::memory_order_relaxed);
+    while (n > 1)
+      if (refs_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel,
+                                      std::memory_order_relaxed))
+        return true;
+    return false;
+  }
 
 protected:
   // Runs when the last reference goes; objects that are recycled rather
