@@ -1266,7 +1266,10 @@ typedef struct t4a_compile_request {
    *  t4a_compile()); ::t4a_artifact_info::output says what was made. */
   uint32_t output;
   const char *source;       /**< CUDA C++ source; required. */
-  const char *program_name; /**< name in diagnostics; NULL: "t4a.cu". */
+  /** name in diagnostics; NULL: "t4a.cu". NVRTC also resolves a quoted
+   *  include that no given header satisfies in this name's directory (see
+   *  the disk cache in t4a_compile()). */
+  const char *program_name;
   /** `header_count` include names, as `#include "name"` spells them. */
   const char *const *header_names;
   /** `header_count` header contents, matching `header_names`. */
@@ -1353,8 +1356,14 @@ typedef struct t4a_compile_request {
  *     user, not writable by group or others and not larger than the bound,
  *     else it is corrupt (below). A compile whose options make NVRTC read
  *     files (`-I`, `--include-path`, `-isystem`, `--system-include`,
- *     `-include`, `--pre-include`) is never cached on disk: those files are
- *     not part of the identity key. Every read verifies the header,
+ *     `-include`, `--pre-include`), or whose source or given headers have
+ *     an include directive that no given header satisfies (NVRTC resolves
+ *     a quoted `#include "x.h"` in the directory of `program_name`, the
+ *     current directory for a relative name, or at the path written; an
+ *     include named by a macro, or `__has_include`), is never cached on
+ *     disk: those files are not part of the identity key. Angle-bracket
+ *     includes of NVRTC's built-in headers are covered by its version.
+ *     Every read verifies the header,
  *     sizes, key and a SHA-256 of the payload; a corrupt or truncated
  *     entry is compiled again, replaced and counted
  *     (::t4a_compile_stats::disk_corrupt_entries). Writes go to a
