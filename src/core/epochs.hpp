@@ -141,6 +141,18 @@ public:
     if (!recently_kept(obj.get())) push(obj.detach());
   }
 
+  // Whether `obj` is among the open epoch's last k_dedup_window keeps (a
+  // keep of it would add nothing): lets the launch path skip the
+  // reservation and the keep altogether.
+  bool recently_kept(const Object *obj) const {
+    if (last_ == obj) return true;
+    uint32_t n = count();
+    uint32_t stop = n > k_dedup_window ? n - k_dedup_window : 0;
+    for (uint32_t i = n; i > stop; --i)
+      if (open_[i - 1] == obj) return true;
+    return false;
+  }
+
   // The gauges (any thread): keepalives in the open epoch, sealed epochs.
   uint32_t open_items() const { return n_.load(std::memory_order_relaxed); }
   uint32_t sealed_epochs() const {
@@ -188,14 +200,6 @@ private:
     r.ep_ = nullptr;
     --reserved_;
     return true;
-  }
-  bool recently_kept(const Object *obj) const {
-    if (last_ == obj) return true;
-    uint32_t n = count();
-    uint32_t stop = n > k_dedup_window ? n - k_dedup_window : 0;
-    for (uint32_t i = n; i > stop; --i)
-      if (open_[i - 1] == obj) return true;
-    return false;
   }
   void push(Object *obj) noexcept {
     uint32_t n = count();

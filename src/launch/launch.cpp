@@ -170,18 +170,28 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   // Reserve -> enqueue -> commit: the module is kept alive by the open
   // completion epoch. Reserving seals a full epoch first (one event per
   // k_open_limit distinct keeps); if that fails, the launch fails here,
-  // before anything is enqueued.
+  // before anything is enqueued. The warm case skips all of it: a module
+  // among the open epoch's last keeps is already kept until a seal
+  // recorded after this launch, so the launch adds nothing.
   core::Epochs &ep = rt.epochs();
-  core::Epochs::Reservation keep = ep.reserve_keep(rt);
-  if (keep.status() != T4A_SUCCESS) [[unlikely]]
-    return keep.status();
-  DrvResult r = core::in_stream_context(rt, [&] {
-    return cu::launch_kernel(k.function(), d.grid, d.block,
-                             d.dynamic_shared_bytes, rt.stream(),
-                             n > 0 ? space.params : nullptr);
-  });
-  // Kept even when the launch failed: the driver may have queued it.
-  ep.keep(std::move(keep), mod);
+  auto enqueue = [&] {
+    return core::in_stream_context(rt, [&] {
+      return cu::launch_kernel(k.function(), d.grid, d.block,
+                               d.dynamic_shared_bytes, rt.stream(),
+                               n > 0 ? space.params : nullptr);
+    });
+  };
+  DrvResult r{};
+  if (ep.recently_kept(&mod)) [[likely]] {
+    r = enqueue();
+  } else {
+    core::Epochs::Reservation keep = ep.reserve_keep(rt);
+    if (keep.status() != T4A_SUCCESS) [[unlikely]]
+      return keep.status();
+    r = enqueue();
+    // Kept even when the launch failed: the driver may have queued it.
+    ep.keep(std::move(keep), mod);
+  }
   if (!r) return rt.fail_op(r, "launching a kernel (cuLaunchKernel)");
   rt.counters().launches.bump();
   return T4A_SUCCESS;
