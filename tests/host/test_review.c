@@ -292,6 +292,12 @@ static void test_launch_frees_host_buffer(void **state) {
              "synchronize the device, on the warm launch path, not counted "
              "as a host wait)",
              freed_in);
+  /* Parked, not leaked: the next synchronize (a host wait anyway) frees
+   * it, exactly once. */
+  t4a_testing_count_calls(1);
+  ASSERT_OK(t4a_runtime_synchronize(rt));
+  assert_int_equal(t4a_testing_call_count("cuMemFreeHost"), 1);
+  t4a_testing_fault_reset();
   for (i = 0; i < MODULES; ++i) {
     ASSERT_OK(t4a_kernel_release(k[i]));
     ASSERT_OK(t4a_module_release(m[i]));
