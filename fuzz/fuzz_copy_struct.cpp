@@ -27,20 +27,11 @@
 
 #include "core/struct_io.hpp"
 
+#include "fuzz_reader.hpp"
+
 namespace {
 
-struct Reader {
-  const uint8_t *p;
-  size_t n;
-  template <class T> T get() {
-    T v{};
-    size_t k = n < sizeof v ? n : sizeof v;
-    std::memcpy(&v, p, k);
-    p += k;
-    n -= k;
-    return v;
-  }
-};
+using t4a_fuzz::Reader;
 
 [[noreturn]] void broken(const char *what, uint32_t size, size_t ours) {
   std::fprintf(stderr,

@@ -22,20 +22,11 @@
 
 #include "t4acuda.h"
 
+#include "fuzz_reader.hpp"
+
 namespace {
 
-struct Reader {
-  const uint8_t *p;
-  size_t n;
-  template <class T> T get() {
-    T v{};
-    size_t k = n < sizeof v ? n : sizeof v;
-    std::memcpy(&v, p, k);
-    p += k;
-    n -= k;
-    return v;
-  }
-};
+using t4a_fuzz::Reader;
 
 [[noreturn]] void die(const char *what, t4a_status s) {
   char msg[2048];
