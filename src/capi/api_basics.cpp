@@ -1,7 +1,7 @@
 // Context-free entry points: versions, status names, last error, logging.
 #include <cstring>
 
-#include "capi/barrier.hpp"
+#include "capi/entry.hpp"
 #include "core/log.hpp"
 #include "core/struct_io.hpp"
 
@@ -35,8 +35,8 @@ T4A_API const char *t4a_status_description(t4a_status status) {
   return "unknown status";
 }
 
-// The last-error readers do not go through the barrier: they must not
-// change the error they report.
+// The last-error readers do not go through the entry guard (T4A_ENTRY):
+// they must not change the error they report.
 T4A_API t4a_status t4a_last_error(t4a_error_info *info) {
   if (info == nullptr || info->struct_size < sizeof(uint32_t))
     return T4A_ERROR_INVALID_ARGUMENT;
@@ -65,9 +65,7 @@ T4A_API t4a_status t4a_last_error_message(char *buf, size_t capacity,
   return T4A_SUCCESS;
 }
 
-T4A_API void t4a_last_error_clear(void) {
-  core::clear_last_error();
-}
+T4A_API void t4a_last_error_clear(void) { core::clear_last_error(); }
 
 T4A_API t4a_status t4a_set_log_callback(t4a_log_fn fn, void *user,
                                         int32_t max_level) {

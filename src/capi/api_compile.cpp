@@ -3,7 +3,8 @@
 // process-wide compile counters.
 #include <cstring>
 
-#include "capi/barrier.hpp"
+#include "capi/entry.hpp"
+#include "capi/handles.hpp"
 #include "compile/artifact.hpp"
 #include "compile/compile_stats.hpp"
 #include "compile/compiler.hpp"
@@ -12,6 +13,7 @@
 #include "core/struct_io.hpp"
 
 using namespace t4a;
+using capi::in;
 using core::Kind;
 using core::Ref;
 
@@ -31,10 +33,6 @@ t4a_status copy_out(const std::string &s, void *buf, size_t capacity,
   std::memcpy(out, s.data(), n);
   if (terminate) out[n] = '\0';
   return T4A_SUCCESS;
-}
-
-t4a_status resolve_artifact(t4a_artifact h, Ref<compile::Artifact> *out) {
-  return capi::resolve(h.id, Kind::Artifact, "artifact", out);
 }
 
 // The device a request targets: its own compute capability, or its
@@ -70,6 +68,8 @@ t4a_status device_target(const compile::Request &r,
 
 extern "C" {
 
+// Not through capi::call: the request is read (and checked) into a value
+// before the out-pointer is checked.
 T4A_API t4a_status t4a_compile(const t4a_compile_request *request,
                                t4a_artifact *artifact) {
   return T4A_ENTRY({
@@ -86,7 +86,8 @@ T4A_API t4a_status t4a_compile(const t4a_compile_request *request,
   });
 }
 
-// Does not go through the barrier: it must not change the last error.
+// Not through the entry guard (T4A_ENTRY): it must not change the last
+// error.
 T4A_API t4a_status t4a_last_compile_log(char *buf, size_t capacity,
                                         size_t *needed) {
   if (buf == nullptr && capacity != 0) return T4A_ERROR_INVALID_ARGUMENT;
@@ -101,56 +102,51 @@ T4A_API t4a_status t4a_last_compile_log(char *buf, size_t capacity,
 }
 
 T4A_API t4a_status t4a_artifact_retain(t4a_artifact artifact) {
-  return T4A_ENTRY(
-      { return capi::retain_handle(artifact.id, Kind::Artifact, "artifact"); });
+  return T4A_ENTRY({ return capi::retain(artifact, "artifact"); });
 }
 
 T4A_API t4a_status t4a_artifact_release(t4a_artifact artifact) {
-  return T4A_ENTRY({
-    return capi::release_handle(artifact.id, Kind::Artifact, "artifact");
-  });
+  return T4A_ENTRY({ return capi::release(artifact, "artifact"); });
 }
 
 T4A_API t4a_status t4a_artifact_info_get(t4a_artifact artifact,
                                          t4a_artifact_info *info) {
   return T4A_ENTRY({
-    Ref<compile::Artifact> a;
-    if (t4a_status s = resolve_artifact(artifact, &a); s != T4A_SUCCESS)
-      return s;
-    if (t4a_status s = core::check_out_struct(info, "info"); s != T4A_SUCCESS)
-      return s;
-    t4a_artifact_info full;
-    std::memset(&full, 0, sizeof full);
-    full.struct_size = sizeof full;
-    full.output = a->target().output;
-    full.cc_major = a->target().arch / 10;
-    full.cc_minor = a->target().arch % 10;
-    full.image_bytes = a->image().size();
-    full.log_bytes = a->log().size();
-    full.name_expression_count =
-        static_cast<uint32_t>(a->lowered_names().size());
-    core::write_struct(info, full);
-    return T4A_SUCCESS;
+    return capi::call(in(artifact, "artifact"), capi::out_struct(info, "info"),
+                      [&](Ref<compile::Artifact> &a) -> t4a_status {
+                        t4a_artifact_info full;
+                        std::memset(&full, 0, sizeof full);
+                        full.struct_size = sizeof full;
+                        full.output = a->target().output;
+                        full.cc_major = a->target().arch / 10;
+                        full.cc_minor = a->target().arch % 10;
+                        full.image_bytes = a->image().size();
+                        full.log_bytes = a->log().size();
+                        full.name_expression_count =
+                            static_cast<uint32_t>(a->lowered_names().size());
+                        core::write_struct(info, full);
+                        return T4A_SUCCESS;
+                      });
   });
 }
 
 T4A_API t4a_status t4a_artifact_image(t4a_artifact artifact, void *buf,
                                       size_t capacity, size_t *needed) {
   return T4A_ENTRY({
-    Ref<compile::Artifact> a;
-    if (t4a_status s = resolve_artifact(artifact, &a); s != T4A_SUCCESS)
-      return s;
-    return copy_out(a->image(), buf, capacity, needed, false);
+    return capi::call(
+        in(artifact, "artifact"), [&](Ref<compile::Artifact> &a) -> t4a_status {
+          return copy_out(a->image(), buf, capacity, needed, false);
+        });
   });
 }
 
 T4A_API t4a_status t4a_artifact_log(t4a_artifact artifact, char *buf,
                                     size_t capacity, size_t *needed) {
   return T4A_ENTRY({
-    Ref<compile::Artifact> a;
-    if (t4a_status s = resolve_artifact(artifact, &a); s != T4A_SUCCESS)
-      return s;
-    return copy_out(a->log(), buf, capacity, needed, true);
+    return capi::call(in(artifact, "artifact"),
+                      [&](Ref<compile::Artifact> &a) -> t4a_status {
+                        return copy_out(a->log(), buf, capacity, needed, true);
+                      });
   });
 }
 
@@ -158,38 +154,39 @@ T4A_API t4a_status t4a_artifact_lowered_name(t4a_artifact artifact,
                                              uint32_t index, char *buf,
                                              size_t capacity, size_t *needed) {
   return T4A_ENTRY({
-    Ref<compile::Artifact> a;
-    if (t4a_status s = resolve_artifact(artifact, &a); s != T4A_SUCCESS)
-      return s;
-    const auto &names = a->lowered_names();
-    if (index >= names.size())
-      return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                        "index is %u; the artifact has %zu lowered names",
-                        index, names.size());
-    return copy_out(names[index], buf, capacity, needed, true);
+    return capi::call(
+        in(artifact, "artifact"), [&](Ref<compile::Artifact> &a) -> t4a_status {
+          const auto &names = a->lowered_names();
+          if (index >= names.size())
+            return core::fail(T4A_ERROR_INVALID_ARGUMENT,
+                              "index is %u; the artifact has %zu lowered names",
+                              index, names.size());
+          return copy_out(names[index], buf, capacity, needed, true);
+        });
   });
 }
 
 T4A_API t4a_status t4a_artifact_key(t4a_artifact artifact, char *buf,
                                     size_t capacity, size_t *needed) {
   return T4A_ENTRY({
-    Ref<compile::Artifact> a;
-    if (t4a_status s = resolve_artifact(artifact, &a); s != T4A_SUCCESS)
-      return s;
-    return copy_out(compile::to_hex(a->key()), buf, capacity, needed, true);
+    return capi::call(in(artifact, "artifact"),
+                      [&](Ref<compile::Artifact> &a) -> t4a_status {
+                        return copy_out(compile::to_hex(a->key()), buf,
+                                        capacity, needed, true);
+                      });
   });
 }
 
 T4A_API t4a_status t4a_compile_stats_get(t4a_compile_stats *stats) {
   return T4A_ENTRY({
-    if (t4a_status s = core::check_out_struct(stats, "stats"); s != T4A_SUCCESS)
-      return s;
-    t4a_compile_stats full;
-    std::memset(&full, 0, sizeof full);
-    full.struct_size = sizeof full;
-    compile::compile_stats().fill(&full);
-    core::write_struct(stats, full);
-    return T4A_SUCCESS;
+    return capi::call(capi::out_struct(stats, "stats"), [&]() -> t4a_status {
+      t4a_compile_stats full;
+      std::memset(&full, 0, sizeof full);
+      full.struct_size = sizeof full;
+      compile::compile_stats().fill(&full);
+      core::write_struct(stats, full);
+      return T4A_SUCCESS;
+    });
   });
 }
 

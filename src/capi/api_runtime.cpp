@@ -1,54 +1,61 @@
 // Runtime entry points.
 #include <cstddef>
 
-#include "capi/barrier.hpp"
+#include "capi/entry.hpp"
+#include "capi/handles.hpp"
 #include "core/process_fault.hpp"
 #include "core/runtime.hpp"
 #include "core/struct_io.hpp"
 
 using namespace t4a;
+using capi::in;
+using core::Ref;
 
 extern "C" {
 
 T4A_API t4a_status t4a_runtime_create(const t4a_runtime_options *options,
                                       t4a_runtime *runtime) {
   return T4A_ENTRY({
-    if (runtime == nullptr) return capi::null_arg("runtime");
-    t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
-    if (t4a_status s = core::read_struct(options, &o, "options");
-        s != T4A_SUCCESS)
-      return s;
-    // A caller whose (older) struct sets staging_bytes but has no
-    // staging_chunk_bytes gets chunks no larger than its budget.
-    if (options != nullptr &&
-        options->struct_size <
-            offsetof(t4a_runtime_options, staging_chunk_bytes) +
-                sizeof(o.staging_chunk_bytes) &&
-        o.staging_chunk_bytes > o.staging_bytes)
-      o.staging_chunk_bytes = o.staging_bytes;
-    if (o.reserved0 != 0)
-      return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                        "options->reserved0 is %u; it must be 0", o.reserved0);
-    core::Ref<core::Runtime> rt;
-    if (t4a_status s = core::Runtime::create(o, &rt); s != T4A_SUCCESS) {
-      // A sticky driver result (the process's CUDA state is poisoned):
-      // the process's first fault, if none was recorded yet.
-      if (s == T4A_ERROR_DEVICE_FAULT) {
-        const core::LastError &e = core::last_error();
-        core::record_process_fault(
-            o.device_ordinal, e.driver_result, 0,
-            ("creating a runtime: " + e.message).c_str());
+    return capi::call(capi::not_null(runtime, "runtime"), [&]() -> t4a_status {
+      t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
+      if (t4a_status s = core::read_struct(options, &o, "options");
+          s != T4A_SUCCESS)
+        return s;
+      // A caller whose (older) struct sets staging_bytes but has no
+      // staging_chunk_bytes gets chunks no larger than its budget.
+      if (options != nullptr &&
+          options->struct_size <
+              offsetof(t4a_runtime_options, staging_chunk_bytes) +
+                  sizeof(o.staging_chunk_bytes) &&
+          o.staging_chunk_bytes > o.staging_bytes)
+        o.staging_chunk_bytes = o.staging_bytes;
+      if (o.reserved0 != 0)
+        return core::fail(T4A_ERROR_INVALID_ARGUMENT,
+                          "options->reserved0 is %u; it must be 0",
+                          o.reserved0);
+      core::Ref<core::Runtime> rt;
+      if (t4a_status s = core::Runtime::create(o, &rt); s != T4A_SUCCESS) {
+        // A sticky driver result (the process's CUDA state is poisoned):
+        // the process's first fault, if none was recorded yet.
+        if (s == T4A_ERROR_DEVICE_FAULT) {
+          const core::LastError &e = core::last_error();
+          core::record_process_fault(
+              o.device_ordinal, e.driver_result, 0,
+              ("creating a runtime: " + e.message).c_str());
+        }
+        return s;
       }
-      return s;
-    }
-    core::Runtime *raw = rt.get();
-    uint64_t id = core::Registry::instance().insert(std::move(rt));
-    raw->set_handle_id(id);
-    runtime->id = id;
-    return T4A_SUCCESS;
+      core::Runtime *raw = rt.get();
+      uint64_t id = core::Registry::instance().insert(std::move(rt));
+      raw->set_handle_id(id);
+      runtime->id = id;
+      return T4A_SUCCESS;
+    });
   });
 }
 
+// Not through capi::call: destroy removes the handle itself (the registry's
+// remove), where every other entry point resolves a reference.
 T4A_API t4a_status t4a_runtime_destroy(t4a_runtime runtime) {
   return T4A_ENTRY({
     if (runtime.id == T4A_NULL_ID) return T4A_SUCCESS;
@@ -66,57 +73,52 @@ T4A_API t4a_status t4a_runtime_destroy(t4a_runtime runtime) {
 
 T4A_API t4a_status t4a_runtime_synchronize(t4a_runtime runtime) {
   return T4A_ENTRY({
-    core::Ref<core::Runtime> rt;
-    if (t4a_status s = capi::resolve_runtime(runtime, &rt); s != T4A_SUCCESS)
-      return s;
-    return rt->synchronize("synchronizing the runtime's stream");
+    return capi::call(
+        in(runtime, "runtime"), [](Ref<core::Runtime> &rt) -> t4a_status {
+          return rt->synchronize("synchronizing the runtime's stream");
+        });
   });
 }
 
 T4A_API t4a_status t4a_runtime_trim(t4a_runtime runtime) {
   return T4A_ENTRY({
-    core::Ref<core::Runtime> rt;
-    if (t4a_status s = capi::resolve_runtime(runtime, &rt); s != T4A_SUCCESS)
-      return s;
-    return rt->trim();
+    return capi::call(
+        in(runtime, "runtime"),
+        [](Ref<core::Runtime> &rt) -> t4a_status { return rt->trim(); });
   });
 }
 
 T4A_API t4a_status t4a_runtime_info_get(t4a_runtime runtime,
                                         t4a_runtime_info *info) {
   return T4A_ENTRY({
-    core::Ref<core::Runtime> rt;
-    if (t4a_status s = capi::resolve_runtime(runtime, &rt); s != T4A_SUCCESS)
-      return s;
-    if (t4a_status s = core::check_out_struct(info, "info"); s != T4A_SUCCESS)
-      return s;
-    rt->info(info);
-    return T4A_SUCCESS;
+    return capi::call(in(runtime, "runtime"), capi::out_struct(info, "info"),
+                      [&](Ref<core::Runtime> &rt) -> t4a_status {
+                        rt->info(info);
+                        return T4A_SUCCESS;
+                      });
   });
 }
 
 T4A_API t4a_status t4a_runtime_stats_get(t4a_runtime runtime,
                                          t4a_runtime_stats *stats) {
   return T4A_ENTRY({
-    core::Ref<core::Runtime> rt;
-    if (t4a_status s = capi::resolve_runtime(runtime, &rt); s != T4A_SUCCESS)
-      return s;
-    if (t4a_status s = core::check_out_struct(stats, "stats"); s != T4A_SUCCESS)
-      return s;
-    rt->stats(stats);
-    return T4A_SUCCESS;
+    return capi::call(in(runtime, "runtime"), capi::out_struct(stats, "stats"),
+                      [&](Ref<core::Runtime> &rt) -> t4a_status {
+                        rt->stats(stats);
+                        return T4A_SUCCESS;
+                      });
   });
 }
 
 T4A_API t4a_status t4a_process_fault_get(t4a_process_fault *fault) {
   return T4A_ENTRY({
-    if (t4a_status s = core::check_out_struct(fault, "fault"); s != T4A_SUCCESS)
-      return s;
-    t4a_process_fault full = T4A_PROCESS_FAULT_INIT;
-    core::read_process_fault(&full);
-    full.struct_size = sizeof full;
-    core::write_struct(fault, full);
-    return T4A_SUCCESS;
+    return capi::call(capi::out_struct(fault, "fault"), [&]() -> t4a_status {
+      t4a_process_fault full = T4A_PROCESS_FAULT_INIT;
+      core::read_process_fault(&full);
+      full.struct_size = sizeof full;
+      core::write_struct(fault, full);
+      return T4A_SUCCESS;
+    });
   });
 }
 

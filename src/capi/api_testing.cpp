@@ -2,12 +2,14 @@
 // test objects. Declared in src/testing/t4acuda_testing.h.
 #if defined(T4A_TESTING)
 
-#include "capi/barrier.hpp"
+#include "capi/entry.hpp"
+#include "capi/handles.hpp"
 #include "core/admission.hpp"
 #include "driver/fault_injection.hpp"
 #include "testing/t4acuda_testing.h"
 
 using namespace t4a;
+using capi::not_null;
 
 namespace {
 struct TestObject final : core::Object {
@@ -24,14 +26,15 @@ extern "C" {
 T4A_API t4a_status t4a_testing_fault_arm(const char *entry, uint64_t nth,
                                          int32_t cu_result, int32_t mode) {
   return T4A_ENTRY({
-    if (entry == nullptr) return capi::null_arg("entry");
-    if (!driver::fault::arm(entry, nth, cu_result,
-                            static_cast<driver::fault::Mode>(mode)))
-      return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                        "cannot arm '%s' (nth %llu, mode %d): unknown entry "
-                        "point, nth 0 or bad mode",
-                        entry, static_cast<unsigned long long>(nth), mode);
-    return T4A_SUCCESS;
+    return capi::call(not_null(entry, "entry"), [&]() -> t4a_status {
+      if (!driver::fault::arm(entry, nth, cu_result,
+                              static_cast<driver::fault::Mode>(mode)))
+        return core::fail(T4A_ERROR_INVALID_ARGUMENT,
+                          "cannot arm '%s' (nth %llu, mode %d): unknown entry "
+                          "point, nth 0 or bad mode",
+                          entry, static_cast<unsigned long long>(nth), mode);
+      return T4A_SUCCESS;
+    });
   });
 }
 
@@ -52,45 +55,38 @@ T4A_API int64_t t4a_testing_call_count(const char *entry) {
 
 T4A_API t4a_status t4a_testing_object_create(uint64_t value, uint64_t *id) {
   return T4A_ENTRY({
-    if (id == nullptr) return capi::null_arg("id");
-    *id = core::Registry::instance().insert(core::make_ref<TestObject>(value));
-    return T4A_SUCCESS;
+    return capi::call(not_null(id, "id"), [&]() -> t4a_status {
+      *id =
+          core::Registry::instance().insert(core::make_ref<TestObject>(value));
+      return T4A_SUCCESS;
+    });
   });
 }
 
 T4A_API t4a_status t4a_testing_object_retain(uint64_t id) {
-  return T4A_ENTRY({
-    core::HandleCheck c =
-        core::Registry::instance().retain(id, core::Kind::TestObject);
-    return c == core::HandleCheck::Ok ? T4A_SUCCESS
-                                      : core::fail_handle(c, id, "object");
-  });
+  return T4A_ENTRY(
+      { return capi::retain_handle(id, core::Kind::TestObject, "object"); });
 }
 
 T4A_API t4a_status t4a_testing_object_release(uint64_t id) {
-  return T4A_ENTRY({
-    if (id == T4A_NULL_ID) return T4A_SUCCESS;
-    core::Ref<core::Object> removed;
-    core::HandleCheck c = core::Registry::instance().release(
-        id, core::Kind::TestObject, &removed);
-    return c == core::HandleCheck::Ok ? T4A_SUCCESS
-                                      : core::fail_handle(c, id, "object");
-  });
+  return T4A_ENTRY(
+      { return capi::release_handle(id, core::Kind::TestObject, "object"); });
 }
 
 T4A_API t4a_status t4a_testing_object_value(uint64_t id, uint64_t *value) {
   return T4A_ENTRY({
-    if (value == nullptr) return capi::null_arg("value");
-    core::Ref<TestObject> obj;
-    if (t4a_status s =
-            capi::resolve(id, core::Kind::TestObject, "object", &obj);
-        s != T4A_SUCCESS)
-      return s;
-    if (obj->magic != TestObject::k_magic)
-      return core::fail(T4A_ERROR_INTERNAL, "object %llx resolved after free",
-                        static_cast<unsigned long long>(id));
-    *value = obj->value;
-    return T4A_SUCCESS;
+    // Test objects have no C handle type: the item is spelled out.
+    return capi::call(
+        not_null(value, "value"),
+        capi::In<TestObject>{id, core::Kind::TestObject, "object"},
+        [&](core::Ref<TestObject> &obj) -> t4a_status {
+          if (obj->magic != TestObject::k_magic)
+            return core::fail(T4A_ERROR_INTERNAL,
+                              "object %llx resolved after free",
+                              static_cast<unsigned long long>(id));
+          *value = obj->value;
+          return T4A_SUCCESS;
+        });
   });
 }
 

@@ -1,39 +1,33 @@
-// Host transfer, pending download and host buffer entry points (R-XFER).
-#include "capi/barrier.hpp"
+// Host transfer, pending download and host buffer entry points.
+#include "capi/buffer_args.hpp"
+#include "capi/entry.hpp"
+#include "capi/handles.hpp"
 #include "core/counters.hpp"
-#include "core/struct_io.hpp"
 #include "memory/buffer.hpp"
 #include "memory/host_buffer.hpp"
 #include "memory/pending_download.hpp"
 #include "memory/transfer.hpp"
 
 using namespace t4a;
-using core::Kind;
+using capi::in;
+using capi::not_null;
 using core::Ref;
 
 namespace {
 
-// Resolves a runtime and a buffer of it, and checks a byte range.
-t4a_status runtime_and_buffer(t4a_runtime runtime, t4a_buffer buffer,
-                              const char *arg, uint64_t offset, uint64_t bytes,
-                              Ref<core::Runtime> *rt, Ref<memory::Buffer> *b) {
-  if (t4a_status s = capi::resolve_runtime(runtime, rt); s != T4A_SUCCESS)
-    return s;
-  if (t4a_status s = capi::resolve(buffer.id, Kind::Buffer, arg, b);
-      s != T4A_SUCCESS)
-    return s;
-  if (t4a_status s = memory::check_owner(arg, **b, **rt); s != T4A_SUCCESS)
-    return s;
-  return memory::check_range(arg, offset, bytes, (*b)->bytes());
+// A host buffer's byte range lies inside it.
+t4a_status check_host_range(const char *arg, const memory::HostBuffer &h,
+                            uint64_t offset, uint64_t bytes) {
+  return memory::check_range(arg, offset, bytes, h.bytes());
 }
 
-t4a_status host_range(Ref<memory::HostBuffer> *h, t4a_host_buffer hb,
-                      const char *arg, uint64_t offset, uint64_t bytes) {
-  if (t4a_status s = capi::resolve(hb.id, Kind::HostBuffer, arg, h);
-      s != T4A_SUCCESS)
-    return s;
-  return memory::check_range(arg, offset, bytes, (*h)->bytes());
+t4a_status deliver(t4a_download download, void *dst, bool wait) {
+  return capi::call(in(download, "download"),
+                    [&](Ref<memory::PendingDownload> &d) -> t4a_status {
+                      return d->deliver(dst, wait);
+                    });
 }
+
 } // namespace
 
 extern "C" {
@@ -42,14 +36,12 @@ T4A_API t4a_status t4a_buffer_upload(t4a_runtime runtime, t4a_buffer dst,
                                      uint64_t offset, const void *src,
                                      uint64_t bytes) {
   return T4A_ENTRY({
-    Ref<core::Runtime> rt;
-    Ref<memory::Buffer> b;
-    if (t4a_status s =
-            runtime_and_buffer(runtime, dst, "dst", offset, bytes, &rt, &b);
-        s != T4A_SUCCESS)
-      return s;
-    if (src == nullptr && bytes > 0) return capi::null_arg("src");
-    return memory::upload(*rt, *b, offset, src, bytes);
+    return capi::call_on_range(
+        runtime, dst, "dst", offset, bytes,
+        [&](core::Runtime &rt, memory::Buffer &b) -> t4a_status {
+          if (src == nullptr && bytes > 0) return capi::null_arg("src");
+          return memory::upload(rt, b, offset, src, bytes);
+        });
   });
 }
 
@@ -57,14 +49,12 @@ T4A_API t4a_status t4a_buffer_download_sync(t4a_runtime runtime, t4a_buffer src,
                                             uint64_t offset, void *dst,
                                             uint64_t bytes) {
   return T4A_ENTRY({
-    Ref<core::Runtime> rt;
-    Ref<memory::Buffer> b;
-    if (t4a_status s =
-            runtime_and_buffer(runtime, src, "src", offset, bytes, &rt, &b);
-        s != T4A_SUCCESS)
-      return s;
-    if (dst == nullptr && bytes > 0) return capi::null_arg("dst");
-    return memory::download_sync(*rt, *b, offset, dst, bytes);
+    return capi::call_on_range(
+        runtime, src, "src", offset, bytes,
+        [&](core::Runtime &rt, memory::Buffer &b) -> t4a_status {
+          if (dst == nullptr && bytes > 0) return capi::null_arg("dst");
+          return memory::download_sync(rt, b, offset, dst, bytes);
+        });
   });
 }
 
@@ -72,29 +62,18 @@ T4A_API t4a_status t4a_buffer_download(t4a_runtime runtime, t4a_buffer src,
                                        uint64_t offset, uint64_t bytes,
                                        t4a_download *download) {
   return T4A_ENTRY({
-    Ref<core::Runtime> rt;
-    Ref<memory::Buffer> b;
-    if (t4a_status s =
-            runtime_and_buffer(runtime, src, "src", offset, bytes, &rt, &b);
-        s != T4A_SUCCESS)
-      return s;
-    if (download == nullptr) return capi::null_arg("download");
-    Ref<memory::PendingDownload> d;
-    if (t4a_status s =
-            memory::PendingDownload::create(*rt, *b, offset, bytes, &d);
-        s != T4A_SUCCESS)
-      return s;
-    download->id = capi::publish(std::move(d));
-    return T4A_SUCCESS;
+    return capi::call_on_range(
+        runtime, src, "src", offset, bytes,
+        [&](core::Runtime &rt, memory::Buffer &b) -> t4a_status {
+          if (download == nullptr) return capi::null_arg("download");
+          Ref<memory::PendingDownload> d;
+          if (t4a_status s =
+                  memory::PendingDownload::create(rt, b, offset, bytes, &d);
+              s != T4A_SUCCESS)
+            return s;
+          return capi::publish(std::move(d), download);
+        });
   });
-}
-
-static t4a_status deliver(t4a_download download, void *dst, bool wait) {
-  Ref<memory::PendingDownload> d;
-  if (t4a_status s = capi::resolve(download.id, Kind::Download, "download", &d);
-      s != T4A_SUCCESS)
-    return s;
-  return d->deliver(dst, wait);
 }
 
 T4A_API t4a_status t4a_download_poll(t4a_download download, void *dst) {
@@ -107,65 +86,52 @@ T4A_API t4a_status t4a_download_wait(t4a_download download, void *dst) {
 
 T4A_API t4a_status t4a_download_size(t4a_download download, uint64_t *bytes) {
   return T4A_ENTRY({
-    Ref<memory::PendingDownload> d;
-    if (t4a_status s =
-            capi::resolve(download.id, Kind::Download, "download", &d);
-        s != T4A_SUCCESS)
-      return s;
-    if (bytes == nullptr) return capi::null_arg("bytes");
-    *bytes = d->bytes();
-    return T4A_SUCCESS;
+    return capi::call(in(download, "download"), not_null(bytes, "bytes"),
+                      [&](Ref<memory::PendingDownload> &d) -> t4a_status {
+                        *bytes = d->bytes();
+                        return T4A_SUCCESS;
+                      });
   });
 }
 
 T4A_API t4a_status t4a_download_release(t4a_download download) {
-  return T4A_ENTRY({
-    return capi::release_handle(download.id, Kind::Download, "download");
-  });
+  return T4A_ENTRY({ return capi::release(download, "download"); });
 }
 
 T4A_API t4a_status t4a_host_buffer_alloc(t4a_runtime runtime, uint64_t bytes,
                                          t4a_host_buffer *host_buffer) {
   return T4A_ENTRY({
-    Ref<core::Runtime> rt;
-    if (t4a_status s = capi::resolve_runtime(runtime, &rt); s != T4A_SUCCESS)
-      return s;
-    if (host_buffer == nullptr) return capi::null_arg("host_buffer");
-    if (t4a_status s = rt->check_usable(); s != T4A_SUCCESS) return s;
-    Ref<memory::HostBuffer> h;
-    if (t4a_status s = memory::HostBuffer::alloc(*rt, bytes, &h);
-        s != T4A_SUCCESS)
-      return s;
-    host_buffer->id = capi::publish(std::move(h));
-    return T4A_SUCCESS;
+    return capi::call(
+        in(runtime, "runtime"), not_null(host_buffer, "host_buffer"),
+        [&](Ref<core::Runtime> &rt) -> t4a_status {
+          if (t4a_status s = rt->check_usable(); s != T4A_SUCCESS) return s;
+          Ref<memory::HostBuffer> h;
+          if (t4a_status s = memory::HostBuffer::alloc(*rt, bytes, &h);
+              s != T4A_SUCCESS)
+            return s;
+          return capi::publish(std::move(h), host_buffer);
+        });
   });
 }
 
 T4A_API t4a_status t4a_host_buffer_retain(t4a_host_buffer host_buffer) {
-  return T4A_ENTRY({
-    return capi::retain_handle(host_buffer.id, Kind::HostBuffer, "host_buffer");
-  });
+  return T4A_ENTRY({ return capi::retain(host_buffer, "host_buffer"); });
 }
 
 T4A_API t4a_status t4a_host_buffer_release(t4a_host_buffer host_buffer) {
-  return T4A_ENTRY({
-    return capi::release_handle(host_buffer.id, Kind::HostBuffer,
-                                "host_buffer");
-  });
+  return T4A_ENTRY({ return capi::release(host_buffer, "host_buffer"); });
 }
 
 T4A_API t4a_status t4a_host_buffer_pointer(t4a_host_buffer host_buffer,
                                            void **pointer, uint64_t *bytes) {
   return T4A_ENTRY({
-    Ref<memory::HostBuffer> h;
-    if (t4a_status s =
-            capi::resolve(host_buffer.id, Kind::HostBuffer, "host_buffer", &h);
-        s != T4A_SUCCESS)
-      return s;
-    if (pointer == nullptr) return capi::null_arg("pointer");
-    *pointer = h->data();
-    if (bytes != nullptr) *bytes = h->bytes();
-    return T4A_SUCCESS;
+    return capi::call(in(host_buffer, "host_buffer"),
+                      not_null(pointer, "pointer"),
+                      [&](Ref<memory::HostBuffer> &h) -> t4a_status {
+                        *pointer = h->data();
+                        if (bytes != nullptr) *bytes = h->bytes();
+                        return T4A_SUCCESS;
+                      });
   });
 }
 
@@ -174,17 +140,20 @@ T4A_API t4a_status t4a_buffer_upload_host(t4a_runtime runtime, t4a_buffer dst,
                                           t4a_host_buffer src,
                                           uint64_t src_offset, uint64_t bytes) {
   return T4A_ENTRY({
-    Ref<core::Runtime> rt;
-    Ref<memory::Buffer> b;
-    if (t4a_status s =
-            runtime_and_buffer(runtime, dst, "dst", dst_offset, bytes, &rt, &b);
-        s != T4A_SUCCESS)
-      return s;
-    Ref<memory::HostBuffer> h;
-    if (t4a_status s = host_range(&h, src, "src", src_offset, bytes);
-        s != T4A_SUCCESS)
-      return s;
-    return memory::upload_host(*rt, *b, dst_offset, *h, src_offset, bytes);
+    // The device buffer (resolved, owner, range) before the host buffer.
+    return capi::call_on_range(
+        runtime, dst, "dst", dst_offset, bytes,
+        [&](core::Runtime &rt, memory::Buffer &b) -> t4a_status {
+          return capi::call(
+              in(src, "src"), [&](Ref<memory::HostBuffer> &h) -> t4a_status {
+                if (t4a_status s =
+                        check_host_range("src", *h, src_offset, bytes);
+                    s != T4A_SUCCESS)
+                  return s;
+                return memory::upload_host(rt, b, dst_offset, *h, src_offset,
+                                           bytes);
+              });
+        });
   });
 }
 
@@ -194,28 +163,31 @@ T4A_API t4a_status t4a_buffer_download_host(t4a_runtime runtime, t4a_buffer src,
                                             uint64_t dst_offset,
                                             uint64_t bytes) {
   return T4A_ENTRY({
-    Ref<core::Runtime> rt;
-    Ref<memory::Buffer> b;
-    if (t4a_status s =
-            runtime_and_buffer(runtime, src, "src", src_offset, bytes, &rt, &b);
-        s != T4A_SUCCESS)
-      return s;
-    Ref<memory::HostBuffer> h;
-    if (t4a_status s = host_range(&h, dst, "dst", dst_offset, bytes);
-        s != T4A_SUCCESS)
-      return s;
-    return memory::download_host(*rt, *b, src_offset, *h, dst_offset, bytes);
+    // The device buffer (resolved, owner, range) before the host buffer.
+    return capi::call_on_range(
+        runtime, src, "src", src_offset, bytes,
+        [&](core::Runtime &rt, memory::Buffer &b) -> t4a_status {
+          return capi::call(
+              in(dst, "dst"), [&](Ref<memory::HostBuffer> &h) -> t4a_status {
+                if (t4a_status s =
+                        check_host_range("dst", *h, dst_offset, bytes);
+                    s != T4A_SUCCESS)
+                  return s;
+                return memory::download_host(rt, b, src_offset, *h, dst_offset,
+                                             bytes);
+              });
+        });
   });
 }
 
 T4A_API t4a_status t4a_process_stats_get(t4a_process_stats *stats) {
   return T4A_ENTRY({
-    if (t4a_status s = core::check_out_struct(stats, "stats"); s != T4A_SUCCESS)
-      return s;
-    t4a_process_stats full = T4A_PROCESS_STATS_INIT;
-    core::ProcessCounters::instance().fill(&full);
-    core::write_struct(stats, full);
-    return T4A_SUCCESS;
+    return capi::call(capi::out_struct(stats, "stats"), [&]() -> t4a_status {
+      t4a_process_stats full = T4A_PROCESS_STATS_INIT;
+      core::ProcessCounters::instance().fill(&full);
+      core::write_struct(stats, full);
+      return T4A_SUCCESS;
+    });
   });
 }
 

@@ -1,0 +1,37 @@
+// A runtime operation on a byte range of one of its device buffers: the
+// capi::call shape with the buffer's own checks. In order: the runtime
+// handle, the buffer handle, the buffer belongs to the runtime
+// (WRONG_RUNTIME), the range lies inside it (INVALID_ARGUMENT), each
+// naming its argument; then the body, given the runtime and the buffer.
+#pragma once
+
+#include "capi/handles.hpp"
+#include "memory/buffer.hpp"
+
+namespace t4a::capi {
+
+inline t4a_status check_buffer_range(const char *arg, const memory::Buffer &b,
+                                     const core::Runtime &rt, uint64_t offset,
+                                     uint64_t bytes) {
+  if (t4a_status s = memory::check_owner(arg, b, rt); s != T4A_SUCCESS)
+    return s;
+  return memory::check_range(arg, offset, bytes, b.bytes());
+}
+
+// `body(core::Runtime &, memory::Buffer &)` returns t4a_status.
+template <class Body>
+t4a_status call_on_range(t4a_runtime runtime, t4a_buffer buffer,
+                         const char *arg, uint64_t offset, uint64_t bytes,
+                         Body &&body) {
+  return call(in(runtime, "runtime"), in(buffer, arg),
+              [&](core::Ref<core::Runtime> &rt,
+                  core::Ref<memory::Buffer> &b) -> t4a_status {
+                if (t4a_status s =
+                        check_buffer_range(arg, *b, *rt, offset, bytes);
+                    s != T4A_SUCCESS)
+                  return s;
+                return body(*rt, *b);
+              });
+}
+
+} // namespace t4a::capi

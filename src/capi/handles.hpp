@@ -1,0 +1,196 @@
+// Handles at the C boundary: resolving a handle argument to its object,
+// publishing a new object as a handle, retain/release, the NULL-argument
+// checks, and capi::call, the one shape of an entry point's argument
+// checks (see below).
+#pragma once
+
+#include <cstddef>
+#include <tuple>
+#include <utility>
+
+#include "core/error.hpp"
+#include "core/registry.hpp"
+#include "core/runtime.hpp"
+#include "core/struct_io.hpp"
+
+namespace t4a::memory {
+class Buffer;
+class HostBuffer;
+class PendingDownload;
+} // namespace t4a::memory
+namespace t4a::compile {
+class Artifact;
+} // namespace t4a::compile
+namespace t4a::launch {
+class Module;
+class Kernel;
+class Completion;
+} // namespace t4a::launch
+
+namespace t4a::capi {
+
+// Each C handle type: the object it names and that object's kind.
+template <class H> struct HandleOf;
+#define T4A_HANDLE_OF_(Handle, Type, K)                                        \
+  template <> struct HandleOf<Handle> {                                        \
+    using type = Type;                                                         \
+    static constexpr core::Kind kind = core::Kind::K;                          \
+  }
+T4A_HANDLE_OF_(t4a_runtime, core::Runtime, Runtime);
+T4A_HANDLE_OF_(t4a_buffer, memory::Buffer, Buffer);
+T4A_HANDLE_OF_(t4a_host_buffer, memory::HostBuffer, HostBuffer);
+T4A_HANDLE_OF_(t4a_download, memory::PendingDownload, Download);
+T4A_HANDLE_OF_(t4a_artifact, compile::Artifact, Artifact);
+T4A_HANDLE_OF_(t4a_module, launch::Module, Module);
+T4A_HANDLE_OF_(t4a_kernel, launch::Kernel, Kernel);
+T4A_HANDLE_OF_(t4a_completion, launch::Completion, Completion);
+#undef T4A_HANDLE_OF_
+
+// Resolves a handle id of kind K to a reference to T, or records
+// INVALID_HANDLE naming the argument, the id and why.
+template <class T>
+t4a_status resolve(uint64_t id, core::Kind kind, const char *arg,
+                   core::Ref<T> *out) {
+  core::Ref<core::Object> obj;
+  core::HandleCheck c = core::Registry::instance().resolve(id, kind, &obj);
+  if (c != core::HandleCheck::Ok) return core::fail_handle(c, id, arg);
+  *out = core::Ref<T>::adopt(static_cast<T *>(obj.detach()));
+  return T4A_SUCCESS;
+}
+
+// Resolves the `runtime` argument every runtime operation takes.
+inline t4a_status resolve_runtime(t4a_runtime h,
+                                  core::Ref<core::Runtime> *out) {
+  return resolve(h.id, core::Kind::Runtime, "runtime", out);
+}
+
+// Registers a new object and stores its handle in `*out`.
+template <class H, class T> t4a_status publish(core::Ref<T> obj, H *out) {
+  out->id = core::Registry::instance().insert(
+      core::Ref<core::Object>(core::Ref<core::Object>::adopt(obj.detach())));
+  return T4A_SUCCESS;
+}
+
+// Drops one handle reference of kind K (the null id is a no-op); the
+// object goes when its last internal reference does.
+inline t4a_status release_handle(uint64_t id, core::Kind kind,
+                                 const char *arg) {
+  if (id == T4A_NULL_ID) return T4A_SUCCESS;
+  core::Ref<core::Object> removed;
+  core::HandleCheck c = core::Registry::instance().release(id, kind, &removed);
+  if (c != core::HandleCheck::Ok) return core::fail_handle(c, id, arg);
+  return T4A_SUCCESS;
+}
+
+inline t4a_status retain_handle(uint64_t id, core::Kind kind, const char *arg) {
+  core::HandleCheck c = core::Registry::instance().retain(id, kind);
+  if (c != core::HandleCheck::Ok) return core::fail_handle(c, id, arg);
+  return T4A_SUCCESS;
+}
+
+// t4a_<object>_retain / _release of a handle argument.
+template <class H> t4a_status retain(H h, const char *arg) {
+  return retain_handle(h.id, HandleOf<H>::kind, arg);
+}
+template <class H> t4a_status release(H h, const char *arg) {
+  return release_handle(h.id, HandleOf<H>::kind, arg);
+}
+
+inline t4a_status null_arg(const char *arg) {
+  return core::fail(T4A_ERROR_INVALID_ARGUMENT, "%s is NULL", arg);
+}
+
+// ---- capi::call ---------------------------------------------------------
+//
+// An entry point's first checks, in the order it lists them, then its body:
+//
+//   return capi::call(capi::in(runtime, "runtime"), capi::in(buffer, "dst"),
+//                     capi::not_null(out, "out"),
+//                     [&](Ref<core::Runtime> &rt, Ref<memory::Buffer> &b) {
+//                       ... checks that need the objects, then the call
+//                     });
+//
+// Each item is checked in turn and the first failure is returned (so the
+// order of the items is the order of the argument checks, which the entry
+// point tests pin down). A handle item (capi::in) resolves to a reference
+// that the body receives, in item order, as `core::Ref<T> &` (it may move
+// it); the references live until the body has returned. Other items only
+// check. The body returns t4a_status (spell it: `-> t4a_status`, since
+// T4A_SUCCESS is an enumerator and t4a_status an int). Admission, context and
+// driver calls belong to the layer the body calls, not here.
+
+// A handle argument of object type T.
+template <class T> struct In {
+  using type = T;
+  uint64_t id;
+  core::Kind kind;
+  const char *arg;
+};
+template <class H> In<typename HandleOf<H>::type> in(H h, const char *arg) {
+  return {h.id, HandleOf<H>::kind, arg};
+}
+
+// A pointer argument that must not be NULL ("<arg> is NULL").
+struct NotNull {
+  const void *p;
+  const char *arg;
+};
+inline NotNull not_null(const void *p, const char *arg) { return {p, arg}; }
+
+// An out-struct argument: not NULL, struct_size set (core::check_out_struct).
+template <class S> struct OutStruct {
+  const S *p;
+  const char *arg;
+};
+template <class S> OutStruct<S> out_struct(const S *p, const char *arg) {
+  return {p, arg};
+}
+
+namespace detail {
+
+inline t4a_status check(const NotNull &c) {
+  return c.p != nullptr ? T4A_SUCCESS : null_arg(c.arg);
+}
+template <class S> t4a_status check(const OutStruct<S> &c) {
+  return core::check_out_struct(c.p, c.arg);
+}
+
+template <class Body, class... Got>
+t4a_status step(Body &body, std::tuple<Got &...> got) {
+  return std::apply(body, got);
+}
+
+template <class C> constexpr bool is_in = false;
+template <class T> constexpr bool is_in<In<T>> = true;
+
+template <class Body, class... Got, class C, class... Rest>
+t4a_status step(Body &body, std::tuple<Got &...> got, const C &c,
+                const Rest &...rest) {
+  if constexpr (is_in<C>) {
+    core::Ref<typename C::type> r;
+    if (t4a_status s = resolve(c.id, c.kind, c.arg, &r); s != T4A_SUCCESS)
+      return s;
+    return step(
+        body, std::tuple_cat(got, std::tuple<core::Ref<typename C::type> &>(r)),
+        rest...);
+  } else {
+    if (t4a_status s = check(c); s != T4A_SUCCESS) return s;
+    return step(body, got, rest...);
+  }
+}
+
+} // namespace detail
+
+// The items, then the body (last).
+template <class... A> t4a_status call(A &&...a) {
+  static_assert(sizeof...(A) >= 1, "capi::call needs a body");
+  constexpr size_t n = sizeof...(A) - 1;
+  auto all = std::forward_as_tuple(a...);
+  auto &body = std::get<n>(all);
+  return [&]<size_t... I>(std::index_sequence<I...>) {
+    return detail::step(body, std::tuple<>(), std::get<I>(all)...);
+  }
+  (std::make_index_sequence<n>());
+}
+
+} // namespace t4a::capi

@@ -1,0 +1,27 @@
+// Loading a module through its runtime's module cache (launch/module.hpp):
+// the module already cached for the image's identity key is returned (a
+// cache hit, counted); otherwise the image is loaded and cached, and
+// modules evicted to make room are dropped once the open completion epoch
+// no longer needs them. Under the runtime's admission.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "compile/sha256.hpp"
+#include "core/object.hpp"
+#include "core/runtime.hpp"
+#include "launch/module.hpp"
+
+namespace t4a::launch {
+
+// An image whose identity key the caller already has (an artifact's).
+t4a_status load_cached(core::Ref<core::Runtime> rt, const compile::Digest &key,
+                       const std::string &image, core::Ref<Module> *out);
+
+// Caller-supplied image bytes: keyed by their SHA-256 digest, copied only
+// on a miss.
+t4a_status load_cached_data(core::Ref<core::Runtime> rt, const void *image,
+                            size_t bytes, core::Ref<Module> *out);
+
+} // namespace t4a::launch
