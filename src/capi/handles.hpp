@@ -106,7 +106,8 @@ inline t4a_status null_arg(const char *arg) {
 //
 //   return capi::call(capi::in(runtime, "runtime"), capi::in(buffer, "dst"),
 //                     capi::not_null(out, "out"),
-//                     [&](Ref<core::Runtime> &rt, Ref<memory::Buffer> &b) {
+//                     [&](Ref<core::Runtime> &rt,
+//                         Ref<memory::Buffer> &b) -> t4a_status {
 //                       ... checks that need the objects, then the call
 //                     });
 //
@@ -179,18 +180,19 @@ t4a_status step(Body &body, std::tuple<Got &...> got, const C &c,
   }
 }
 
+// The body is the last element of `all`, the items the ones before it.
+template <class All, size_t... I>
+t4a_status call_items(All &all, std::index_sequence<I...>) {
+  return step(std::get<sizeof...(I)>(all), std::tuple<>(), std::get<I>(all)...);
+}
+
 } // namespace detail
 
 // The items, then the body (last).
 template <class... A> t4a_status call(A &&...a) {
   static_assert(sizeof...(A) >= 1, "capi::call needs a body");
-  constexpr size_t n = sizeof...(A) - 1;
   auto all = std::forward_as_tuple(a...);
-  auto &body = std::get<n>(all);
-  return [&]<size_t... I>(std::index_sequence<I...>) {
-    return detail::step(body, std::tuple<>(), std::get<I>(all)...);
-  }
-  (std::make_index_sequence<n>());
+  return detail::call_items(all, std::make_index_sequence<sizeof...(A) - 1>());
 }
 
 } // namespace t4a::capi
