@@ -114,8 +114,8 @@ int main() {
            "desc->block[0] (x) is 0");
   }
   // y and z: 0 (their default) means 1; the verdict carries the extents.
-  auto expect_dims = [&](const char *name, const uint32_t (&g)[3],
-                         const uint32_t (&b)[3]) {
+  auto expect_dims = [&](const char *name, const uint32_t(&g)[3],
+                         const uint32_t(&b)[3]) {
     for (int i = 0; i < 3; ++i)
       if (v.grid[i] != g[i] || v.block[i] != b[i]) {
         std::fprintf(stderr,
