@@ -543,6 +543,8 @@ int main(int argc, char **argv) {
     check_cu(raw.cuModuleGetFunction(&f0, rm, "empty0"), "raw empty0");
     check_cu(raw.cuModuleGetFunction(&f4, rm, "axpy4"), "raw axpy4");
     t4a_launch_desc d0 = T4A_LAUNCH_DESC_INIT;
+    d0.grid[0] = 1;
+    d0.block[0] = 1;
     d0.kernel = k0;
     latency(
         "launch, 0 arguments", reps, quick ? 1000 : 5000,
@@ -567,6 +569,7 @@ int main(int argc, char **argv) {
     args[3].value = &a_val;
     args[3].size = sizeof a_val;
     t4a_launch_desc d4 = T4A_LAUNCH_DESC_INIT;
+    d4.grid[0] = 1;
     d4.kernel = k4;
     d4.block[0] = 256;
     d4.arg_count = 4;

@@ -1,9 +1,11 @@
 # Runs doxygen on the configured Doxyfile.
 # cmake -DDOXYGEN=... -DDOXYFILE=... -DWORKDIR=... -DWARN_AS_ERROR=...
-#       -DSTRICT=ON|OFF [-DEXPECT_IN_INDEX=text] -P run-doxygen.cmake
+#       -DSTRICT=ON|OFF [-DEXPECT_IN_INDEX=text] [-DEXPECT_PAGE=file.html]
+#       -P run-doxygen.cmake
 # STRICT=ON fails on any warning (WARN_AS_ERROR is the Doxyfile value for
 # that: YES or FAIL_ON_WARNINGS); OFF prints warnings and succeeds.
 # EXPECT_IN_INDEX: text html/index.html (the main page) must contain.
+# EXPECT_PAGE: a page html/ must hold (experimental.html).
 if(NOT DOXYGEN)
   message(FATAL_ERROR
     "docs: doxygen was not found when the build was configured; install it "
@@ -47,5 +49,11 @@ if(DEFINED EXPECT_IN_INDEX)
       "introduction ('${EXPECT_IN_INDEX}'): include/t4acuda.h's @mainpage "
       "block is missing or empty")
   endif()
+endif()
+if(DEFINED EXPECT_PAGE AND NOT EXISTS "${WORKDIR}/html/${EXPECT_PAGE}")
+  message(FATAL_ERROR
+    "docs: doxygen wrote no ${WORKDIR}/html/${EXPECT_PAGE} (the "
+    "Experimental API list: the @experimental alias of docs/Doxyfile.in or "
+    "the tagged declarations of include/t4acuda.h are missing)")
 endif()
 message(STATUS "docs: reference written to ${WORKDIR}/html/index.html (${n} warning(s))")

@@ -101,6 +101,8 @@ int main(int argc, char **argv) {
   arg.kind = T4A_ARG_BUFFER;
   arg.buffer = counter;
   t4a_launch_desc desc = T4A_LAUNCH_DESC_INIT;
+  desc.grid[0] = 1;
+  desc.block[0] = 1;
   desc.kernel = kernel;
   desc.arg_count = 1;
   desc.args = &arg;

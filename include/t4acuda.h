@@ -106,6 +106,25 @@
  * bytes, otherwise #T4A_ERROR_VERSION_MISMATCH. Output structs are filled up
  * to the smaller of the caller's and the library's size.
  *
+ * Zero bytes mean the default in every field of every input struct, and
+ * every `T4A_<NAME>_INIT` macro is `struct_size` followed by zero bytes: a
+ * binding that cannot use the macros (Python, Rust, Julia) zero-fills the
+ * struct and sets `struct_size`, and gets exactly what the macro gives.
+ * The one field without a default is the launch's extent in x
+ * (::t4a_launch_desc::grid and ::t4a_launch_desc::block, index 0), where 0
+ * is rejected. `abi/layouts.json` in the source tree lists every struct's
+ * size, alignment, fields, offsets and `_INIT` values, every constant and
+ * every function's signature, generated from this header by the compiler.
+ *
+ * @section experimental_api Experimental API
+ * Declarations inside `#if defined(T4A_EXPERIMENTAL)` at the end of this
+ * header are compiled only when the including program defines
+ * `T4A_EXPERIMENTAL` before including it. They are not part of the stable
+ * ABI: they may change or disappear in any release, the ABI gate does not
+ * compare them, and `abi/layouts.json` flags them `"experimental": true`.
+ * The @ref experimental "Experimental API" page lists them. New
+ * capabilities may enter there first.
+ *
  * @section current Current context
  * No function leaves a different CUDA context current on the calling thread
  * than it found, whether it succeeds or fails.
@@ -597,7 +616,9 @@ T4A_API t4a_status t4a_device_can_access_peer(int32_t ordinal, int32_t peer,
 /** @name Runtime                                                            */
 /* ------------------------------------------------------------------------ */
 /** @{ */
-/** Pool release threshold meaning "keep all freed memory until trimmed".
+/** Pool release threshold meaning "keep all freed memory until trimmed":
+ *  the default, also given by 0 (see
+ *  ::t4a_runtime_options::pool_release_threshold).
  *
  * Per runtime: every runtime has its own memory pool, also two runtimes of
  * one device. Memory a runtime freed stays reserved in its pool, for its
@@ -610,6 +631,12 @@ T4A_API t4a_status t4a_device_can_access_peer(int32_t ordinal, int32_t peer,
  * otherwise; call t4a_runtime_trim() on the other runtime, or give the
  * runtimes a finite ::t4a_runtime_options::pool_release_threshold. */
 #define T4A_POOL_KEEP_ALL UINT64_MAX
+/** Pool release threshold meaning "release all freed memory at each
+ *  synchronization": the driver's `CU_MEMPOOL_ATTR_RELEASE_THRESHOLD` is
+ *  set to exactly 0. (0 itself in
+ *  ::t4a_runtime_options::pool_release_threshold means the default,
+ *  #T4A_POOL_KEEP_ALL, so that a zero-filled struct gets the defaults.) */
+#define T4A_POOL_RELEASE_ALL (UINT64_MAX - 1)
 
 /** Default staging budget: pinned bytes a runtime may hold for transfers. */
 #define T4A_DEFAULT_STAGING_BYTES (UINT64_C(64) << 20)
@@ -627,17 +654,23 @@ typedef struct t4a_runtime_options {
   uint32_t struct_size; /**< sizeof(t4a_runtime_options) of the caller. */
   int32_t device_ordinal; /**< the device; default 0. */
   /** Bytes of freed memory the pool keeps across synchronizations
-   *  (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`); default #T4A_POOL_KEEP_ALL. */
+   *  (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`). 0 (the default) and
+   *  #T4A_POOL_KEEP_ALL keep all of it (the driver gets `UINT64_MAX`);
+   *  #T4A_POOL_RELEASE_ALL releases all of it (the driver gets 0); any
+   *  other value is passed to the driver as is.
+   *  ::t4a_runtime_info::pool_release_threshold reports the driver's value.
+   *  @since 0.1.0 (0 meant "release all" before the FFI-safe defaults) */
   uint64_t pool_release_threshold;
   /** Total pinned staging memory for pageable transfers (the budget);
-   *  default (and 0) #T4A_DEFAULT_STAGING_BYTES. At least one chunk. */
+   *  0 (the default) means #T4A_DEFAULT_STAGING_BYTES. At least one chunk. */
   uint64_t staging_bytes;
-  /** Size of one staging chunk, the unit of pipelining; default (and 0)
-   *  #T4A_DEFAULT_STAGING_CHUNK_BYTES, or the budget when that is smaller;
-   *  4 KiB .. staging_bytes. */
+  /** Size of one staging chunk, the unit of pipelining; 0 (the default)
+   *  means #T4A_DEFAULT_STAGING_CHUNK_BYTES, or the budget when that is
+   *  smaller; else 4 KiB .. staging_bytes. */
   uint64_t staging_chunk_bytes;
   /** Host threads copying between pageable memory and staging, 1..64, or
-   *  #T4A_STAGING_THREADS_AUTO (half the host's cores, at most 8). */
+   *  #T4A_STAGING_THREADS_AUTO (0, the default: half the host's cores, at
+   *  most 8). */
   int32_t staging_threads;
   uint32_t reserved0; /**< zero. */
   /** Modules the runtime's module cache keeps loaded (least recently used
@@ -657,12 +690,12 @@ typedef struct t4a_runtime_options {
   uint64_t module_cache_bytes;
 } t4a_runtime_options;
 
-/** Initializer for ::t4a_runtime_options with the defaults. */
+/** Initializer for ::t4a_runtime_options with the defaults: `struct_size`
+ *  and zero bytes, as every `_INIT` macro (zero means the default in every
+ *  field, so a binding that cannot use the macro zero-fills the struct and
+ *  sets `struct_size`). */
 #define T4A_RUNTIME_OPTIONS_INIT                                               \
-  {sizeof(t4a_runtime_options), 0, T4A_POOL_KEEP_ALL,                          \
-   T4A_DEFAULT_STAGING_BYTES, T4A_DEFAULT_STAGING_CHUNK_BYTES,                 \
-   T4A_STAGING_THREADS_AUTO, 0, T4A_DEFAULT_MODULE_CACHE_ENTRIES, 0,           \
-   T4A_DEFAULT_MODULE_CACHE_BYTES}
+  {sizeof(t4a_runtime_options), 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /**
  * @brief Creates a runtime on one device.
@@ -792,7 +825,9 @@ typedef struct t4a_runtime_info {
   void *stream;
   /** the runtime's `CUmemoryPool`. Borrowed, as `context`. */
   void *memory_pool;
-  /** the pool release threshold in force. */
+  /** the pool release threshold in force, as the driver has it:
+   *  #T4A_POOL_KEEP_ALL (`UINT64_MAX`) for the default, 0 for
+   *  #T4A_POOL_RELEASE_ALL, else the value asked for. */
   uint64_t pool_release_threshold;
 } t4a_runtime_info;
 
@@ -1805,8 +1840,14 @@ typedef struct t4a_launch_desc {
   uint32_t struct_size; /**< in: sizeof(t4a_launch_desc) of the caller. */
   uint32_t flags;       /**< zero (no flags are defined yet). */
   t4a_kernel kernel;    /**< the kernel, of the launching runtime. */
-  uint32_t grid[3];     /**< blocks in x, y, z; each at least 1. */
-  uint32_t block[3];    /**< threads per block in x, y, z; each at least 1. */
+  /** blocks in x, y, z. `grid[0]` has no default: 0 is rejected
+   *  (#T4A_ERROR_INVALID_ARGUMENT naming `grid[0]`), as a grid computed as
+   *  `n / block` for a small `n` is a bug. `grid[1]` and `grid[2]`: 0 (the
+   *  default) means 1. */
+  uint32_t grid[3];
+  /** threads per block in x, y, z; as `grid`: `block[0]` must be at least
+   *  1, and 0 in `block[1]` or `block[2]` (the default) means 1. */
+  uint32_t block[3];
   /** dynamic shared memory per block; above 48 KiB the kernel's limit is
    *  raised automatically up to the device's opt-in maximum. */
   uint32_t dynamic_shared_bytes;
@@ -1814,16 +1855,18 @@ typedef struct t4a_launch_desc {
   const t4a_arg *args;  /**< the arguments, in parameter order. */
 } t4a_launch_desc;
 
-/** Initializer for ::t4a_launch_desc: one block of one thread. */
+/** Initializer for ::t4a_launch_desc: `struct_size` and zero bytes; set
+ *  `kernel`, `grid[0]`, `block[0]` (and the arguments) before launching. */
 #define T4A_LAUNCH_DESC_INIT                                                   \
-  {sizeof(t4a_launch_desc), 0, {0}, {1, 1, 1}, {1, 1, 1}, 0, 0, NULL}
+  {sizeof(t4a_launch_desc), 0, {0}, {0, 0, 0}, {0, 0, 0}, 0, 0, NULL}
 
 /**
  * @brief Launches a kernel on the runtime's stream.
  *
  * Everything is validated before anything is enqueued, and each rejection
  * names the field or argument index and the values: handles; a kernel or
- * buffer of another runtime (#T4A_ERROR_WRONG_RUNTIME); zero dimensions;
+ * buffer of another runtime (#T4A_ERROR_WRONG_RUNTIME); a zero `grid[0]`
+ * or `block[0]` (a zero `y` or `z` means 1);
  * a block above the kernel's or the device's limits; a grid above the
  * device's; shared memory above the device's opt-in maximum; argument count
  * and scalar sizes differing from the kernel's parameters where the driver
@@ -2025,6 +2068,27 @@ typedef struct t4a_process_fault {
  */
 T4A_API t4a_status t4a_process_fault_get(t4a_process_fault *fault);
 /** @} */
+
+/* ------------------------------------------------------------------------ */
+/*  Experimental API: only with T4A_EXPERIMENTAL defined before inclusion.   */
+/*  Everything between the #if and its #endif is left out of the ABI gate    */
+/*  (abi/gen-layouts lists it for abi/check) and flagged experimental in     */
+/*  abi/layouts.json; each declaration is tagged @experimental.              */
+/* ------------------------------------------------------------------------ */
+#if defined(T4A_EXPERIMENTAL)
+/** @name Experimental API                                                   */
+/** @{ */
+/**
+ * @brief The revision of the experimental section.
+ *
+ * Grows whenever a declaration of the experimental section is added,
+ * changed or removed, so a program built with `T4A_EXPERIMENTAL` can tell
+ * which experimental declarations its header had.
+ * @experimental
+ */
+#define T4A_EXPERIMENTAL_REVISION 1
+/** @} */
+#endif /* T4A_EXPERIMENTAL */
 
 #ifdef __cplusplus
 } /* extern "C" */

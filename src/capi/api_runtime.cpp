@@ -21,14 +21,6 @@ T4A_API t4a_status t4a_runtime_create(const t4a_runtime_options *options,
       if (t4a_status s = core::read_struct(options, &o, "options");
           s != T4A_SUCCESS)
         return s;
-      // A caller whose (older) struct sets staging_bytes but has no
-      // staging_chunk_bytes gets chunks no larger than its budget.
-      if (options != nullptr &&
-          options->struct_size <
-              offsetof(t4a_runtime_options, staging_chunk_bytes) +
-                  sizeof(o.staging_chunk_bytes) &&
-          o.staging_chunk_bytes > o.staging_bytes)
-        o.staging_chunk_bytes = o.staging_bytes;
       if (o.reserved0 != 0)
         return core::fail(T4A_ERROR_INVALID_ARGUMENT,
                           "options->reserved0 is %u; it must be 0",

@@ -38,8 +38,14 @@ Runtime::Runtime() : Object(Kind::Runtime) { events_.set_owner(this); }
 t4a_status Runtime::create(const t4a_runtime_options &given,
                            Ref<Runtime> *out) {
   t4a_runtime_options o = given;
-  // Zero means "the default" for the staging sizes (as for every field
-  // added to a struct after its first release).
+  // Zero means "the default" in every field, so that a zero-filled struct
+  // behaves as T4A_RUNTIME_OPTIONS_INIT. The pool keeps everything by
+  // default; T4A_POOL_RELEASE_ALL asks the driver for exactly 0. options_
+  // keeps the driver's value (t4a_runtime_info reports it).
+  if (o.pool_release_threshold == 0)
+    o.pool_release_threshold = T4A_POOL_KEEP_ALL;
+  else if (o.pool_release_threshold == T4A_POOL_RELEASE_ALL)
+    o.pool_release_threshold = 0;
   if (o.staging_bytes == 0) o.staging_bytes = T4A_DEFAULT_STAGING_BYTES;
   if (o.staging_chunk_bytes == 0)
     o.staging_chunk_bytes = o.staging_bytes < T4A_DEFAULT_STAGING_CHUNK_BYTES

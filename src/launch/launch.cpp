@@ -176,7 +176,7 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   core::Epochs &ep = rt.epochs();
   auto enqueue = [&] {
     return core::in_stream_context(rt, [&] {
-      return cu::launch_kernel(k.function(), d.grid, d.block,
+      return cu::launch_kernel(k.function(), v.grid, v.block,
                                d.dynamic_shared_bytes, rt.stream(),
                                n > 0 ? space.params : nullptr);
     });

@@ -57,45 +57,51 @@ void validate(const t4a_launch_desc &d, bool kernel_same_runtime,
   if (!kernel_same_runtime)
     return reject(v, T4A_ERROR_WRONG_RUNTIME,
                   "desc->kernel belongs to a module of another runtime");
+  // x has no default: a zero extent is a bug (n / 256 for a small n).
+  if (d.grid[0] == 0)
+    return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                  "desc->grid[0] (x) is 0; a launch needs at least one block "
+                  "in x (grid %u x %u x %u; 0 means 1 only in y and z)",
+                  d.grid[0], d.grid[1], d.grid[2]);
+  if (d.block[0] == 0)
+    return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                  "desc->block[0] (x) is 0; a launch needs at least one "
+                  "thread per block in x (block %u x %u x %u; 0 means 1 only "
+                  "in y and z)",
+                  d.block[0], d.block[1], d.block[2]);
+  // y and z: zero (the zero-filled descriptor's value) means 1.
   for (int i = 0; i < 3; ++i) {
-    if (d.grid[i] == 0)
-      return reject(v, T4A_ERROR_INVALID_ARGUMENT,
-                    "desc->grid[%d] (%s) is 0; every dimension must be at "
-                    "least 1 (grid %u x %u x %u)",
-                    i, k_axis[i], d.grid[0], d.grid[1], d.grid[2]);
-    if (d.block[i] == 0)
-      return reject(v, T4A_ERROR_INVALID_ARGUMENT,
-                    "desc->block[%d] (%s) is 0; every dimension must be at "
-                    "least 1 (block %u x %u x %u)",
-                    i, k_axis[i], d.block[0], d.block[1], d.block[2]);
+    v->grid[i] = d.grid[i] != 0 ? d.grid[i] : 1;
+    v->block[i] = d.block[i] != 0 ? d.block[i] : 1;
   }
+  const uint32_t *grid = v->grid, *block = v->block;
   for (int i = 0; i < 3; ++i)
-    if (d.block[i] > lim.max_block[i])
+    if (block[i] > lim.max_block[i])
       return reject(v, T4A_ERROR_INVALID_ARGUMENT,
                     "desc->block[%d] (%s) is %u; the device allows at most "
                     "%u",
-                    i, k_axis[i], d.block[i], lim.max_block[i]);
+                    i, k_axis[i], block[i], lim.max_block[i]);
   uint64_t threads =
-      uint64_t(d.block[0]) * uint64_t(d.block[1]) * uint64_t(d.block[2]);
+      uint64_t(block[0]) * uint64_t(block[1]) * uint64_t(block[2]);
   if (threads > k.max_threads_per_block)
     return reject(v, T4A_ERROR_INVALID_ARGUMENT,
                   "desc->block is %u x %u x %u = %llu threads; this kernel "
                   "allows at most %u per block",
-                  d.block[0], d.block[1], d.block[2],
+                  block[0], block[1], block[2],
                   static_cast<unsigned long long>(threads),
                   k.max_threads_per_block);
   if (threads > lim.max_threads_per_block)
     return reject(v, T4A_ERROR_INVALID_ARGUMENT,
                   "desc->block is %u x %u x %u = %llu threads; the device "
                   "allows at most %u per block",
-                  d.block[0], d.block[1], d.block[2],
+                  block[0], block[1], block[2],
                   static_cast<unsigned long long>(threads),
                   lim.max_threads_per_block);
   for (int i = 0; i < 3; ++i)
-    if (d.grid[i] > lim.max_grid[i])
+    if (grid[i] > lim.max_grid[i])
       return reject(v, T4A_ERROR_INVALID_ARGUMENT,
                     "desc->grid[%d] (%s) is %u; the device allows at most %u",
-                    i, k_axis[i], d.grid[i], lim.max_grid[i]);
+                    i, k_axis[i], grid[i], lim.max_grid[i]);
   uint64_t shared = uint64_t(d.dynamic_shared_bytes) + k.static_shared_bytes;
   if (shared > lim.max_shared_optin)
     return reject(v, T4A_ERROR_INVALID_ARGUMENT,

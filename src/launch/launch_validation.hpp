@@ -43,6 +43,10 @@ struct Verdict {
   // dynamic_shared_bytes (above the default, within the opt-in maximum).
   bool raise_shared = false;
   uint64_t param_bytes = 0; // the parameter block's size
+  // The extents to launch, on success: the descriptor's, with 0 in y or z
+  // (its default) made 1. x is never 0 (rejected).
+  uint32_t grid[3];
+  uint32_t block[3];
   // Written only when a launch is rejected (left uninitialized otherwise:
   // the warm path does not clear 384 bytes per launch).
   char message[384];

@@ -507,14 +507,21 @@ static CUresult f_cuFuncSetAttribute(CUfunction f, CUfunction_attribute a,
     f->dynamic_shared = v;
   return CUDA_SUCCESS;
 }
+/* The extents of the last launch (fake_cuda_last_launch). */
+static unsigned g_last_launch[6];
 static CUresult f_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
                                  unsigned gz, unsigned bx, unsigned by,
                                  unsigned bz, unsigned shared, CUstream s,
                                  void **params, void **extra) {
-  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared;
+  (void)shared;
   (void)params, (void)extra;
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
-  return f != NULL && s != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (f == NULL || s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_mu);
+  g_last_launch[0] = gx, g_last_launch[1] = gy, g_last_launch[2] = gz;
+  g_last_launch[3] = bx, g_last_launch[4] = by, g_last_launch[5] = bz;
+  pthread_mutex_unlock(&g_mu);
+  return CUDA_SUCCESS;
 }
 static CUresult f_cuOccupancyMaxActiveBlocksPerMultiprocessor(
     int *n, CUfunction f, int block, size_t shared) {
@@ -585,6 +592,13 @@ FAKE_API int fake_cuda_fail_next(const char *entry, int cu_result) {
   *slot = cu_result;
   pthread_mutex_unlock(&g_mu);
   return 0;
+}
+
+/* The grid and block extents (x, y, z each) of the last cuLaunchKernel. */
+FAKE_API void fake_cuda_last_launch(unsigned dims[6]) {
+  pthread_mutex_lock(&g_mu);
+  memcpy(dims, g_last_launch, sizeof g_last_launch);
+  pthread_mutex_unlock(&g_mu);
 }
 
 /* "streams", "pools" or "context_refs" (device 0); -1 for another name. */

@@ -448,9 +448,20 @@ static void test_pool_release_threshold(void **state) {
   assert_true(pool_threshold(&info) == T4A_POOL_KEEP_ALL);
   ASSERT_OK(t4a_runtime_destroy(rt));
 
+  /* The INIT macro holds 0, which means the default (keep all). */
   t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
-  assert_true(o.pool_release_threshold == T4A_POOL_KEEP_ALL);
+  assert_true(o.pool_release_threshold == 0);
   assert_int_equal(o.device_ordinal, 0);
+  ASSERT_OK(create(&o, &rt));
+  info = info_of(rt);
+  assert_true(info.pool_release_threshold == T4A_POOL_KEEP_ALL);
+  assert_true(pool_threshold(&info) == T4A_POOL_KEEP_ALL);
+  ASSERT_OK(t4a_runtime_destroy(rt));
+  o.pool_release_threshold = T4A_POOL_KEEP_ALL;
+  ASSERT_OK(create(&o, &rt));
+  info = info_of(rt);
+  assert_true(pool_threshold(&info) == T4A_POOL_KEEP_ALL);
+  ASSERT_OK(t4a_runtime_destroy(rt));
 
   /* A custom threshold on every device. */
   for (int i = 0; i < g_devices; ++i) {
@@ -464,9 +475,10 @@ static void test_pool_release_threshold(void **state) {
     ASSERT_OK(t4a_runtime_destroy(rt));
   }
 
-  /* Zero is a threshold too (release everything at each sync). */
+  /* T4A_POOL_RELEASE_ALL asks the driver for exactly 0 (release
+   * everything at each sync). */
   o = options_for(0);
-  o.pool_release_threshold = 0;
+  o.pool_release_threshold = T4A_POOL_RELEASE_ALL;
   ASSERT_OK(create(&o, &rt));
   info = info_of(rt);
   assert_int_equal(info.pool_release_threshold, 0);

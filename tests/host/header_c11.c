@@ -2,7 +2,8 @@
  * Host lane: t4acuda.h is self-contained, strict C11 (compiled with
  * -std=c11 -pedantic -Wall -Wextra -Werror) and links. Uses every *_INIT
  * macro (a test fails when the header gains one this file does not use)
- * and checks the defaults and layout they promise.
+ * and checks the defaults and layout they promise. Built twice: as is and
+ * with T4A_EXPERIMENTAL defined (the experimental section compiles too).
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
 #include "t4acuda.h" /* first: it must need nothing before it */
@@ -17,6 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The experimental section is declared exactly when T4A_EXPERIMENTAL is
+ * defined before the header (ctest header_c11_experimental defines it). */
+#if defined(T4A_EXPERIMENTAL)
+_Static_assert(T4A_EXPERIMENTAL_REVISION >= 1, "experimental revision");
+#elif defined(T4A_EXPERIMENTAL_REVISION)
+#error "experimental declarations are visible without T4A_EXPERIMENTAL"
+#endif
 
 /* ABI layout: handles are 8 bytes, statuses 32 bits, every struct starts
  * with its size. */
@@ -144,12 +153,11 @@ static void test_init_macros(void **state) {
   assert_null(arg.value);
   assert_memory_equal(&k_arg, &arg, sizeof arg);
   assert_int_equal(launch_desc.struct_size, sizeof(t4a_launch_desc));
-  assert_int_equal(launch_desc.grid[0] * launch_desc.grid[1] *
-                       launch_desc.grid[2],
-                   1);
-  assert_int_equal(launch_desc.block[0] * launch_desc.block[1] *
-                       launch_desc.block[2],
-                   1);
+  /* zero extents: x must be set, 0 in y and z means 1 */
+  assert_int_equal(launch_desc.grid[0], 0);
+  assert_int_equal(launch_desc.grid[1] + launch_desc.grid[2], 0);
+  assert_int_equal(launch_desc.block[0], 0);
+  assert_int_equal(launch_desc.block[1] + launch_desc.block[2], 0);
   assert_int_equal(launch_desc.kernel.id, T4A_NULL_ID);
   assert_int_equal(launch_desc.arg_count, 0);
   assert_null(launch_desc.args);
@@ -184,23 +192,24 @@ static void test_init_macros(void **state) {
   assert_int_equal(device_info.name[0], '\0');
   assert_int_equal(runtime_options.struct_size, sizeof(t4a_runtime_options));
   assert_int_equal(runtime_options.device_ordinal, 0);
-  assert_true(runtime_options.pool_release_threshold == T4A_POOL_KEEP_ALL);
+  /* zero means the default (keep all); RELEASE_ALL is its own value */
+  assert_true(runtime_options.pool_release_threshold == 0);
   assert_true(T4A_POOL_KEEP_ALL == UINT64_MAX);
+  assert_true(T4A_POOL_RELEASE_ALL == UINT64_MAX - 1);
   assert_int_equal(runtime_info.struct_size, sizeof(t4a_runtime_info));
   assert_null(runtime_info.context);
   assert_int_equal(runtime_stats.struct_size, sizeof(t4a_runtime_stats));
   assert_int_equal(runtime_stats.host_waits, 0);
-  assert_int_equal(runtime_options.staging_bytes, T4A_DEFAULT_STAGING_BYTES);
-  assert_int_equal(runtime_options.staging_bytes, UINT64_C(67108864));
-  assert_int_equal(runtime_options.staging_chunk_bytes,
-                   T4A_DEFAULT_STAGING_CHUNK_BYTES);
-  assert_int_equal(runtime_options.staging_chunk_bytes, UINT64_C(8388608));
+  /* zero: T4A_DEFAULT_STAGING_BYTES and T4A_DEFAULT_STAGING_CHUNK_BYTES */
+  assert_int_equal(runtime_options.staging_bytes, 0);
+  assert_int_equal(T4A_DEFAULT_STAGING_BYTES, UINT64_C(67108864));
+  assert_int_equal(runtime_options.staging_chunk_bytes, 0);
+  assert_int_equal(T4A_DEFAULT_STAGING_CHUNK_BYTES, UINT64_C(8388608));
   assert_int_equal(runtime_options.staging_threads, T4A_STAGING_THREADS_AUTO);
   assert_int_equal(runtime_options.reserved0, 0);
-  assert_int_equal(runtime_options.module_cache_entries,
-                   T4A_DEFAULT_MODULE_CACHE_ENTRIES);
-  assert_int_equal(runtime_options.module_cache_bytes,
-                   T4A_DEFAULT_MODULE_CACHE_BYTES);
+  /* zero: T4A_DEFAULT_MODULE_CACHE_ENTRIES and _BYTES */
+  assert_int_equal(runtime_options.module_cache_entries, 0);
+  assert_int_equal(runtime_options.module_cache_bytes, 0);
   assert_int_equal(runtime_stats.leaked_allocations, 0);
   assert_int_equal(runtime_stats.staging_bytes_peak, 0);
   assert_int_equal(buffer_info.struct_size, sizeof(t4a_buffer_info));

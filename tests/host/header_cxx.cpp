@@ -33,6 +33,12 @@ static_assert(T4A_DEFAULT_MODULE_CACHE_BYTES == 256ull << 20, "256 MiB");
 static_assert(T4A_DEFAULT_DISK_CACHE_BYTES == 1ull << 30, "1 GiB");
 static_assert(T4A_MEMORY_CACHE_BYTES == 256ull << 20, "256 MiB");
 static_assert(T4A_POOL_KEEP_ALL == UINT64_MAX, "keep all");
+static_assert(T4A_POOL_RELEASE_ALL == UINT64_MAX - 1, "release all");
+#if defined(T4A_EXPERIMENTAL) // header_cxx_experimental
+static_assert(T4A_EXPERIMENTAL_REVISION >= 1, "experimental revision");
+#elif defined(T4A_EXPERIMENTAL_REVISION)
+#error "experimental declarations are visible without T4A_EXPERIMENTAL"
+#endif
 
 // Every initializer as a constant initializer at namespace scope.
 static const t4a_error_info k_error_info = T4A_ERROR_INFO_INIT;
@@ -90,13 +96,12 @@ int main() {
   // The initializers hold the documented sizes and defaults.
   check(k_error_info.struct_size == sizeof(t4a_error_info), "error_info");
   check(k_device_info.struct_size == sizeof(t4a_device_info), "device_info");
+  // Zero means the default in every options field.
   check(k_runtime_options.struct_size == sizeof(t4a_runtime_options) &&
-            k_runtime_options.pool_release_threshold == T4A_POOL_KEEP_ALL &&
-            k_runtime_options.staging_bytes == T4A_DEFAULT_STAGING_BYTES &&
-            k_runtime_options.staging_chunk_bytes ==
-                T4A_DEFAULT_STAGING_CHUNK_BYTES &&
-            k_runtime_options.module_cache_bytes ==
-                T4A_DEFAULT_MODULE_CACHE_BYTES,
+            k_runtime_options.pool_release_threshold == 0 &&
+            k_runtime_options.staging_bytes == 0 &&
+            k_runtime_options.staging_chunk_bytes == 0 &&
+            k_runtime_options.module_cache_bytes == 0,
         "runtime_options defaults");
   check(k_runtime_info.struct_size == sizeof(t4a_runtime_info), "runtime_info");
   check(k_runtime_stats.struct_size == sizeof(t4a_runtime_stats),

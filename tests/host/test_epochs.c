@@ -76,6 +76,8 @@ static t4a_runtime_stats stats_of(t4a_runtime rt) {
  * bound. */
 static void launch_cycling(setup *s, int modules, long count) {
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.grid[0] = 1;
+  d.block[0] = 1;
   t4a_last_error_clear();
   for (long i = 0; i < count; ++i) {
     d.kernel = s->kernels[i % modules];
@@ -158,6 +160,8 @@ static void test_failed_seal_fails_launch_before_enqueue(void **state) {
   launch_cycling(&s, MODULES, OPEN_LIMIT);  /* and now full */
   assert_int_equal(stats_of(s.rt).open_epoch_items, OPEN_LIMIT);
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.grid[0] = 1;
+  d.block[0] = 1;
   d.kernel = s.kernels[OPEN_LIMIT % MODULES];
   t4a_testing_count_calls(1);
   ASSERT_OK(t4a_testing_fault_arm("cuEventRecord", 1, 1 /* INVALID_VALUE */,
@@ -188,6 +192,8 @@ static void test_sealed_epochs_bounded_when_device_lags(void **state) {
   make(&s, MODULES);
   t4a_runtime_stats before = stats_of(s.rt);
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.grid[0] = 1;
+  d.block[0] = 1;
   const long launches = 80L * OPEN_LIMIT;
   uint64_t max_sealed = 0;
   t4a_last_error_clear();
@@ -221,6 +227,8 @@ static void test_contained_breaks_runtime(void **state) {
   setup s;
   make(&s, 1);
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.grid[0] = 1;
+  d.block[0] = 1;
   d.kernel = s.kernels[0];
   ASSERT_OK(t4a_launch(s.rt, &d));
   ASSERT_OK(t4a_testing_fault_arm("cuLaunchKernel", 1, 226 /* CONTAINED */,

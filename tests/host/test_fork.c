@@ -157,6 +157,8 @@ static void child_main(void) {
   expect_fork_refusal(t4a_runtime_synchronize(g_rt),
                       "t4a_runtime_synchronize of the parent's runtime");
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.grid[0] = 1;
+  d.block[0] = 1;
   d.kernel = g_parent_kernel;
   expect_fork_refusal(t4a_launch(g_rt, &d),
                       "t4a_launch on the parent's runtime");

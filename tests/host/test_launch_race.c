@@ -53,6 +53,8 @@ static void *launch_loop(void *arg) {
   t4a_arg args[2] = {T4A_ARG_INIT, T4A_ARG_INIT};
   args[0].kind = args[1].kind = T4A_ARG_BUFFER;
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.grid[0] = 1;
+  d.block[0] = 1;
   d.args = args;
   d.arg_count = 2;
   for (unsigned j = 0; !atomic_load(&g_done); ++j) {

@@ -89,15 +89,72 @@ int main() {
                  v.raise_shared);
     ++g_failures;
   }
+  // x has no default: 0 is rejected, naming grid[0] / block[0].
   d = base();
-  d.grid[1] = 0;
+  d.grid[0] = 0;
   validate(d, true, facts, k, lim, &v);
-  expect("zero grid", v, T4A_ERROR_INVALID_ARGUMENT, "desc->grid[1] (y) is 0");
+  expect("zero grid x", v, T4A_ERROR_INVALID_ARGUMENT,
+         "desc->grid[0] (x) is 0; a launch needs at least one block");
   d = base();
-  d.block[2] = 0;
+  d.block[0] = 0;
   validate(d, true, facts, k, lim, &v);
-  expect("zero block", v, T4A_ERROR_INVALID_ARGUMENT,
-         "desc->block[2] (z) is 0");
+  expect("zero block x", v, T4A_ERROR_INVALID_ARGUMENT,
+         "desc->block[0] (x) is 0; a launch needs at least one thread");
+  // ...also when everything else is zero too (the zero-filled descriptor).
+  {
+    t4a_launch_desc z;
+    std::memset(&z, 0, sizeof z);
+    z.struct_size = sizeof z;
+    validate(z, true, facts, k, lim, &v);
+    expect("zero-filled", v, T4A_ERROR_INVALID_ARGUMENT,
+           "desc->grid[0] (x) is 0");
+    z.grid[0] = 1;
+    validate(z, true, facts, k, lim, &v);
+    expect("zero-filled, grid x set", v, T4A_ERROR_INVALID_ARGUMENT,
+           "desc->block[0] (x) is 0");
+  }
+  // y and z: 0 (their default) means 1; the verdict carries the extents.
+  auto expect_dims = [&](const char *name, const uint32_t(&g)[3],
+                         const uint32_t(&b)[3]) {
+    for (int i = 0; i < 3; ++i)
+      if (v.grid[i] != g[i] || v.block[i] != b[i]) {
+        std::fprintf(stderr,
+                     "FAIL %s: launches grid %u x %u x %u, block %u x %u x "
+                     "%u; want %u x %u x %u, %u x %u x %u\n",
+                     name, v.grid[0], v.grid[1], v.grid[2], v.block[0],
+                     v.block[1], v.block[2], g[0], g[1], g[2], b[0], b[1],
+                     b[2]);
+        ++g_failures;
+        return;
+      }
+  };
+  d = base();
+  validate(d, true, facts, k, lim, &v);
+  expect("y, z zero", v, T4A_SUCCESS, nullptr);
+  expect_dims("y, z zero", {100, 1, 1}, {256, 1, 1});
+  d = base();
+  d.grid[1] = 1;
+  d.grid[2] = 1;
+  d.block[1] = 1;
+  d.block[2] = 1;
+  validate(d, true, facts, k, lim, &v);
+  expect("y, z one", v, T4A_SUCCESS, nullptr);
+  expect_dims("y, z one", {100, 1, 1}, {256, 1, 1});
+  d = base();
+  d.grid[2] = 7;
+  d.block[1] = 2;
+  validate(d, true, facts, k, lim, &v);
+  expect("mixed", v, T4A_SUCCESS, nullptr);
+  expect_dims("mixed", {100, 1, 7}, {256, 2, 1});
+  // A zero y or z counts as 1 against the limits too.
+  d = base();
+  d.block[0] = 1024;
+  d.block[1] = 0;
+  validate(d, true, facts, k, lim, &v);
+  expect("1024 x 0 threads", v, T4A_SUCCESS, nullptr);
+  d.block[1] = 2;
+  validate(d, true, facts, k, lim, &v);
+  expect("1024 x 2 threads", v, T4A_ERROR_INVALID_ARGUMENT, "2048 threads");
   d = base();
   d.block[0] = 2048;
   validate(d, true, facts, k, lim, &v);

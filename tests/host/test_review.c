@@ -207,6 +207,8 @@ static void test_destroy_with_transient_event_failure(void **state) {
   t4a_module m = {0};
   t4a_kernel k = {0};
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.grid[0] = 1;
+  d.block[0] = 1;
   unsigned char image[16] = {7, 7};
   t4a_process_stats before, after;
   t4a_status s;
@@ -267,6 +269,8 @@ static void test_launch_frees_host_buffer(void **state) {
   t4a_buffer b = {0};
   t4a_host_buffer hb = {0};
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.grid[0] = 1;
+  d.block[0] = 1;
   long i, freed_in = -1;
   (void)state;
   ASSERT_OK(t4a_runtime_create(NULL, &rt));

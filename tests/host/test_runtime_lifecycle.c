@@ -180,6 +180,8 @@ static t4a_status run_op(const fixture *f, op o, unsigned salt) {
     args[0].kind = args[1].kind = T4A_ARG_BUFFER;
     args[0].buffer = args[1].buffer = f->buffer;
     t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+    d.grid[0] = 1;
+    d.block[0] = 1;
     d.kernel = f->kernel;
     d.args = args;
     d.arg_count = 2;

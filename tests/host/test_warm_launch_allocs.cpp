@@ -61,6 +61,8 @@ static long allocations_during(t4a_runtime rt, t4a_kernel k, t4a_buffer b,
     }
   }
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.grid[0] = 1;
+  d.block[0] = 1;
   d.kernel = k;
   d.arg_count = nargs;
   d.args = args;
@@ -130,6 +132,8 @@ int main() {
     CHECK(t4a_kernel_get(mods[i], "k", &ks[i]));
   }
   t4a_launch_desc md = T4A_LAUNCH_DESC_INIT;
+  md.grid[0] = 1;
+  md.block[0] = 1;
   for (int i = 0; i < 4096 && s == T4A_SUCCESS; ++i) { // warm up
     md.kernel = ks[i % kModules];
     s = t4a_launch(rt, &md);

@@ -10,9 +10,9 @@
 int main() {
   t4a_runtime_options options = T4A_RUNTIME_OPTIONS_INIT;
   t4a_runtime none{T4A_NULL_ID};
-  if (options.staging_bytes != T4A_DEFAULT_STAGING_BYTES ||
-      options.pool_release_threshold != T4A_POOL_KEEP_ALL ||
-      none.id != T4A_NULL_ID)
+  // Every _INIT is struct_size and zero bytes (zero means the default).
+  if (options.struct_size != sizeof options || options.staging_bytes != 0 ||
+      options.pool_release_threshold != 0 || none.id != T4A_NULL_ID)
     return 1;
   int32_t count = -1;
   t4a_status s = t4a::device_count(count, std::nothrow);
