@@ -790,7 +790,7 @@ static void test_launch_args(void **) {
   t4a::Kernel k(t4a_kernel{k_forged_kernel});
   const t4a_arg args[3] = {a, s, p};
   t4a_launch_desc d =
-      t4a::detail::launch_desc(k, {8, 4, 2}, 256, 1024, args, 3);
+      t4a::detail::launch_desc(k.get(), {8, 4, 2}, 256, 1024, args, 3);
   assert_int_equal(d.struct_size, sizeof(t4a_launch_desc));
   assert_int_equal(d.flags, 0);
   assert_int_equal(d.kernel.id, k_forged_kernel);
