@@ -1,9 +1,10 @@
-# Checks that the README's C++ saxpy (the ```cpp block that follows the
-# line "<!-- saxpy.cpp -->" in README.md) is examples/saxpy.cpp byte for
-# byte, and that it has at most MAX_LINES non-blank lines.
-# Usage: cmake -DREADME=... -DEXAMPLE=... -DMAX_LINES=15 -P this file
+# Checks that a README code block (the ```FENCE block that follows the line
+# "<!-- NAME -->" in README.md) is the file EXAMPLE byte for byte, and, when
+# MAX_LINES is given, that it has at most MAX_LINES non-blank lines.
+# Usage: cmake -DREADME=... -DNAME=saxpy.cpp -DFENCE=cpp -DEXAMPLE=...
+#              [-DMAX_LINES=15] -P this file
 # SPDX-License-Identifier: MIT OR Apache-2.0
-foreach(var README EXAMPLE MAX_LINES)
+foreach(var README NAME FENCE EXAMPLE)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "check_readme_snippet: -D${var}=... is required")
   endif()
@@ -11,24 +12,24 @@ endforeach()
 file(READ "${README}" readme)
 file(READ "${EXAMPLE}" example)
 
-set(marker "<!-- saxpy.cpp -->\n```cpp\n")
+set(marker "<!-- ${NAME} -->\n```${FENCE}\n")
 string(FIND "${readme}" "${marker}" at)
 if(at EQUAL -1)
-  message(FATAL_ERROR "${README}: no line \"<!-- saxpy.cpp -->\" followed by a ```cpp block")
+  message(FATAL_ERROR "${README}: no line \"<!-- ${NAME} -->\" followed by a ```${FENCE} block")
 endif()
 string(LENGTH "${marker}" marker_length)
 math(EXPR begin "${at} + ${marker_length}")
 string(SUBSTRING "${readme}" ${begin} -1 rest)
 string(FIND "${rest}" "```" end)
 if(end EQUAL -1)
-  message(FATAL_ERROR "${README}: the saxpy.cpp block is not closed")
+  message(FATAL_ERROR "${README}: the ${NAME} block is not closed")
 endif()
 string(SUBSTRING "${rest}" 0 ${end} snippet)
 
 if(NOT snippet STREQUAL example)
-  file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/readme_saxpy_snippet.cpp" "${snippet}")
-  message(FATAL_ERROR "the README's C++ saxpy differs from ${EXAMPLE} "
-    "(the README's block is in ${CMAKE_CURRENT_BINARY_DIR}/readme_saxpy_snippet.cpp; "
+  file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/readme_${NAME}" "${snippet}")
+  message(FATAL_ERROR "the README's ${NAME} block differs from ${EXAMPLE} "
+    "(the README's block is in ${CMAKE_CURRENT_BINARY_DIR}/readme_${NAME}; "
     "diff the two)")
 endif()
 
@@ -50,7 +51,7 @@ while(NOT text STREQUAL "")
     math(EXPR count "${count} + 1")
   endif()
 endwhile()
-if(count GREATER MAX_LINES)
+if(DEFINED MAX_LINES AND count GREATER MAX_LINES)
   message(FATAL_ERROR "${EXAMPLE} has ${count} non-blank lines; at most ${MAX_LINES} allowed")
 endif()
-message(STATUS "the README's C++ saxpy is ${EXAMPLE} (${count} non-blank lines, at most ${MAX_LINES})")
+message(STATUS "the README's ${NAME} block is ${EXAMPLE} (${count} non-blank lines; limit: ${MAX_LINES})")

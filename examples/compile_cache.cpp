@@ -1,5 +1,7 @@
 /*
- * t4acuda-saxpy: y = a * x + y over 2^20 floats through the C++ facade.
+ * t4acuda-compile-cache: where a compiled kernel comes from, then
+ * y = a * x + y over 2^20 floats through the C++ facade, with timings.
+ * (examples/saxpy.cpp, t4acuda-saxpy, is the short version in the README.)
  *
  * Compiles the kernel with t4a::compile (a CUBIN for the runtime's device,
  * or for compute capability 9.0 when there is no GPU or driver, so that the
@@ -74,15 +76,12 @@ int run() {
   std::string no_gpu_reason;
   const bool have_gpu = open_runtime(rt, no_gpu_reason);
 
-  t4a_compile_request request = T4A_COMPILE_REQUEST_INIT;
-  request.source = k_source;
-  request.program_name = "saxpy.cu";
-  if (have_gpu) {
-    request.runtime = rt.get();
-  } else {
-    request.cc_major = 9; // sm_90: something to compile for without a device
-    request.cc_minor = 0;
-  }
+  t4a::CompileRequest request(k_source);
+  request.with_program_name("saxpy.cu");
+  if (have_gpu)
+    request.for_runtime(rt);
+  else
+    request.for_cc(9, 0); // sm_90: something to compile for without a device
 
   const t4a_compile_stats before = t4a::compile_stats();
   const Clock::time_point t_compile = Clock::now();
@@ -137,28 +136,25 @@ int run() {
     y[i] = static_cast<float>(i % 777);
     expect[i] = a * x[i] + y[i];
   }
-  const uint64_t bytes = uint64_t{n} * sizeof(float);
 
-  t4a::Module module(rt.view(), artifact);
+  t4a::Module module(rt, artifact);
   t4a::Kernel kernel = module.kernel("saxpy");
-  t4a::Buffer dx(rt.view(), bytes), dy(rt.view(), bytes);
+  t4a::DeviceArray<float> dx(rt, n), dy(rt, n);
 
   const Clock::time_point t_upload = Clock::now();
-  t4a::upload(rt.view(), dx, 0, x.data(), bytes);
-  t4a::upload(rt.view(), dy, 0, y.data(), bytes);
+  dx.upload(rt, x);
+  dy.upload(rt, y);
   rt.synchronize();
   const double upload_ms = ms_since(t_upload);
 
   const uint32_t block = 256;
   const Clock::time_point t_kernel = Clock::now();
-  t4a::launch(rt.view(), kernel, (n + block - 1) / block, block, 0,
-              {t4a::arg_scalar(a), t4a::arg_buffer(dx), t4a::arg_buffer(dy),
-               t4a::arg_scalar(n)});
+  kernel.launch(rt, (n + block - 1) / block, block, a, dx, dy, n);
   rt.synchronize();
   const double kernel_ms = ms_since(t_kernel);
 
   const Clock::time_point t_download = Clock::now();
-  t4a::download(rt.view(), dy, 0, got.data(), bytes);
+  dy.download(rt, got);
   const double download_ms = ms_since(t_download);
 
   uint64_t bad = 0;
@@ -191,7 +187,7 @@ int main() {
   try {
     return run();
   } catch (const t4a::Error &e) {
-    std::fprintf(stderr, "t4acuda-saxpy: %s\n", e.what());
+    std::fprintf(stderr, "t4acuda-compile-cache: %s\n", e.what());
     return 1;
   }
 }
