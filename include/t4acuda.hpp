@@ -1626,10 +1626,11 @@ public:
   /** @brief Launches with a grid, block and dynamic shared memory
    *  (t4a_launch()); non-throwing form (the last argument is
    *  `std::nothrow`). */
-  template <
-      class... Args,
-      std::enable_if_t<detail::ends_with_nothrow<Args...>::value, int> = 0>
-  t4a_status launch(RuntimeView rt, const LaunchConfig &config,
+  template <class Config, class... Args,
+            std::enable_if_t<std::is_same<Config, LaunchConfig>::value &&
+                                 detail::ends_with_nothrow<Args...>::value,
+                             int> = 0>
+  t4a_status launch(RuntimeView rt, const Config &config,
                     const Args &...args) const noexcept {
     return detail::launch_pack(rt, get(), config, args...);
   }
@@ -1665,12 +1666,13 @@ public:
   }
   /** @brief Launches with a grid, block and dynamic shared memory
    *  (`kernel.launch(rt, t4a::LaunchConfig(grid, block, bytes), args...)`;
-   *  t4a_launch()). @throws Error */
-  template <
-      class... Args,
-      std::enable_if_t<!detail::ends_with_nothrow<Args...>::value, int> = 0>
-  void launch(RuntimeView rt, const LaunchConfig &config,
-              const Args &...args) const {
+   *  t4a_launch()). `Config` is t4a::LaunchConfig itself (deduced, so a
+   *  braced `{x, y, z}` is always a grid). @throws Error */
+  template <class Config, class... Args,
+            std::enable_if_t<std::is_same<Config, LaunchConfig>::value &&
+                                 !detail::ends_with_nothrow<Args...>::value,
+                             int> = 0>
+  void launch(RuntimeView rt, const Config &config, const Args &...args) const {
     check(detail::launch_pack(rt, get(), config, args...));
   }
   /** Attributes and parameter layout (t4a_kernel_info_get()).

@@ -1278,6 +1278,177 @@ static void test_compile_request_nvrtc(void **) {
   assert_true(t4a::last_compile_log().find("SCALE_BY") != std::string::npos);
 }
 
+// ---------------------------------------------------------------------------
+// On the fake driver (tests/fake; "fake" group, its own process): typed
+// arrays and container transfers move real bytes, and launches go through
+// the library's checks (the fake driver runs no kernel and reports no
+// parameters, so the scalar-size check is tests/gpu/test_facade_gpu.cpp's).
+// ---------------------------------------------------------------------------
+
+static t4a::Kernel fake_kernel(t4a::Runtime &rt) {
+  t4a::Artifact a = t4a::compile(
+      t4a::CompileRequest("extern \"C\" __global__ void k(float *x, int n, "
+                          "double d) {}")
+          .for_cc(9, 0)
+          .with_flags(T4A_COMPILE_NO_DISK_CACHE));
+  return t4a::Module(rt, a).kernel("k");
+}
+
+template <class F> static std::string error_of(F &&f, t4a_status want) {
+  try {
+    f();
+  } catch (const t4a::Error &e) {
+    if (e.status() != want)
+      fail_msg("threw %s, expected %s: %s", t4a_status_name(e.status()),
+               t4a_status_name(want), e.what());
+    return e.what();
+  }
+  fail_msg("did not throw %s", t4a_status_name(want));
+  return std::string();
+}
+
+static void expect_contains(const std::string &text, const char *part) {
+  if (text.find(part) == std::string::npos)
+    fail_msg("\"%s\" does not contain \"%s\"", text.c_str(), part);
+}
+
+static void test_fake_device_array(void **) {
+  t4a::Runtime rt(t4a::RuntimeOptions{});
+  const std::vector<float> host = {1, 2, 3, 4};
+  t4a::DeviceArray<float> d(rt, host); // allocate + upload, from rt itself
+  assert_int_equal(d.size(), 4);
+  assert_int_equal(d.bytes(), 16);
+  assert_int_equal(d.buffer().size(), 16);
+  assert_true(d.to_vector(rt) == host);
+
+  // Element offsets; pointer + count; std::array and C arrays.
+  const std::array<float, 2> two = {9, 8};
+  d.upload(rt, two, 1);
+  const float three[3] = {5, 6, 7};
+  d.upload(rt, three, 1, 3); // pointer + count at element 3
+  std::vector<float> out(4, 0.0f);
+  d.download(rt, out);
+  assert_true(out == std::vector<float>({1, 9, 8, 5}));
+  std::array<float, 2> tail{};
+  d.download(rt, tail, 2); // elements 2..3
+  assert_true(tail[0] == 8 && tail[1] == 5);
+  float one = 0;
+  d.download(rt, &one, 1, 1);
+  assert_true(one == 9);
+  std::vector<float> bigger(6, -1.0f); // larger: the first 4 are written
+  d.download(rt, bigger);
+  assert_true(bigger == std::vector<float>({1, 9, 8, 5, -1, -1}));
+
+  // A container too small: an error naming both sizes, nothing copied.
+  std::vector<float> small(3, -1.0f);
+  std::string m = error_of([&] { d.download(rt, small); },
+                           T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "t4a::DeviceArray::download");
+  expect_contains(m, "holds 3 elements");
+  expect_contains(m, "the array 4");
+  assert_true(small == std::vector<float>(3, -1.0f));
+  std::array<float, 1> tiny{};
+  m = error_of([&] { d.download(rt, tiny, 2); }, T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "holds 1 elements");
+  expect_contains(m, "(2 to copy)");
+  m = error_of([&] { d.download(rt, out, 5); }, T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "offset 5 is past the end of the array (4 elements)");
+  // Past the end through the C calls: the library names the range.
+  m = error_of([&] { d.upload(rt, host, 1); }, T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "t4a_buffer_upload");
+  m = error_of([&] { d.download(rt, &one, 1, 4); },
+               T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "t4a_buffer_download_sync");
+  // A count whose byte size overflows is rejected, never wrapped.
+  m = error_of([&] { d.upload(rt, &one, SIZE_MAX / 2, 0); },
+               T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "t4a_buffer_upload");
+
+  // Non-throwing forms.
+  t4a::DeviceArray<int32_t> ints;
+  assert_int_equal(t4a::DeviceArray<int32_t>::alloc(rt, 8, T4A_BUFFER_ZERO,
+                                                    ints, std::nothrow),
+                   T4A_SUCCESS);
+  const std::vector<int32_t> seq = {1, 2, 3};
+  assert_int_equal(ints.upload(rt, seq, 5, std::nothrow), T4A_SUCCESS);
+  assert_int_equal(ints.upload(rt, seq, 6, std::nothrow),
+                   T4A_ERROR_INVALID_ARGUMENT);
+  int32_t got[8] = {};
+  assert_int_equal(ints.download(rt, got, 8, 0, std::nothrow), T4A_SUCCESS);
+  assert_true(got[0] == 0 && got[4] == 0 && got[5] == 1 && got[7] == 3);
+
+  // Untyped buffers take containers too, at byte offsets.
+  t4a::Buffer raw(rt, 16);
+  t4a::upload(rt, raw, std::array<uint8_t, 4>{1, 2, 3, 4});
+  t4a::upload(rt, raw, std::vector<uint8_t>{9, 9}, 14);
+  std::array<uint8_t, 16> bytes{};
+  t4a::download(rt, raw, bytes);
+  assert_true(bytes[0] == 1 && bytes[3] == 4 && bytes[14] == 9);
+  std::vector<uint8_t> last(2);
+  t4a::download(rt, raw, last, 14);
+  assert_true(last[0] == 9 && last[1] == 9);
+  assert_int_equal(t4a::download(rt, raw, last, 15, std::nothrow),
+                   T4A_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(t4a::upload(rt, raw, last, std::nothrow), T4A_SUCCESS);
+
+  // Copies retain; the count travels with the copy.
+  t4a::DeviceArray<float> copy = d;
+  assert_int_equal(copy.get().id, d.get().id);
+  assert_int_equal(copy.size(), 4);
+  t4a::DeviceArray<float> moved = std::move(copy);
+  assert_int_equal(moved.size(), 4);
+  assert_false(static_cast<bool>(copy)); // NOLINT(bugprone-use-after-move)
+}
+
+static void test_fake_wrong_runtime(void **) {
+  t4a::Runtime rt1(t4a::RuntimeOptions{}), rt2(t4a::RuntimeOptions{});
+  t4a::DeviceArray<float> d1(rt1, 64);
+  std::vector<float> host(64, 1.0f);
+  std::string m = error_of([&] { d1.upload(rt2, host); },
+                           T4A_ERROR_WRONG_RUNTIME);
+  expect_contains(m, "t4a_buffer_upload");
+  m = error_of([&] { d1.download(rt2, host); }, T4A_ERROR_WRONG_RUNTIME);
+  expect_contains(m, "t4a_buffer_download_sync");
+  // A buffer of another runtime as a launch argument: named by index.
+  t4a::Kernel k2 = fake_kernel(rt2);
+  const int n = 64;
+  const double x = 1.0;
+  m = error_of([&] { k2.launch(rt2, 1, 64, d1, n, x); },
+               T4A_ERROR_WRONG_RUNTIME);
+  expect_contains(m, "t4a_launch");
+  expect_contains(m, "args[0]");
+  assert_int_equal(k2.launch(rt2, 1, 64, d1, n, x, std::nothrow),
+                   T4A_ERROR_WRONG_RUNTIME);
+  assert_int_equal(rt2.stats().launches, 0);
+}
+
+static void test_fake_variadic_launch(void **) {
+  t4a::Runtime rt(t4a::RuntimeOptions{});
+  t4a::Kernel k = fake_kernel(rt);
+  t4a::DeviceArray<float> d(rt, 256);
+  const uint64_t before = rt.stats().launches;
+  k.launch(rt, 4, 64, d, 256, 0.5); // an int and a double, packed
+  k.launch(rt, {2, 2}, {8, 8}, t4a::arg_buffer(d, 16), 3, 2.0);
+  k.launch(rt, t4a::LaunchConfig(1, 32, 4096), d, 1, 1.0);
+  assert_int_equal(k.launch(rt, 1, 1, d.buffer(), 1, 1.0, std::nothrow),
+                   T4A_SUCCESS);
+  assert_int_equal(rt.stats().launches, before + 4);
+  // Rejections come from the C checks, named: a zero dimension, too much
+  // shared memory, an offset past the buffer.
+  std::string m = error_of([&] { k.launch(rt, {1, 0, 1}, 1, d, 1, 1.0); },
+                           T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "grid");
+  m = error_of(
+      [&] { k.launch(rt, t4a::LaunchConfig(1, 1, 1u << 30), d, 1, 1.0); },
+      T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "dynamic_shared_bytes");
+  m = error_of([&] { k.launch(rt, 1, 1, t4a::arg_buffer(d, 256), 1, 1.0); },
+               T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "args[0]");
+  assert_int_equal(rt.stats().launches, before + 4);
+  rt.synchronize();
+}
+
 static void test_small_wrappers(void **) {
   assert_int_equal(t4a::version(), T4A_VERSION_NUMBER);
   assert_string_equal(t4a::version_string(), T4A_VERSION_STRING);
@@ -1303,7 +1474,21 @@ static void test_versions(void **) {
   assert_int_equal(t4a_version(), T4A_VERSION_NUMBER);
 }
 
-int main() {
+int main(int argc, char **argv) {
+  if (argc > 1 && std::strcmp(argv[1], "fake") == 0) {
+#if defined(T4A_FAKE_CUDA_PATH)
+    setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);
+    const struct CMUnitTest fake[] = {
+        cmocka_unit_test(test_fake_device_array),
+        cmocka_unit_test(test_fake_wrong_runtime),
+        cmocka_unit_test(test_fake_variadic_launch),
+    };
+    return cmocka_run_group_tests(fake, nullptr, nullptr);
+#else
+    std::fprintf(stderr, "built without the fake driver\n");
+    return 1;
+#endif
+  }
   setenv("T4A_CUDA_DRIVER_PATH", "/nonexistent/libcuda.so.1", 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_throwing_create),
