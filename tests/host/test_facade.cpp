@@ -31,6 +31,8 @@ t4a_status facade_noexcept_launch(t4a::Module &module, t4a::Kernel &kernel,
                                   uint64_t forged_module,
                                   uint64_t forged_kernel,
                                   uint64_t forged_completion);
+t4a_status facade_noexcept_variadic(uint64_t forged_kernel,
+                                    uint64_t forged_buffer);
 
 static_assert(!std::is_copy_constructible_v<t4a::Runtime>,
               "an owning runtime is move-only");
@@ -1157,6 +1159,9 @@ static void test_variadic_launch_null_runtime(void **) {
   assert_true(threw);
   k.release();
   b.release();
+  // The same through the -fno-exceptions translation unit.
+  assert_int_equal(facade_noexcept_variadic(k_forged_kernel, k_forged_buffer),
+                   T4A_SUCCESS);
 }
 
 // The CompileRequest builder owns its strings: the C request's pointers
