@@ -1477,7 +1477,7 @@ struct LaunchConfig {
 namespace detail {
 /** Always false, for static_assert in a discarded branch. */
 template <class> struct always_false : std::false_type {};
-/** Whether T is some DeviceArray<U>. */
+/** Whether `T` is some `DeviceArray<U>`. */
 template <class T> struct is_device_array : std::false_type {};
 /** @copydoc is_device_array */
 template <class U> struct is_device_array<DeviceArray<U>> : std::true_type {};
