@@ -41,7 +41,8 @@ double ms_since(Clock::time_point t0) {
 // The disk cache directory t4a_compile uses with request.cache_dir NULL.
 std::string cache_dir() {
   if (const char *d = std::getenv("T4A_CACHE_DIR"))
-    return *d != '\0' ? std::string(d) : std::string("(disabled by T4A_CACHE_DIR=\"\")");
+    return *d != '\0' ? std::string(d)
+                      : std::string("(disabled by T4A_CACHE_DIR=\"\")");
   if (const char *x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0')
     return std::string(x) + "/t4acuda";
   if (const char *h = std::getenv("HOME"); h != nullptr && *h != '\0')
@@ -94,7 +95,8 @@ int run() {
     return 1;
   }
   if (s == T4A_ERROR_COMPILE) {
-    std::fprintf(stderr, "compile failed:\n%s\n", t4a::last_compile_log().c_str());
+    std::fprintf(stderr, "compile failed:\n%s\n",
+                 t4a::last_compile_log().c_str());
     return 1;
   }
   t4a::check(s);
@@ -113,8 +115,9 @@ int run() {
   const t4a_artifact_info info = artifact.info();
   std::printf("kernel: %s for %s_%d%d, %llu bytes, key %.16s...\n",
               info.output == T4A_COMPILE_CUBIN ? "CUBIN" : "PTX",
-              info.output == T4A_COMPILE_CUBIN ? "sm" : "compute", info.cc_major,
-              info.cc_minor, static_cast<unsigned long long>(info.image_bytes),
+              info.output == T4A_COMPILE_CUBIN ? "sm" : "compute",
+              info.cc_major, info.cc_minor,
+              static_cast<unsigned long long>(info.image_bytes),
               artifact.key().c_str());
   std::printf("artifact from: %s in %.2f ms\n", origin, compile_ms);
   std::printf("disk cache: %s\n", cache_dir().c_str());
@@ -162,13 +165,14 @@ int run() {
     if (got[i] != expect[i]) {
       if (bad < 5)
         std::fprintf(stderr, "mismatch at %u: got %g, expected %g\n", i,
-                     static_cast<double>(got[i]), static_cast<double>(expect[i]));
+                     static_cast<double>(got[i]),
+                     static_cast<double>(expect[i]));
       ++bad;
     }
   }
   const t4a_device_info dev = t4a::device_info(rt.info().device_ordinal);
-  std::printf("device: %s (compute capability %d.%d)\n", dev.name,
-              dev.cc_major, dev.cc_minor);
+  std::printf("device: %s (compute capability %d.%d)\n", dev.name, dev.cc_major,
+              dev.cc_minor);
   std::printf("saxpy over %u floats: upload %.3f ms, launch + wait %.3f ms, "
               "download %.3f ms\n",
               n, upload_ms, kernel_ms, download_ms);

@@ -91,8 +91,7 @@ template class t4a::DeviceArray<std::uint8_t>;
   (void)t4a::download(rt, b, v, std::nothrow);
   const int n = 4;
   k.launch(rt, 1, 32, d, b, n, 2.0, t4a::arg_buffer(d, 1));
-  (void)k.launch(rt, t4a::LaunchConfig({1, 1, 1}, 32, 128), d, n,
-                 std::nothrow);
+  (void)k.launch(rt, t4a::LaunchConfig({1, 1, 1}, 32, 128), d, n, std::nothrow);
   (void)t4a::compile(t4a::CompileRequest("x")
                          .for_runtime(rt)
                          .with_header("h", "")

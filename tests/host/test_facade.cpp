@@ -3,15 +3,15 @@
 // operation must report NO_DRIVER through t4a::Error or the non-throwing
 // overloads, and the ownership rules must hold.
 // SPDX-License-Identifier: MIT OR Apache-2.0
+#include <array>
 #include <cstdarg>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <setjmp.h>
-#include <array>
 #include <list>
+#include <setjmp.h>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -127,10 +127,10 @@ static_assert(std::is_constructible_v<t4a::DeviceArray<float>, t4a::Runtime &,
                                       const std::vector<float> &>);
 static_assert(std::is_constructible_v<t4a::DeviceArray<float>, t4a::Runtime &,
                                       const std::array<float, 4> &>);
-static_assert(!std::is_constructible_v<t4a::DeviceArray<float>,
-                                       t4a::Runtime &, std::vector<double>>);
-static_assert(!std::is_constructible_v<t4a::DeviceArray<float>,
-                                       t4a::Runtime &, std::list<float>>);
+static_assert(!std::is_constructible_v<t4a::DeviceArray<float>, t4a::Runtime &,
+                                       std::vector<double>>);
+static_assert(!std::is_constructible_v<t4a::DeviceArray<float>, t4a::Runtime &,
+                                       std::list<float>>);
 static_assert(std::is_nothrow_move_constructible_v<t4a::DeviceArray<float>>);
 static_assert(std::is_copy_constructible_v<t4a::DeviceArray<float>>);
 // Contiguous containers: data() and size() of trivially copyable elements.
@@ -1084,7 +1084,6 @@ static void test_compile(void **) {
   assert_true(log.find("error") != std::string::npos);
 }
 
-
 // Each argument of the variadic launch becomes one t4a_arg: buffers and
 // arrays as BUFFER at offset 0, arithmetic and enum values as SCALAR of
 // their own size (pointing at the value), t4a_arg as given.
@@ -1346,8 +1345,8 @@ static void test_fake_device_array(void **) {
 
   // A container too small: an error naming both sizes, nothing copied.
   std::vector<float> small(3, -1.0f);
-  std::string m = error_of([&] { d.download(rt, small); },
-                           T4A_ERROR_INVALID_ARGUMENT);
+  std::string m =
+      error_of([&] { d.download(rt, small); }, T4A_ERROR_INVALID_ARGUMENT);
   expect_contains(m, "t4a::DeviceArray::download");
   expect_contains(m, "holds 3 elements");
   expect_contains(m, "the array 4");
@@ -1361,8 +1360,7 @@ static void test_fake_device_array(void **) {
   // Past the end through the C calls: the library names the range.
   m = error_of([&] { d.upload(rt, host, 1); }, T4A_ERROR_INVALID_ARGUMENT);
   expect_contains(m, "t4a_buffer_upload");
-  m = error_of([&] { d.download(rt, &one, 1, 4); },
-               T4A_ERROR_INVALID_ARGUMENT);
+  m = error_of([&] { d.download(rt, &one, 1, 4); }, T4A_ERROR_INVALID_ARGUMENT);
   expect_contains(m, "t4a_buffer_download_sync");
   // A count whose byte size overflows is rejected, never wrapped.
   m = error_of([&] { d.upload(rt, &one, SIZE_MAX / 2, 0); },
@@ -1409,8 +1407,8 @@ static void test_fake_wrong_runtime(void **) {
   t4a::Runtime rt1(t4a::RuntimeOptions{}), rt2(t4a::RuntimeOptions{});
   t4a::DeviceArray<float> d1(rt1, 64);
   std::vector<float> host(64, 1.0f);
-  std::string m = error_of([&] { d1.upload(rt2, host); },
-                           T4A_ERROR_WRONG_RUNTIME);
+  std::string m =
+      error_of([&] { d1.upload(rt2, host); }, T4A_ERROR_WRONG_RUNTIME);
   expect_contains(m, "t4a_buffer_upload");
   m = error_of([&] { d1.download(rt2, host); }, T4A_ERROR_WRONG_RUNTIME);
   expect_contains(m, "t4a_buffer_download_sync");
@@ -1440,8 +1438,11 @@ static void test_fake_variadic_launch(void **) {
   assert_int_equal(rt.stats().launches, before + 4);
   // Rejections come from the C checks, named: a zero dimension, too much
   // shared memory, an offset past the buffer.
-  std::string m = error_of([&] { k.launch(rt, {1, 0, 1}, 1, d, 1, 1.0); },
-                           T4A_ERROR_INVALID_ARGUMENT);
+  std::string m = error_of(
+      [&] {
+        k.launch(rt, {1, 0, 1}, 1, d, 1, 1.0);
+      },
+      T4A_ERROR_INVALID_ARGUMENT);
   expect_contains(m, "grid");
   m = error_of(
       [&] { k.launch(rt, t4a::LaunchConfig(1, 1, 1u << 30), d, 1, 1.0); },
