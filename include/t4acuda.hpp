@@ -24,13 +24,16 @@
 
 #include "t4acuda.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <iterator>
 #include <new>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #if !defined(T4A_NO_EXCEPTIONS) &&                                             \
     (defined(__cpp_exceptions) || defined(__EXCEPTIONS))
@@ -313,8 +316,15 @@ private:
 };
 } // namespace detail
 
+class Runtime;
+
 /**
  * @brief A runtime handle the caller does not own (no release on scope exit).
+ *
+ * Every facade function that names a runtime takes a RuntimeView, and a
+ * t4a::Runtime converts to one implicitly: pass `rt` itself (`rt.view()`
+ * still works). A temporary Runtime does not convert (the view would
+ * dangle).
  */
 class RuntimeView : public detail::RuntimeOps<RuntimeView> {
 public:
@@ -322,6 +332,10 @@ public:
   RuntimeView() noexcept = default;
   /** Borrows `handle`; the owner must keep it alive while the view is used. */
   explicit RuntimeView(t4a_runtime handle) noexcept : handle_(handle) {}
+  /** Borrows an owned runtime's handle (implicit, so `rt` converts). */
+  RuntimeView(const Runtime &runtime) noexcept;
+  /** A temporary runtime would be destroyed while viewed: not allowed. */
+  RuntimeView(const Runtime &&runtime) = delete;
   /** The borrowed C handle. */
   t4a_runtime get() const noexcept { return handle_; }
   /** True unless null. */
@@ -407,6 +421,9 @@ private:
   }
   t4a_runtime handle_{T4A_NULL_ID};
 };
+
+inline RuntimeView::RuntimeView(const Runtime &runtime) noexcept
+    : handle_(runtime.get()) {}
 
 // ---------------------------------------------------------------------------
 // Buffers, host buffers, downloads
@@ -712,6 +729,276 @@ inline void copy(RuntimeView rt, const Buffer &dst, uint64_t dst_offset,
 #endif
 
 // ---------------------------------------------------------------------------
+// Contiguous containers and typed device arrays
+// ---------------------------------------------------------------------------
+
+namespace detail {
+/** The element type of a contiguous container (std::data(), std::size()),
+ *  const removed. */
+template <class C>
+using element_t = std::remove_cv_t<
+    std::remove_pointer_t<decltype(std::data(std::declval<C &>()))>>;
+
+/** True for a type with std::data() and std::size() (std::vector,
+ *  std::array, std::string, a C array, ...) whose elements are trivially
+ *  copyable: what the facade copies bytewise to and from the device. */
+template <class C, class = void> struct is_contiguous : std::false_type {};
+/** @copydoc is_contiguous */
+template <class C>
+struct is_contiguous<C, std::void_t<decltype(std::data(std::declval<C &>())),
+                                    decltype(std::size(std::declval<C &>()))>>
+    : std::integral_constant<
+          bool,
+          std::is_pointer<decltype(std::data(std::declval<C &>()))>::value &&
+              std::is_trivially_copyable<element_t<C>>::value> {};
+
+/** `count * size`, or UINT64_MAX when that overflows: the C call then
+ *  rejects the size (naming it) instead of the facade wrapping around. */
+inline uint64_t saturating_bytes(uint64_t count, uint64_t size) noexcept {
+  if (size != 0 && count > UINT64_MAX / size) return UINT64_MAX;
+  return count * size;
+}
+
+/** The bytes of a contiguous container. */
+template <class C> uint64_t container_bytes(const C &c) noexcept {
+  return saturating_bytes(static_cast<uint64_t>(std::size(c)),
+                          sizeof(element_t<C>));
+}
+} // namespace detail
+
+/** @brief Uploads a contiguous container's bytes to `dst` at byte `offset`
+ *  (t4a_buffer_upload()); non-throwing. Any container with std::data() and
+ *  std::size() of trivially copyable elements: std::vector, std::array, a
+ *  C array, ... */
+template <class C,
+          std::enable_if_t<detail::is_contiguous<const C>::value, int> = 0>
+t4a_status upload(RuntimeView rt, const Buffer &dst, const C &src,
+                  uint64_t offset, std::nothrow_t) noexcept {
+  return t4a_buffer_upload(rt.get(), dst.get(), offset, std::data(src),
+                           detail::container_bytes(src));
+}
+/** @brief Uploads a container's bytes to the start of `dst`
+ *  (t4a_buffer_upload()); non-throwing. */
+template <class C,
+          std::enable_if_t<detail::is_contiguous<const C>::value, int> = 0>
+t4a_status upload(RuntimeView rt, const Buffer &dst, const C &src,
+                  std::nothrow_t) noexcept {
+  return upload(rt, dst, src, 0, std::nothrow);
+}
+/** @brief Fills a contiguous container from `src` at byte `offset`
+ *  (t4a_buffer_download_sync()): exactly the container's bytes, which the
+ *  buffer must hold from `offset` on (the C call checks it); non-throwing. */
+template <class C, std::enable_if_t<detail::is_contiguous<C>::value &&
+                                        !std::is_const<C>::value,
+                                    int> = 0>
+t4a_status download(RuntimeView rt, const Buffer &src, C &dst, uint64_t offset,
+                    std::nothrow_t) noexcept {
+  return t4a_buffer_download_sync(rt.get(), src.get(), offset, std::data(dst),
+                                  detail::container_bytes(dst));
+}
+/** @brief Fills a container from the start of `src`
+ *  (t4a_buffer_download_sync()); non-throwing. */
+template <class C, std::enable_if_t<detail::is_contiguous<C>::value &&
+                                        !std::is_const<C>::value,
+                                    int> = 0>
+t4a_status download(RuntimeView rt, const Buffer &src, C &dst,
+                    std::nothrow_t) noexcept {
+  return download(rt, src, dst, 0, std::nothrow);
+}
+#if T4A_HPP_EXCEPTIONS
+/** @brief Uploads a contiguous container's bytes to `dst` at byte `offset`
+ *  (default 0) (t4a_buffer_upload()). @throws Error */
+template <class C,
+          std::enable_if_t<detail::is_contiguous<const C>::value, int> = 0>
+void upload(RuntimeView rt, const Buffer &dst, const C &src,
+            uint64_t offset = 0) {
+  check(upload(rt, dst, src, offset, std::nothrow));
+}
+/** @brief Fills a contiguous container from `src` at byte `offset`
+ *  (default 0) (t4a_buffer_download_sync()). @throws Error (the buffer
+ *  must hold the container's bytes from `offset` on) */
+template <class C, std::enable_if_t<detail::is_contiguous<C>::value &&
+                                        !std::is_const<C>::value,
+                                    int> = 0>
+void download(RuntimeView rt, const Buffer &src, C &dst, uint64_t offset = 0) {
+  check(download(rt, src, dst, offset, std::nothrow));
+}
+#endif
+
+/**
+ * @brief A device buffer of `size()` elements of `T` (t4a_buffer_alloc());
+ *        copying retains the buffer, like t4a::Buffer.
+ *
+ * Sizes and offsets are in elements. Built from a runtime directly
+ * (`t4a::DeviceArray<float> d(rt, n)`, or `d(rt, host_vector)` to allocate
+ * and upload); transfers take the runtime as every facade call does
+ * (`d.upload(rt, v)`, `d.download(rt, v)`). A DeviceArray is a kernel
+ * argument of Kernel::launch() (its device address, #T4A_ARG_BUFFER).
+ * The element count is kept in the object, so size() makes no C call.
+ * @tparam T a trivially copyable element type.
+ */
+template <class T> class DeviceArray {
+  static_assert(std::is_trivially_copyable<T>::value,
+                "device array elements are copied bytewise");
+  static_assert(!std::is_const<T>::value && !std::is_volatile<T>::value,
+                "use DeviceArray<T>, not DeviceArray<const T>");
+  template <class C>
+  using if_source =
+      std::enable_if_t<detail::is_contiguous<const C>::value &&
+                           std::is_same<detail::element_t<const C>, T>::value,
+                       int>;
+  template <class C>
+  using if_destination =
+      std::enable_if_t<detail::is_contiguous<C>::value &&
+                           !std::is_const<C>::value &&
+                           std::is_same<detail::element_t<C>, T>::value,
+                       int>;
+
+public:
+  /** The element type. */
+  using value_type = T;
+
+  /** The empty array (the null buffer, no elements). */
+  DeviceArray() noexcept = default;
+
+  /** Allocates `count` elements without throwing (t4a_buffer_alloc() of
+   *  `count * sizeof(T)` bytes; #T4A_BUFFER_ZERO in `flags` zeroes them);
+   *  `out` is written only on success. */
+  static t4a_status alloc(RuntimeView rt, size_t count, uint32_t flags,
+                          DeviceArray &out, std::nothrow_t) noexcept {
+    Buffer b;
+    t4a_status s = Buffer::alloc(rt, detail::saturating_bytes(count, sizeof(T)),
+                                 flags, b, std::nothrow);
+    if (s == T4A_SUCCESS) out = DeviceArray(std::move(b), count);
+    return s;
+  }
+
+  /** The number of elements. */
+  size_t size() const noexcept { return count_; }
+  /** The size in bytes. */
+  uint64_t bytes() const noexcept {
+    return static_cast<uint64_t>(count_) * sizeof(T);
+  }
+  /** True when the array has no elements. */
+  bool empty() const noexcept { return count_ == 0; }
+  /** The underlying buffer. */
+  const Buffer &buffer() const noexcept { return buffer_; }
+  /** The C handle (still owned by this object). */
+  t4a_buffer get() const noexcept { return buffer_.get(); }
+  /** True unless null. */
+  explicit operator bool() const noexcept { return static_cast<bool>(buffer_); }
+
+  /** Uploads `count` elements from `src` to element `offset`
+   *  (t4a_buffer_upload()); non-throwing. */
+  t4a_status upload(RuntimeView rt, const T *src, size_t count, size_t offset,
+                    std::nothrow_t) const noexcept {
+    return t4a_buffer_upload(rt.get(), buffer_.get(),
+                             detail::saturating_bytes(offset, sizeof(T)), src,
+                             detail::saturating_bytes(count, sizeof(T)));
+  }
+  /** Uploads a contiguous container of `T` to element `offset`
+   *  (t4a_buffer_upload()); non-throwing. */
+  template <class C, if_source<C> = 0>
+  t4a_status upload(RuntimeView rt, const C &src, size_t offset,
+                    std::nothrow_t) const noexcept {
+    return upload(rt, std::data(src), std::size(src), offset, std::nothrow);
+  }
+  /** Uploads a contiguous container of `T` to the start
+   *  (t4a_buffer_upload()); non-throwing. */
+  template <class C, if_source<C> = 0>
+  t4a_status upload(RuntimeView rt, const C &src,
+                    std::nothrow_t) const noexcept {
+    return upload(rt, std::data(src), std::size(src), 0, std::nothrow);
+  }
+  /** Downloads `count` elements from element `offset` into `dst`
+   *  (t4a_buffer_download_sync(), which checks the range); non-throwing. */
+  t4a_status download(RuntimeView rt, T *dst, size_t count, size_t offset,
+                      std::nothrow_t) const noexcept {
+    return t4a_buffer_download_sync(
+        rt.get(), buffer_.get(), detail::saturating_bytes(offset, sizeof(T)),
+        dst, detail::saturating_bytes(count, sizeof(T)));
+  }
+
+#if T4A_HPP_EXCEPTIONS
+  /** Allocates `count` elements (t4a_buffer_alloc(); #T4A_BUFFER_ZERO in
+   *  `flags` zeroes them). @throws Error */
+  DeviceArray(RuntimeView rt, size_t count, uint32_t flags = 0) {
+    check(alloc(rt, count, flags, *this, std::nothrow));
+  }
+  /** Allocates as many elements as `host` holds and uploads them
+   *  (t4a_buffer_alloc(), t4a_buffer_upload()); `host` is reusable on
+   *  return. @throws Error */
+  template <class C, if_source<C> = 0>
+  DeviceArray(RuntimeView rt, const C &host) {
+    check(alloc(rt, std::size(host), 0, *this, std::nothrow));
+    upload(rt, host);
+  }
+  /** Uploads `count` elements from `src` to element `offset` (default 0)
+   *  (t4a_buffer_upload()). @throws Error */
+  void upload(RuntimeView rt, const T *src, size_t count,
+              size_t offset = 0) const {
+    check(upload(rt, src, count, offset, std::nothrow));
+  }
+  /** Uploads a contiguous container of `T` to element `offset` (default 0)
+   *  (t4a_buffer_upload()). @throws Error (#T4A_ERROR_INVALID_ARGUMENT when
+   *  it does not fit) */
+  template <class C, if_source<C> = 0>
+  void upload(RuntimeView rt, const C &src, size_t offset = 0) const {
+    check(upload(rt, std::data(src), std::size(src), offset, std::nothrow));
+  }
+  /** Downloads `count` elements from element `offset` (default 0) into
+   *  `dst` (t4a_buffer_download_sync()). @throws Error */
+  void download(RuntimeView rt, T *dst, size_t count, size_t offset = 0) const {
+    check(download(rt, dst, count, offset, std::nothrow));
+  }
+  /**
+   * @brief Downloads elements `offset` (default 0) to size() into the
+   *        start of a contiguous container of `T`
+   *        (t4a_buffer_download_sync()); waits.
+   * @throws Error #T4A_ERROR_INVALID_ARGUMENT, naming both sizes, when the
+   *         container holds fewer elements (nothing is copied), or when
+   *         `offset` is past the end; any error of the C call.
+   */
+  template <class C, if_destination<C> = 0>
+  void download(RuntimeView rt, C &dst, size_t offset = 0) const {
+    const size_t have = std::size(dst);
+    if (offset > count_ || have < count_ - offset)
+      throw too_small("t4a::DeviceArray::download", have, offset);
+    check(download(rt, std::data(dst), count_ - offset, offset, std::nothrow));
+  }
+  /** All elements as a new std::vector (t4a_buffer_download_sync()).
+   *  @throws Error */
+  std::vector<T> to_vector(RuntimeView rt) const {
+    std::vector<T> out(count_);
+    check(download(rt, out.data(), count_, 0, std::nothrow));
+    return out;
+  }
+#endif
+
+private:
+  DeviceArray(Buffer buffer, size_t count) noexcept
+      : buffer_(std::move(buffer)), count_(count) {}
+#if T4A_HPP_EXCEPTIONS
+  Error too_small(const char *entry, size_t have, size_t offset) const {
+    std::string m = std::string(t4a_status_name(T4A_ERROR_INVALID_ARGUMENT)) +
+                    ": " + entry + ": ";
+    if (offset > count_)
+      m += "offset " + std::to_string(offset) +
+           " is past the end of the array (" + std::to_string(count_) +
+           " elements)";
+    else
+      m += "the destination holds " + std::to_string(have) +
+           " elements, the array " + std::to_string(count_) + " from offset " +
+           std::to_string(offset) + " (" + std::to_string(count_ - offset) +
+           " to copy)";
+    return Error(T4A_ERROR_INVALID_ARGUMENT, 0, entry, m);
+  }
+#endif
+  Buffer buffer_;
+  size_t count_ = 0;
+};
+
+// ---------------------------------------------------------------------------
 // Compilation and artifacts
 // ---------------------------------------------------------------------------
 
@@ -744,15 +1031,90 @@ inline std::string last_compile_log() {
   return log;
 }
 
-/** @brief A compile request with the defaults of
- *  #T4A_COMPILE_REQUEST_INIT and a few setters. The strings it points to
- *  must outlive the call to t4a::compile(). */
+/**
+ * @brief A builder of ::t4a_compile_request that owns its strings.
+ *
+ * It starts from the defaults of #T4A_COMPILE_REQUEST_INIT, and it *is* a
+ * ::t4a_compile_request: pass it to t4a::compile() as is, or read or set
+ * the plain fields (`flags`, `disk_cache_max_bytes`) directly. The setters
+ * copy every string (source, program name, options, headers, name
+ * expressions, cache directory) into the builder, and keep the request's
+ * pointer fields and arrays pointing at those copies; copying or moving the
+ * builder re-points them at the new object's copies. The pointers stay
+ * valid while the builder lives and is not changed.
+ *
+ * @code
+ * t4a::Artifact a = t4a::compile(t4a::CompileRequest(source)
+ *                                    .for_runtime(rt)
+ *                                    .with_option("-std=c++17")
+ *                                    .with_header("config.h", "#define N 4")
+ *                                    .with_name_expression("&k<float>"));
+ * @endcode
+ */
 struct CompileRequest : t4a_compile_request {
   /** The defaults (CUBIN, no target, caches on). */
   CompileRequest() noexcept : t4a_compile_request T4A_COMPILE_REQUEST_INIT {}
-  /** Sets the source (required). */
-  CompileRequest &with_source(const char *text) noexcept {
-    source = text;
+  /** The defaults with `source_text` as the source. */
+  explicit CompileRequest(std::string source_text)
+      : t4a_compile_request T4A_COMPILE_REQUEST_INIT {
+    with_source(std::move(source_text));
+  }
+  /** A copy whose pointers point at its own strings. */
+  CompileRequest(const CompileRequest &o)
+      : t4a_compile_request(o), owned_(o.owned_) {
+    sync();
+  }
+  /** Takes `o`'s strings; the pointers follow them. */
+  CompileRequest(CompileRequest &&o) noexcept
+      : t4a_compile_request(o), owned_(std::move(o.owned_)) {
+    sync();
+    o.forget();
+  }
+  /** Copies `o` (see the copy constructor). */
+  CompileRequest &operator=(const CompileRequest &o) {
+    if (this != &o) {
+      static_cast<t4a_compile_request &>(*this) = o;
+      owned_ = o.owned_;
+      sync();
+    }
+    return *this;
+  }
+  /** Takes `o`'s strings (see the move constructor). */
+  CompileRequest &operator=(CompileRequest &&o) noexcept {
+    if (this != &o) {
+      static_cast<t4a_compile_request &>(*this) = o;
+      owned_ = std::move(o.owned_);
+      sync();
+      o.forget();
+    }
+    return *this;
+  }
+  /** Nothing to release: the strings are the builder's own. */
+  ~CompileRequest() = default;
+
+  /** Sets the source (required); copied. */
+  CompileRequest &with_source(std::string text) {
+    owned_.source = std::move(text);
+    owned_.has_source = true;
+    sync();
+    return *this;
+  }
+  /** Sets the source (required); copied. A null `text` sets the null
+   *  source, which t4a_compile() rejects. */
+  CompileRequest &with_source(const char *text) {
+    if (text == nullptr) {
+      owned_.source.clear();
+      owned_.has_source = false;
+      source = nullptr;
+      return *this;
+    }
+    return with_source(std::string(text));
+  }
+  /** Sets the program name used in diagnostics (default "t4a.cu"). */
+  CompileRequest &with_program_name(std::string name) {
+    owned_.program_name = std::move(name);
+    owned_.has_program_name = true;
+    sync();
     return *this;
   }
   /** Targets compute capability `major`.`minor`. */
@@ -766,11 +1128,141 @@ struct CompileRequest : t4a_compile_request {
     runtime = rt;
     return *this;
   }
+  /** Targets the device of a runtime or t4a::Runtime (not retained). */
+  CompileRequest &for_runtime(RuntimeView rt) noexcept {
+    runtime = rt.get();
+    return *this;
+  }
   /** Asks for #T4A_COMPILE_CUBIN or #T4A_COMPILE_PTX. */
   CompileRequest &with_output(uint32_t kind) noexcept {
     output = kind;
     return *this;
   }
+  /** Sets #T4A_COMPILE_NO_MEMORY_CACHE and #T4A_COMPILE_NO_DISK_CACHE
+   *  bits (replacing `flags`). */
+  CompileRequest &with_flags(uint32_t bits) noexcept {
+    flags = bits;
+    return *this;
+  }
+  /** Appends one NVRTC option ("-std=c++17", "-DN=4"). */
+  CompileRequest &with_option(std::string option) {
+    owned_.option_ptrs.reserve(owned_.options.size() + 1);
+    owned_.options.push_back(std::move(option));
+    owned_.has_options = true;
+    sync();
+    return *this;
+  }
+  /** Appends NVRTC options, one per string, in order. */
+  CompileRequest &with_options(std::initializer_list<std::string> list) {
+    owned_.option_ptrs.reserve(owned_.options.size() + list.size());
+    owned_.options.insert(owned_.options.end(), list.begin(), list.end());
+    owned_.has_options = true;
+    sync();
+    return *this;
+  }
+  /** Adds a header that `#include "name"` finds, with its contents. */
+  CompileRequest &with_header(std::string name, std::string contents) {
+    const size_t n = owned_.header_names.size() + 1;
+    owned_.header_name_ptrs.reserve(n);
+    owned_.header_source_ptrs.reserve(n);
+    owned_.header_sources.reserve(n);
+    owned_.header_names.push_back(std::move(name));
+    owned_.header_sources.push_back(std::move(contents)); // reserved
+    owned_.has_headers = true;
+    sync();
+    return *this;
+  }
+  /** Appends a name expression ("&kernel<float>"); its lowered name is
+   *  Artifact::lowered_name() at the same index, in the order added. */
+  CompileRequest &with_name_expression(std::string expression) {
+    owned_.name_expression_ptrs.reserve(owned_.name_expressions.size() + 1);
+    owned_.name_expressions.push_back(std::move(expression));
+    owned_.has_names = true;
+    sync();
+    return *this;
+  }
+  /** Sets the disk cache directory ("" disables the disk cache). */
+  CompileRequest &with_cache_dir(std::string directory) {
+    owned_.cache_dir = std::move(directory);
+    owned_.has_cache_dir = true;
+    sync();
+    return *this;
+  }
+  /** Sets the disk cache bound in bytes (0: the default). */
+  CompileRequest &with_disk_cache_max_bytes(uint64_t bytes) noexcept {
+    disk_cache_max_bytes = bytes;
+    return *this;
+  }
+  /** The C request (this object), for C calls that take one. */
+  const t4a_compile_request &c_request() const noexcept { return *this; }
+
+private:
+  struct Owned {
+    std::string source, program_name, cache_dir;
+    bool has_source = false, has_program_name = false, has_cache_dir = false,
+         has_options = false, has_headers = false, has_names = false;
+    std::vector<std::string> options, header_names, header_sources,
+        name_expressions;
+    std::vector<const char *> option_ptrs, header_name_ptrs, header_source_ptrs,
+        name_expression_ptrs;
+  };
+  // Points `to` at the strings of `from`. Each setter reserves `to` for the
+  // new size before it adds a string, and a copy's pointer vectors have
+  // their source's size, so this never allocates.
+  static void point(const std::vector<std::string> &from,
+                    std::vector<const char *> &to) noexcept {
+    to.clear();
+    for (const std::string &x : from) to.push_back(x.c_str());
+  }
+  // Re-points the request at the owned strings. Fields the builder never
+  // set keep what the caller put there.
+  void sync() noexcept {
+    Owned &o = owned_;
+    if (o.has_source) source = o.source.c_str();
+    if (o.has_program_name) program_name = o.program_name.c_str();
+    if (o.has_cache_dir) cache_dir = o.cache_dir.c_str();
+    if (o.has_options) {
+      point(o.options, o.option_ptrs);
+      options = o.option_ptrs.data();
+      option_count = static_cast<uint32_t>(o.option_ptrs.size());
+    }
+    if (o.has_headers) {
+      point(o.header_names, o.header_name_ptrs);
+      point(o.header_sources, o.header_source_ptrs);
+      header_names = o.header_name_ptrs.data();
+      header_sources = o.header_source_ptrs.data();
+      header_count = static_cast<uint32_t>(o.header_name_ptrs.size());
+    }
+    if (o.has_names) {
+      point(o.name_expressions, o.name_expression_ptrs);
+      name_expressions = o.name_expression_ptrs.data();
+      name_expression_count =
+          static_cast<uint32_t>(o.name_expression_ptrs.size());
+    }
+  }
+  // After a move: the strings went to the other builder, so the fields
+  // they filled become null again.
+  void forget() noexcept {
+    Owned &o = owned_;
+    if (o.has_source) source = nullptr;
+    if (o.has_program_name) program_name = nullptr;
+    if (o.has_cache_dir) cache_dir = nullptr;
+    if (o.has_options) {
+      options = nullptr;
+      option_count = 0;
+    }
+    if (o.has_headers) {
+      header_names = nullptr;
+      header_sources = nullptr;
+      header_count = 0;
+    }
+    if (o.has_names) {
+      name_expressions = nullptr;
+      name_expression_count = 0;
+    }
+    o = Owned();
+  }
+  Owned owned_;
 };
 
 /**
@@ -880,6 +1372,182 @@ inline t4a_compile_stats compile_stats() {
 #endif
 
 // ---------------------------------------------------------------------------
+// Launch arguments and shapes
+// ---------------------------------------------------------------------------
+
+/** @brief A ::t4a_arg passing `buffer`'s device address plus `offset`
+ *  (#T4A_ARG_BUFFER). The buffer is not retained: keep it alive until
+ *  t4a::launch() returns. */
+inline t4a_arg arg_buffer(const Buffer &buffer, uint64_t offset = 0) noexcept {
+  t4a_arg a = T4A_ARG_INIT;
+  a.kind = T4A_ARG_BUFFER;
+  a.buffer = buffer.get();
+  a.offset = offset;
+  return a;
+}
+
+/** @brief A ::t4a_arg passing the `sizeof(T)` bytes of `value`
+ *  (#T4A_ARG_SCALAR). The bytes are read during t4a::launch() only, so
+ *  `value` must live until it returns (a temporary in the launch call's
+ *  argument list does). Host pointers are not kernel arguments: pass device
+ *  addresses with t4a::arg_device_pointer(). */
+template <class T> inline t4a_arg arg_scalar(const T &value) noexcept {
+  static_assert(std::is_trivially_copyable<T>::value,
+                "a scalar kernel argument is copied bytewise");
+  static_assert(!std::is_pointer<T>::value,
+                "pass device addresses with t4a::arg_device_pointer()");
+  t4a_arg a = T4A_ARG_INIT;
+  a.kind = T4A_ARG_SCALAR;
+  a.value = &value;
+  a.size = sizeof(T);
+  return a;
+}
+
+/** @brief A ::t4a_arg passing a raw device address, unchecked
+ *  (#T4A_ARG_DEVICE_POINTER). */
+inline t4a_arg arg_device_pointer(uint64_t device_pointer) noexcept {
+  t4a_arg a = T4A_ARG_INIT;
+  a.kind = T4A_ARG_DEVICE_POINTER;
+  a.device_pointer = device_pointer;
+  return a;
+}
+
+/** @brief Grid or block dimensions; unset dimensions are 1. */
+struct Dim3 {
+  uint32_t x; /**< extent in x. */
+  uint32_t y; /**< extent in y. */
+  uint32_t z; /**< extent in z. */
+  /** `x` by `y` by `z`; implicit, so `256` or `{16, 16}` convert. */
+  constexpr Dim3(uint32_t x_ = 1, uint32_t y_ = 1, uint32_t z_ = 1) noexcept
+      : x(x_), y(y_), z(z_) {}
+};
+
+namespace detail {
+/** The ::t4a_launch_desc of a t4a::launch() call. */
+inline t4a_launch_desc launch_desc(t4a_kernel kernel, Dim3 grid, Dim3 block,
+                                   uint32_t shared, const t4a_arg *args,
+                                   uint32_t count) noexcept {
+  // Every field set explicitly: nothing relies on the initializer's
+  // grid and block values.
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.struct_size = sizeof(t4a_launch_desc);
+  d.flags = 0;
+  d.kernel = kernel;
+  d.grid[0] = grid.x;
+  d.grid[1] = grid.y;
+  d.grid[2] = grid.z;
+  d.block[0] = block.x;
+  d.block[1] = block.y;
+  d.block[2] = block.z;
+  d.dynamic_shared_bytes = shared;
+  d.arg_count = count;
+  d.args = args;
+  return d;
+}
+} // namespace detail
+
+/** @brief A ::t4a_arg passing element `offset` (default 0) of a typed
+ *  array (#T4A_ARG_BUFFER at byte `offset * sizeof(T)`). The array is not
+ *  retained: keep it alive until the launch returns. */
+template <class T>
+t4a_arg arg_buffer(const DeviceArray<T> &array, size_t offset = 0) noexcept {
+  return arg_buffer(array.buffer(),
+                    detail::saturating_bytes(offset, sizeof(T)));
+}
+
+/**
+ * @brief The shape of a launch: grid, block and dynamic shared memory,
+ *        for Kernel::launch() when the kernel needs shared memory.
+ *
+ * `kernel.launch(rt, t4a::LaunchConfig(grid, block, 4096), args...)`. The
+ * constructor is explicit so that a braced list is never taken for a
+ * launch configuration by mistake.
+ */
+struct LaunchConfig {
+  Dim3 grid;                 /**< blocks in x, y, z. */
+  Dim3 block;                /**< threads per block in x, y, z. */
+  uint32_t shared_bytes = 0; /**< dynamic shared memory per block. */
+  /** `grid` blocks of `block` threads with `shared` dynamic shared bytes
+   *  per block. */
+  constexpr explicit LaunchConfig(Dim3 grid_, Dim3 block_,
+                                  uint32_t shared = 0) noexcept
+      : grid(grid_), block(block_), shared_bytes(shared) {}
+};
+
+namespace detail {
+/** Always false, for static_assert in a discarded branch. */
+template <class> struct always_false : std::false_type {};
+/** Whether `T` is some `DeviceArray<U>`. */
+template <class T> struct is_device_array : std::false_type {};
+/** @copydoc is_device_array */
+template <class U> struct is_device_array<DeviceArray<U>> : std::true_type {};
+
+/**
+ * The ::t4a_arg of one argument of Kernel::launch(): a ::t4a_arg as given;
+ * a t4a::Buffer or t4a::DeviceArray as #T4A_ARG_BUFFER at offset 0; an
+ * arithmetic or enum scalar as #T4A_ARG_SCALAR of `sizeof(T)` bytes,
+ * pointing at `value` (which lives until the launch returns); the
+ * `std::nothrow` tag as an unused entry past the count. Anything else does
+ * not compile.
+ */
+template <class T> t4a_arg to_arg(const T &value) noexcept {
+  if constexpr (std::is_same<T, t4a_arg>::value) {
+    return value;
+  } else if constexpr (std::is_same<T, Buffer>::value) {
+    return arg_buffer(value);
+  } else if constexpr (is_device_array<T>::value) {
+    return arg_buffer(value.buffer());
+  } else if constexpr (std::is_same<T, std::nothrow_t>::value) {
+    return t4a_arg T4A_ARG_INIT;
+  } else if constexpr (std::is_pointer<T>::value ||
+                       std::is_null_pointer<T>::value ||
+                       std::is_array<T>::value) {
+    static_assert(always_false<T>::value,
+                  "a host pointer is not a kernel argument: pass a "
+                  "t4a::Buffer, a t4a::DeviceArray, or "
+                  "t4a::arg_device_pointer(address)");
+    return t4a_arg T4A_ARG_INIT;
+  } else if constexpr (std::is_arithmetic<T>::value || std::is_enum<T>::value) {
+    return arg_scalar(value);
+  } else {
+    static_assert(always_false<T>::value,
+                  "Kernel::launch takes buffers, device arrays, arithmetic "
+                  "or enum scalars and t4a_arg values: pass other "
+                  "trivially copyable values with t4a::arg_scalar()");
+    return t4a_arg T4A_ARG_INIT;
+  }
+}
+
+/** Whether the last type of a pack is std::nothrow_t. */
+template <class... Args> struct ends_with_nothrow : std::false_type {};
+/** @copydoc ends_with_nothrow */
+template <class Last> struct ends_with_nothrow<Last> {
+  /** The answer. */
+  static constexpr bool value = std::is_same<Last, std::nothrow_t>::value;
+};
+/** @copydoc ends_with_nothrow */
+template <class First, class Second, class... Rest>
+struct ends_with_nothrow<First, Second, Rest...>
+    : ends_with_nothrow<Second, Rest...> {};
+
+/** Packs `args` into stack storage and calls t4a_launch(); the count
+ *  leaves out a trailing std::nothrow tag. Allocates nothing. */
+template <class... Args>
+t4a_status launch_pack(RuntimeView rt, t4a_kernel kernel,
+                       const LaunchConfig &config,
+                       const Args &...args) noexcept {
+  constexpr size_t n = sizeof...(Args);
+  constexpr size_t count = n - (ends_with_nothrow<Args...>::value ? 1 : 0);
+  static_assert(count <= UINT32_MAX, "too many kernel arguments");
+  const std::array<t4a_arg, n> packed{{to_arg(args)...}};
+  const t4a_launch_desc d = launch_desc(
+      kernel, config.grid, config.block, config.shared_bytes,
+      count != 0 ? packed.data() : nullptr, static_cast<uint32_t>(count));
+  return t4a_launch(rt.get(), &d);
+}
+} // namespace detail
+
+// ---------------------------------------------------------------------------
 // Modules and kernels
 // ---------------------------------------------------------------------------
 
@@ -938,7 +1606,75 @@ public:
     }
     return s;
   }
+
+  /**
+   * @brief Launches this kernel with `args` packed in place (t4a_launch());
+   *        non-throwing form: the last argument is `std::nothrow`, and the
+   *        status is returned.
+   *
+   * `kernel.launch(rt, grid, block, a, x, y, n, std::nothrow)`. The
+   * arguments are packed as Kernel::launch() describes; no dynamic shared
+   * memory (see the LaunchConfig overload).
+   */
+  template <
+      class... Args,
+      std::enable_if_t<detail::ends_with_nothrow<Args...>::value, int> = 0>
+  t4a_status launch(RuntimeView rt, Dim3 grid, Dim3 block,
+                    const Args &...args) const noexcept {
+    return detail::launch_pack(rt, get(), LaunchConfig(grid, block), args...);
+  }
+  /** @brief Launches with a grid, block and dynamic shared memory
+   *  (t4a_launch()); non-throwing form (the last argument is
+   *  `std::nothrow`). */
+  template <class Config, class... Args,
+            std::enable_if_t<std::is_same<Config, LaunchConfig>::value &&
+                                 detail::ends_with_nothrow<Args...>::value,
+                             int> = 0>
+  t4a_status launch(RuntimeView rt, const Config &config,
+                    const Args &...args) const noexcept {
+    return detail::launch_pack(rt, get(), config, args...);
+  }
 #if T4A_HPP_EXCEPTIONS
+  /**
+   * @brief Launches this kernel on the runtime's stream with `args` as its
+   *        parameters, in order (t4a_launch()).
+   *
+   * `kernel.launch(rt, (n + 255) / 256, 256, a, x, y, n)`. Each argument
+   * becomes one ::t4a_arg, in stack storage sized by the pack (a warm launch
+   * allocates nothing):
+   *  - a t4a::Buffer or t4a::DeviceArray: #T4A_ARG_BUFFER, its device
+   *    address (use t4a::arg_buffer() for an offset);
+   *  - an arithmetic or enum value: #T4A_ARG_SCALAR of `sizeof(T)` bytes,
+   *    so the launch's parameter-size check still tells an `int` from a
+   *    `double` where the driver reports parameters;
+   *  - a ::t4a_arg (t4a::arg_buffer(), t4a::arg_scalar() for other
+   *    trivially copyable values, t4a::arg_device_pointer() for a raw
+   *    device address) as given.
+   *
+   * A host pointer does not compile. Buffers and arrays are not retained:
+   * they must live until the call returns (arguments of the call do).
+   * `grid` and `block` are one number (`256`) or `{x, y, z}`; for dynamic
+   * shared memory pass a t4a::LaunchConfig instead.
+   * @throws Error
+   */
+  template <
+      class... Args,
+      std::enable_if_t<!detail::ends_with_nothrow<Args...>::value, int> = 0>
+  void launch(RuntimeView rt, Dim3 grid, Dim3 block,
+              const Args &...args) const {
+    check(detail::launch_pack(rt, get(), LaunchConfig(grid, block), args...));
+  }
+  /** @brief Launches with a grid, block and dynamic shared memory
+   *  (`kernel.launch(rt, t4a::LaunchConfig(grid, block, bytes), args...)`;
+   *  t4a_launch()). `Config` is t4a::LaunchConfig itself (deduced, so a
+   *  braced `{x, y, z}` is always a grid). @throws Error */
+  template <class Config, class... Args,
+            std::enable_if_t<std::is_same<Config, LaunchConfig>::value &&
+                                 !detail::ends_with_nothrow<Args...>::value,
+                             int> = 0>
+  void launch(RuntimeView rt, const Config &config, const Args &...args) const {
+    check(detail::launch_pack(rt, get(), config, args...));
+  }
   /** Attributes and parameter layout (t4a_kernel_info_get()).
    *  @throws Error */
   t4a_kernel_info info() const {
@@ -1038,73 +1774,6 @@ public:
 // Launch
 // ---------------------------------------------------------------------------
 
-/** @brief A ::t4a_arg passing `buffer`'s device address plus `offset`
- *  (#T4A_ARG_BUFFER). The buffer is not retained: keep it alive until
- *  t4a::launch() returns. */
-inline t4a_arg arg_buffer(const Buffer &buffer, uint64_t offset = 0) noexcept {
-  t4a_arg a = T4A_ARG_INIT;
-  a.kind = T4A_ARG_BUFFER;
-  a.buffer = buffer.get();
-  a.offset = offset;
-  return a;
-}
-
-/** @brief A ::t4a_arg passing the `sizeof(T)` bytes of `value`
- *  (#T4A_ARG_SCALAR). The bytes are read during t4a::launch() only, so
- *  `value` must live until it returns (a temporary in the launch call's
- *  argument list does). Host pointers are not kernel arguments: pass device
- *  addresses with t4a::arg_device_pointer(). */
-template <class T> inline t4a_arg arg_scalar(const T &value) noexcept {
-  static_assert(std::is_trivially_copyable<T>::value,
-                "a scalar kernel argument is copied bytewise");
-  static_assert(!std::is_pointer<T>::value,
-                "pass device addresses with t4a::arg_device_pointer()");
-  t4a_arg a = T4A_ARG_INIT;
-  a.kind = T4A_ARG_SCALAR;
-  a.value = &value;
-  a.size = sizeof(T);
-  return a;
-}
-
-/** @brief A ::t4a_arg passing a raw device address, unchecked
- *  (#T4A_ARG_DEVICE_POINTER). */
-inline t4a_arg arg_device_pointer(uint64_t device_pointer) noexcept {
-  t4a_arg a = T4A_ARG_INIT;
-  a.kind = T4A_ARG_DEVICE_POINTER;
-  a.device_pointer = device_pointer;
-  return a;
-}
-
-/** @brief Grid or block dimensions; unset dimensions are 1. */
-struct Dim3 {
-  uint32_t x; /**< extent in x. */
-  uint32_t y; /**< extent in y. */
-  uint32_t z; /**< extent in z. */
-  /** `x` by `y` by `z`; implicit, so `256` or `{16, 16}` convert. */
-  constexpr Dim3(uint32_t x_ = 1, uint32_t y_ = 1, uint32_t z_ = 1) noexcept
-      : x(x_), y(y_), z(z_) {}
-};
-
-namespace detail {
-/** The ::t4a_launch_desc of a t4a::launch() call. */
-inline t4a_launch_desc launch_desc(const Kernel &kernel, Dim3 grid, Dim3 block,
-                                   uint32_t shared, const t4a_arg *args,
-                                   uint32_t count) noexcept {
-  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
-  d.kernel = kernel.get();
-  d.grid[0] = grid.x;
-  d.grid[1] = grid.y;
-  d.grid[2] = grid.z;
-  d.block[0] = block.x;
-  d.block[1] = block.y;
-  d.block[2] = block.z;
-  d.dynamic_shared_bytes = shared;
-  d.arg_count = count;
-  d.args = args;
-  return d;
-}
-} // namespace detail
-
 /** @brief Launches a described kernel on the runtime's stream
  *  (t4a_launch()); non-throwing. */
 inline t4a_status launch(RuntimeView rt, const t4a_launch_desc &desc,
@@ -1127,7 +1796,7 @@ inline t4a_status launch(RuntimeView rt, const Kernel &kernel, Dim3 grid,
                          Dim3 block, uint32_t shared, const t4a_arg *args,
                          uint32_t count, std::nothrow_t) noexcept {
   t4a_launch_desc d =
-      detail::launch_desc(kernel, grid, block, shared, args, count);
+      detail::launch_desc(kernel.get(), grid, block, shared, args, count);
   return t4a_launch(rt.get(), &d);
 }
 /** @brief Launches `kernel` with the arguments listed in place
@@ -1150,7 +1819,7 @@ inline void launch(RuntimeView rt, const t4a_launch_desc &desc) {
 inline void launch(RuntimeView rt, const Kernel &kernel, Dim3 grid, Dim3 block,
                    uint32_t shared, const t4a_arg *args, uint32_t count) {
   t4a_launch_desc d =
-      detail::launch_desc(kernel, grid, block, shared, args, count);
+      detail::launch_desc(kernel.get(), grid, block, shared, args, count);
   check(t4a_launch(rt.get(), &d));
 }
 /** @brief Launches `kernel` with the arguments listed in place

@@ -11,6 +11,7 @@
 #include "t4acuda.h" // first: it must need nothing before it
 #include "t4acuda.hpp"
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include <iterator>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 // The id and size macros are uint64_t constants usable at compile time.
 static_assert(
@@ -76,6 +78,32 @@ template class t4a::detail::Shared<t4a_module, t4a_module_retain,
 template class t4a::detail::Shared<t4a_completion, t4a_completion_retain,
                                    t4a_completion_release>;
 template t4a_arg t4a::arg_scalar<float>(const float &) noexcept;
+template class t4a::DeviceArray<float>;
+template class t4a::DeviceArray<std::uint8_t>;
+
+// The facade's member and function templates, compiled with the flags
+// (never called: there is no driver here).
+[[maybe_unused]] static void use_templates(t4a::Runtime &rt,
+                                           const t4a::Kernel &k) {
+  std::vector<float> v(4);
+  std::array<double, 2> a{};
+  t4a::DeviceArray<float> d(rt, v);
+  d.upload(rt, v, 1);
+  d.download(rt, v);
+  (void)d.to_vector(rt);
+  t4a::Buffer b(rt, 64);
+  t4a::upload(rt, b, a, 8);
+  t4a::download(rt, b, a);
+  (void)t4a::download(rt, b, v, std::nothrow);
+  const int n = 4;
+  k.launch(rt, 1, 32, d, b, n, 2.0, t4a::arg_buffer(d, 1));
+  (void)k.launch(rt, t4a::LaunchConfig({1, 1, 1}, 32, 128), d, n, std::nothrow);
+  (void)t4a::compile(t4a::CompileRequest("x")
+                         .for_runtime(rt)
+                         .with_header("h", "")
+                         .with_option("-DX")
+                         .with_name_expression("&k"));
+}
 
 static int g_failures = 0;
 

@@ -3,15 +3,18 @@
 // operation must report NO_DRIVER through t4a::Error or the non-throwing
 // overloads, and the ownership rules must hold.
 // SPDX-License-Identifier: MIT OR Apache-2.0
+#include <array>
 #include <cstdarg>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <list>
 #include <setjmp.h>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 extern "C" {
 #include <cmocka.h>
@@ -28,6 +31,8 @@ t4a_status facade_noexcept_launch(t4a::Module &module, t4a::Kernel &kernel,
                                   uint64_t forged_module,
                                   uint64_t forged_kernel,
                                   uint64_t forged_completion);
+t4a_status facade_noexcept_variadic(uint64_t forged_kernel,
+                                    uint64_t forged_buffer);
 
 static_assert(!std::is_copy_constructible_v<t4a::Runtime>,
               "an owning runtime is move-only");
@@ -104,6 +109,47 @@ static_assert(noexcept(t4a::arg_scalar(1.0f)));
 static_assert(noexcept(t4a::arg_device_pointer(0)));
 static_assert(noexcept(t4a::launch(t4a::RuntimeView(), t4a::Kernel(), 1, 1, 0,
                                    {}, std::nothrow)));
+
+// A Runtime converts to the RuntimeView every facade call takes; a
+// temporary one does not (the view would dangle).
+static_assert(std::is_convertible_v<t4a::Runtime &, t4a::RuntimeView>);
+static_assert(std::is_convertible_v<const t4a::Runtime &, t4a::RuntimeView>);
+static_assert(!std::is_convertible_v<t4a::Runtime &&, t4a::RuntimeView>);
+static_assert(!std::is_convertible_v<t4a_runtime, t4a::RuntimeView>);
+static_assert(std::is_constructible_v<t4a::Buffer, t4a::Runtime &, uint64_t>);
+static_assert(
+    std::is_constructible_v<t4a::HostBuffer, t4a::Runtime &, uint64_t>);
+// Typed arrays: from a runtime and a count or a container of the same
+// element type; copying retains like Buffer.
+static_assert(
+    std::is_constructible_v<t4a::DeviceArray<float>, t4a::Runtime &, size_t>);
+static_assert(std::is_constructible_v<t4a::DeviceArray<float>, t4a::Runtime &,
+                                      const std::vector<float> &>);
+static_assert(std::is_constructible_v<t4a::DeviceArray<float>, t4a::Runtime &,
+                                      const std::array<float, 4> &>);
+static_assert(!std::is_constructible_v<t4a::DeviceArray<float>, t4a::Runtime &,
+                                       std::vector<double>>);
+static_assert(!std::is_constructible_v<t4a::DeviceArray<float>, t4a::Runtime &,
+                                       std::list<float>>);
+static_assert(std::is_nothrow_move_constructible_v<t4a::DeviceArray<float>>);
+static_assert(std::is_copy_constructible_v<t4a::DeviceArray<float>>);
+// Contiguous containers: data() and size() of trivially copyable elements.
+static_assert(t4a::detail::is_contiguous<std::vector<int>>::value);
+static_assert(t4a::detail::is_contiguous<const std::array<double, 3>>::value);
+static_assert(t4a::detail::is_contiguous<float[8]>::value);
+static_assert(t4a::detail::is_contiguous<std::string>::value);
+static_assert(!t4a::detail::is_contiguous<std::list<int>>::value);
+static_assert(!t4a::detail::is_contiguous<int *>::value);
+static_assert(!t4a::detail::is_contiguous<std::vector<std::string>>::value);
+// Launch shapes: Dim3 from one number or {x, y, z}; LaunchConfig only
+// explicitly.
+static_assert(t4a::Dim3{4, 3, 2}.z == 2 && t4a::Dim3(5).x == 5);
+static_assert(!std::is_convertible_v<t4a::Dim3, t4a::LaunchConfig>);
+static_assert(t4a::LaunchConfig(2, 64).shared_bytes == 0);
+static_assert(t4a::LaunchConfig(2, {8, 8}, 512).block.y == 8);
+static_assert(t4a::detail::ends_with_nothrow<int, std::nothrow_t>::value);
+static_assert(!t4a::detail::ends_with_nothrow<std::nothrow_t, int>::value);
+static_assert(!t4a::detail::ends_with_nothrow<>::value);
 
 // Forged ids (kind byte << 56 | generation << 32 | slot; no driver, so no
 // real object of these kinds can exist).
@@ -790,7 +836,7 @@ static void test_launch_args(void **) {
   t4a::Kernel k(t4a_kernel{k_forged_kernel});
   const t4a_arg args[3] = {a, s, p};
   t4a_launch_desc d =
-      t4a::detail::launch_desc(k, {8, 4, 2}, 256, 1024, args, 3);
+      t4a::detail::launch_desc(k.get(), {8, 4, 2}, 256, 1024, args, 3);
   assert_int_equal(d.struct_size, sizeof(t4a_launch_desc));
   assert_int_equal(d.flags, 0);
   assert_int_equal(d.kernel.id, k_forged_kernel);
@@ -1038,6 +1084,377 @@ static void test_compile(void **) {
   assert_true(log.find("error") != std::string::npos);
 }
 
+// Each argument of the variadic launch becomes one t4a_arg: buffers and
+// arrays as BUFFER at offset 0, arithmetic and enum values as SCALAR of
+// their own size (pointing at the value), t4a_arg as given.
+static void test_variadic_arg_packing(void **) {
+  t4a::Buffer b(t4a_buffer{k_forged_buffer});
+  const int i = 7;
+  const double d = 2.5;
+  const float f = 1.5f;
+  const char c = 'x';
+  const bool flag = true;
+  enum class Mode : uint16_t { a = 3 };
+  const Mode mode = Mode::a;
+  const int64_t wide = -1;
+  t4a_arg a = t4a::detail::to_arg(i);
+  assert_int_equal(a.kind, T4A_ARG_SCALAR);
+  assert_int_equal(a.size, 4);
+  assert_ptr_equal(a.value, &i);
+  a = t4a::detail::to_arg(d);
+  assert_int_equal(a.size, 8); // int vs double: the sizes differ
+  assert_ptr_equal(a.value, &d);
+  assert_int_equal(t4a::detail::to_arg(f).size, 4);
+  assert_int_equal(t4a::detail::to_arg(c).size, 1);
+  assert_int_equal(t4a::detail::to_arg(flag).size, 1);
+  assert_int_equal(t4a::detail::to_arg(mode).size, 2);
+  assert_int_equal(t4a::detail::to_arg(wide).size, 8);
+  a = t4a::detail::to_arg(b);
+  assert_int_equal(a.kind, T4A_ARG_BUFFER);
+  assert_int_equal(a.buffer.id, k_forged_buffer);
+  assert_int_equal(a.offset, 0);
+  const t4a_arg given = t4a::arg_device_pointer(0x1000);
+  a = t4a::detail::to_arg(given);
+  assert_int_equal(a.kind, T4A_ARG_DEVICE_POINTER);
+  assert_int_equal(a.device_pointer, 0x1000);
+  assert_int_equal(t4a::detail::to_arg(std::nothrow).kind, 0);
+  // arg_buffer of a typed array: the offset is in elements.
+  t4a::DeviceArray<double> none;
+  a = t4a::arg_buffer(none, 3);
+  assert_int_equal(a.kind, T4A_ARG_BUFFER);
+  assert_int_equal(a.offset, 3 * sizeof(double));
+  a = t4a::detail::to_arg(none);
+  assert_int_equal(a.kind, T4A_ARG_BUFFER);
+  assert_int_equal(a.buffer.id, T4A_NULL_ID);
+  // Sizes saturate instead of wrapping: the C call then rejects them.
+  assert_true(t4a::detail::saturating_bytes(UINT64_MAX / 4 + 1, 4) ==
+              UINT64_MAX);
+  assert_int_equal(t4a::detail::saturating_bytes(3, 8), 24);
+  b.release();
+}
+
+// The variadic launch through a null runtime: INVALID_HANDLE, thrown or
+// returned (with std::nothrow last).
+static void test_variadic_launch_null_runtime(void **) {
+  t4a::RuntimeView none;
+  t4a::Kernel k(t4a_kernel{k_forged_kernel});
+  t4a::Buffer b(t4a_buffer{k_forged_buffer});
+  const int n = 4;
+  assert_int_equal(k.launch(none, 1, 32, b, n, 2.0, std::nothrow),
+                   T4A_ERROR_INVALID_HANDLE);
+  assert_int_equal(
+      k.launch(none, t4a::LaunchConfig(1, 32, 256), b, n, std::nothrow),
+      T4A_ERROR_INVALID_HANDLE);
+  assert_int_equal(k.launch(none, {2, 2, 2}, {4, 4}, std::nothrow),
+                   T4A_ERROR_INVALID_HANDLE);
+  bool threw = false;
+  try {
+    k.launch(none, 1, 32, b, n);
+  } catch (const t4a::Error &e) {
+    threw = true;
+    assert_int_equal(e.status(), T4A_ERROR_INVALID_HANDLE);
+    assert_string_equal(e.entry_point().c_str(), "t4a_launch");
+  }
+  assert_true(threw);
+  k.release();
+  b.release();
+  // The same through the -fno-exceptions translation unit.
+  assert_int_equal(facade_noexcept_variadic(k_forged_kernel, k_forged_buffer),
+                   T4A_SUCCESS);
+}
+
+// The CompileRequest builder owns its strings: the C request's pointers
+// point at its copies, a copy points at its own, a moved-from builder
+// holds null fields again, and fields it never set keep the caller's.
+static void test_compile_request_builder(void **) {
+  std::string text = "extern \"C\" __global__ void k() {}";
+  t4a::CompileRequest r(text);
+  text.assign(text.size(), 'x'); // the builder holds its own copy
+  r.with_program_name("k.cu")
+      .with_options({"-DA=1", "-DB=2"})
+      .with_option("-std=c++17")
+      .with_header("h.h", "#define H 1")
+      .with_name_expression("&k")
+      .with_cache_dir("")
+      .with_flags(T4A_COMPILE_NO_DISK_CACHE)
+      .for_cc(8, 6)
+      .with_disk_cache_max_bytes(1 << 20);
+  const t4a_compile_request &c = r.c_request();
+  assert_ptr_equal(&c, static_cast<const t4a_compile_request *>(&r));
+  assert_string_equal(c.source, "extern \"C\" __global__ void k() {}");
+  assert_string_equal(c.program_name, "k.cu");
+  assert_int_equal(c.option_count, 3);
+  assert_string_equal(c.options[0], "-DA=1");
+  assert_string_equal(c.options[1], "-DB=2");
+  assert_string_equal(c.options[2], "-std=c++17");
+  assert_int_equal(c.header_count, 1);
+  assert_string_equal(c.header_names[0], "h.h");
+  assert_string_equal(c.header_sources[0], "#define H 1");
+  assert_int_equal(c.name_expression_count, 1);
+  assert_string_equal(c.name_expressions[0], "&k");
+  assert_string_equal(c.cache_dir, "");
+  assert_int_equal(c.flags, T4A_COMPILE_NO_DISK_CACHE);
+  assert_int_equal(c.cc_major, 8);
+  assert_int_equal(c.cc_minor, 6);
+  assert_int_equal(c.disk_cache_max_bytes, 1 << 20);
+  assert_int_equal(c.struct_size, sizeof(t4a_compile_request));
+
+  t4a::CompileRequest copy = r;
+  assert_true(copy.source != r.source);
+  assert_true(copy.options != r.options);
+  assert_true(copy.options[2] != r.options[2]);
+  assert_string_equal(copy.source, r.source);
+  assert_string_equal(copy.options[2], "-std=c++17");
+  assert_string_equal(copy.header_sources[0], "#define H 1");
+  assert_int_equal(copy.option_count, 3);
+
+  t4a::CompileRequest moved = std::move(copy);
+  assert_string_equal(moved.source, r.source);
+  assert_string_equal(moved.program_name, "k.cu");
+  assert_string_equal(moved.options[1], "-DB=2");
+  assert_string_equal(moved.name_expressions[0], "&k");
+  assert_null(copy.source); // NOLINT(bugprone-use-after-move): by design
+  assert_null(copy.options);
+  assert_int_equal(copy.option_count, 0);
+  assert_int_equal(copy.header_count, 0);
+  assert_int_equal(copy.name_expression_count, 0);
+
+  // A field set directly, never through a setter, is left alone.
+  static const char *const raw_options[] = {"-DRAW=1"};
+  t4a::CompileRequest raw;
+  raw.options = raw_options;
+  raw.option_count = 1;
+  raw.with_source("x").with_header("a.h", "");
+  t4a::CompileRequest raw_copy = raw;
+  assert_ptr_equal(raw_copy.options, raw_options);
+  assert_int_equal(raw_copy.option_count, 1);
+
+  // A null source stays null, and t4a_compile names it.
+  t4a::CompileRequest empty;
+  empty.with_source(static_cast<const char *>(nullptr)).for_cc(9, 0);
+  assert_null(empty.source);
+  bool threw = false;
+  try {
+    (void)t4a::compile(empty);
+  } catch (const t4a::Error &e) {
+    threw = true;
+    assert_int_equal(e.status(), T4A_ERROR_INVALID_ARGUMENT);
+    assert_true(std::string(e.what()).find("source") != std::string::npos);
+  }
+  assert_true(threw);
+}
+
+// The builder through real NVRTC: a header, an option and a name
+// expression reach the compiler, from a copy whose original is gone.
+static void test_compile_request_nvrtc(void **) {
+  t4a::CompileRequest request;
+  {
+    t4a::CompileRequest original(
+        "#include \"scale.h\"\n"
+        "template <class T> __global__ void scale(T *x) { x[0] *= FACTOR; }");
+    original.with_header("scale.h", "#define FACTOR SCALE_BY")
+        .with_option("-DSCALE_BY=3")
+        .with_name_expression("scale<float>")
+        .with_name_expression("scale<double>")
+        .with_output(T4A_COMPILE_PTX)
+        .with_flags(T4A_COMPILE_NO_DISK_CACHE)
+        .for_cc(9, 0);
+    request = original; // copy assignment; then the original is destroyed
+  }
+  t4a::Artifact a = t4a::compile(request);
+  const std::string f = a.lowered_name(0), d = a.lowered_name(1);
+  assert_string_equal(f.c_str(), "_Z5scaleIfEvPT_");
+  assert_string_equal(d.c_str(), "_Z5scaleIdEvPT_");
+  const std::string ptx = a.image();
+  assert_true(ptx.find(".entry " + f) != std::string::npos);
+  assert_true(ptx.find(".entry " + d) != std::string::npos);
+  // The option reached NVRTC: without it, FACTOR is undefined.
+  t4a::CompileRequest without(
+      "#include \"scale.h\"\n"
+      "template <class T> __global__ void scale(T *x) { x[0] *= FACTOR; }");
+  without.with_header("scale.h", "#define FACTOR SCALE_BY")
+      .with_name_expression("scale<float>")
+      .with_flags(T4A_COMPILE_NO_DISK_CACHE)
+      .for_cc(9, 0);
+  t4a::Artifact none;
+  assert_int_equal(t4a::compile(without, none, std::nothrow),
+                   T4A_ERROR_COMPILE);
+  assert_true(t4a::last_compile_log().find("SCALE_BY") != std::string::npos);
+}
+
+// ---------------------------------------------------------------------------
+// On the fake driver (tests/fake; "fake" group, its own process): typed
+// arrays and container transfers move real bytes, and launches go through
+// the library's checks (the fake driver runs no kernel and reports no
+// parameters, so the scalar-size check is tests/gpu/test_facade_gpu.cpp's).
+// ---------------------------------------------------------------------------
+
+static t4a::Kernel fake_kernel(t4a::Runtime &rt) {
+  t4a::Artifact a = t4a::compile(
+      t4a::CompileRequest("extern \"C\" __global__ void k(float *x, int n, "
+                          "double d) {}")
+          .for_cc(9, 0)
+          .with_flags(T4A_COMPILE_NO_DISK_CACHE));
+  return t4a::Module(rt, a).kernel("k");
+}
+
+template <class F> static std::string error_of(F &&f, t4a_status want) {
+  try {
+    f();
+  } catch (const t4a::Error &e) {
+    if (e.status() != want)
+      fail_msg("threw %s, expected %s: %s", t4a_status_name(e.status()),
+               t4a_status_name(want), e.what());
+    return e.what();
+  }
+  fail_msg("did not throw %s", t4a_status_name(want));
+  return std::string();
+}
+
+static void expect_contains(const std::string &text, const char *part) {
+  if (text.find(part) == std::string::npos)
+    fail_msg("\"%s\" does not contain \"%s\"", text.c_str(), part);
+}
+
+static void test_fake_device_array(void **) {
+  t4a::Runtime rt(t4a::RuntimeOptions{});
+  const std::vector<float> host = {1, 2, 3, 4};
+  t4a::DeviceArray<float> d(rt, host); // allocate + upload, from rt itself
+  assert_int_equal(d.size(), 4);
+  assert_int_equal(d.bytes(), 16);
+  assert_int_equal(d.buffer().size(), 16);
+  assert_true(d.to_vector(rt) == host);
+
+  // Element offsets; pointer + count; std::array and C arrays.
+  const std::array<float, 2> two = {9, 8};
+  d.upload(rt, two, 1);
+  const float three[3] = {5, 6, 7};
+  d.upload(rt, three, 1, 3); // pointer + count at element 3
+  std::vector<float> out(4, 0.0f);
+  d.download(rt, out);
+  assert_true(out == std::vector<float>({1, 9, 8, 5}));
+  std::array<float, 2> tail{};
+  d.download(rt, tail, 2); // elements 2..3
+  assert_true(tail[0] == 8 && tail[1] == 5);
+  float one = 0;
+  d.download(rt, &one, 1, 1);
+  assert_true(one == 9);
+  std::vector<float> bigger(6, -1.0f); // larger: the first 4 are written
+  d.download(rt, bigger);
+  assert_true(bigger == std::vector<float>({1, 9, 8, 5, -1, -1}));
+
+  // A container too small: an error naming both sizes, nothing copied.
+  std::vector<float> small(3, -1.0f);
+  std::string m =
+      error_of([&] { d.download(rt, small); }, T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "t4a::DeviceArray::download");
+  expect_contains(m, "holds 3 elements");
+  expect_contains(m, "the array 4");
+  assert_true(small == std::vector<float>(3, -1.0f));
+  std::array<float, 1> tiny{};
+  m = error_of([&] { d.download(rt, tiny, 2); }, T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "holds 1 elements");
+  expect_contains(m, "(2 to copy)");
+  m = error_of([&] { d.download(rt, out, 5); }, T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "offset 5 is past the end of the array (4 elements)");
+  // Past the end through the C calls: the library names the range.
+  m = error_of([&] { d.upload(rt, host, 1); }, T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "t4a_buffer_upload");
+  m = error_of([&] { d.download(rt, &one, 1, 4); }, T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "t4a_buffer_download_sync");
+  // A count whose byte size overflows is rejected, never wrapped.
+  m = error_of([&] { d.upload(rt, &one, SIZE_MAX / 2, 0); },
+               T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "t4a_buffer_upload");
+
+  // Non-throwing forms.
+  t4a::DeviceArray<int32_t> ints;
+  assert_int_equal(t4a::DeviceArray<int32_t>::alloc(rt, 8, T4A_BUFFER_ZERO,
+                                                    ints, std::nothrow),
+                   T4A_SUCCESS);
+  const std::vector<int32_t> seq = {1, 2, 3};
+  assert_int_equal(ints.upload(rt, seq, 5, std::nothrow), T4A_SUCCESS);
+  assert_int_equal(ints.upload(rt, seq, 6, std::nothrow),
+                   T4A_ERROR_INVALID_ARGUMENT);
+  int32_t got[8] = {};
+  assert_int_equal(ints.download(rt, got, 8, 0, std::nothrow), T4A_SUCCESS);
+  assert_true(got[0] == 0 && got[4] == 0 && got[5] == 1 && got[7] == 3);
+
+  // Untyped buffers take containers too, at byte offsets.
+  t4a::Buffer raw(rt, 16);
+  t4a::upload(rt, raw, std::array<uint8_t, 4>{1, 2, 3, 4});
+  t4a::upload(rt, raw, std::vector<uint8_t>{9, 9}, 14);
+  std::array<uint8_t, 16> bytes{};
+  t4a::download(rt, raw, bytes);
+  assert_true(bytes[0] == 1 && bytes[3] == 4 && bytes[14] == 9);
+  std::vector<uint8_t> last(2);
+  t4a::download(rt, raw, last, 14);
+  assert_true(last[0] == 9 && last[1] == 9);
+  assert_int_equal(t4a::download(rt, raw, last, 15, std::nothrow),
+                   T4A_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(t4a::upload(rt, raw, last, std::nothrow), T4A_SUCCESS);
+
+  // Copies retain; the count travels with the copy.
+  t4a::DeviceArray<float> copy = d;
+  assert_int_equal(copy.get().id, d.get().id);
+  assert_int_equal(copy.size(), 4);
+  t4a::DeviceArray<float> moved = std::move(copy);
+  assert_int_equal(moved.size(), 4);
+  assert_false(static_cast<bool>(copy)); // NOLINT(bugprone-use-after-move)
+}
+
+static void test_fake_wrong_runtime(void **) {
+  t4a::Runtime rt1(t4a::RuntimeOptions{}), rt2(t4a::RuntimeOptions{});
+  t4a::DeviceArray<float> d1(rt1, 64);
+  std::vector<float> host(64, 1.0f);
+  std::string m =
+      error_of([&] { d1.upload(rt2, host); }, T4A_ERROR_WRONG_RUNTIME);
+  expect_contains(m, "t4a_buffer_upload");
+  m = error_of([&] { d1.download(rt2, host); }, T4A_ERROR_WRONG_RUNTIME);
+  expect_contains(m, "t4a_buffer_download_sync");
+  // A buffer of another runtime as a launch argument: named by index.
+  t4a::Kernel k2 = fake_kernel(rt2);
+  const int n = 64;
+  const double x = 1.0;
+  m = error_of([&] { k2.launch(rt2, 1, 64, d1, n, x); },
+               T4A_ERROR_WRONG_RUNTIME);
+  expect_contains(m, "t4a_launch");
+  expect_contains(m, "args[0]");
+  assert_int_equal(k2.launch(rt2, 1, 64, d1, n, x, std::nothrow),
+                   T4A_ERROR_WRONG_RUNTIME);
+  assert_int_equal(rt2.stats().launches, 0);
+}
+
+static void test_fake_variadic_launch(void **) {
+  t4a::Runtime rt(t4a::RuntimeOptions{});
+  t4a::Kernel k = fake_kernel(rt);
+  t4a::DeviceArray<float> d(rt, 256);
+  const uint64_t before = rt.stats().launches;
+  k.launch(rt, 4, 64, d, 256, 0.5); // an int and a double, packed
+  k.launch(rt, {2, 2}, {8, 8}, t4a::arg_buffer(d, 16), 3, 2.0);
+  k.launch(rt, t4a::LaunchConfig(1, 32, 4096), d, 1, 1.0);
+  assert_int_equal(k.launch(rt, 1, 1, d.buffer(), 1, 1.0, std::nothrow),
+                   T4A_SUCCESS);
+  assert_int_equal(rt.stats().launches, before + 4);
+  // Rejections come from the C checks, named: a zero dimension, too much
+  // shared memory, an offset past the buffer.
+  std::string m = error_of(
+      [&] {
+        k.launch(rt, {1, 0, 1}, 1, d, 1, 1.0);
+      },
+      T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "grid");
+  m = error_of(
+      [&] { k.launch(rt, t4a::LaunchConfig(1, 1, 1u << 30), d, 1, 1.0); },
+      T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "dynamic_shared_bytes");
+  m = error_of([&] { k.launch(rt, 1, 1, t4a::arg_buffer(d, 256), 1, 1.0); },
+               T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "args[0]");
+  assert_int_equal(rt.stats().launches, before + 4);
+  rt.synchronize();
+}
+
 static void test_small_wrappers(void **) {
   assert_int_equal(t4a::version(), T4A_VERSION_NUMBER);
   assert_string_equal(t4a::version_string(), T4A_VERSION_STRING);
@@ -1063,7 +1480,21 @@ static void test_versions(void **) {
   assert_int_equal(t4a_version(), T4A_VERSION_NUMBER);
 }
 
-int main() {
+int main(int argc, char **argv) {
+  if (argc > 1 && std::strcmp(argv[1], "fake") == 0) {
+#if defined(T4A_FAKE_CUDA_PATH)
+    setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);
+    const struct CMUnitTest fake[] = {
+        cmocka_unit_test(test_fake_device_array),
+        cmocka_unit_test(test_fake_wrong_runtime),
+        cmocka_unit_test(test_fake_variadic_launch),
+    };
+    return cmocka_run_group_tests(fake, nullptr, nullptr);
+#else
+    std::fprintf(stderr, "built without the fake driver\n");
+    return 1;
+#endif
+  }
   setenv("T4A_CUDA_DRIVER_PATH", "/nonexistent/libcuda.so.1", 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_throwing_create),
@@ -1087,6 +1518,10 @@ int main() {
       cmocka_unit_test(test_compile),
       cmocka_unit_test(test_small_wrappers),
       cmocka_unit_test(test_versions),
+      cmocka_unit_test(test_variadic_arg_packing),
+      cmocka_unit_test(test_variadic_launch_null_runtime),
+      cmocka_unit_test(test_compile_request_builder),
+      cmocka_unit_test(test_compile_request_nvrtc),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

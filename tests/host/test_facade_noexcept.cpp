@@ -114,3 +114,36 @@ t4a_status facade_noexcept_launch(t4a::Module &module, t4a::Kernel &kernel,
   }
   return t4a::record(none, completion, std::nothrow);
 }
+
+// The variadic launch and typed arrays without exceptions: the forms
+// ending in std::nothrow. Through the null runtime every call reports
+// INVALID_HANDLE; returns T4A_ERROR_INTERNAL if one did not.
+t4a_status facade_noexcept_variadic(uint64_t forged_kernel,
+                                    uint64_t forged_buffer) {
+  t4a::RuntimeView none;
+  t4a::Kernel k(t4a_kernel{forged_kernel});
+  t4a::Buffer b(t4a_buffer{forged_buffer});
+  const int n = 3;
+  if (k.launch(none, 1, 32, b, n, 1.5, std::nothrow) !=
+      T4A_ERROR_INVALID_HANDLE)
+    return T4A_ERROR_INTERNAL;
+  if (k.launch(none, t4a::LaunchConfig(1, 32, 64), b, std::nothrow) !=
+      T4A_ERROR_INVALID_HANDLE)
+    return T4A_ERROR_INTERNAL;
+  t4a::DeviceArray<float> d;
+  if (t4a::DeviceArray<float>::alloc(none, 4, 0, d, std::nothrow) !=
+          T4A_ERROR_INVALID_HANDLE ||
+      d)
+    return T4A_ERROR_INTERNAL;
+  const float host[4] = {1, 2, 3, 4};
+  if (d.upload(none, host, std::nothrow) != T4A_ERROR_INVALID_HANDLE)
+    return T4A_ERROR_INTERNAL;
+  float out[4] = {};
+  if (d.download(none, out, 4, 0, std::nothrow) != T4A_ERROR_INVALID_HANDLE)
+    return T4A_ERROR_INTERNAL;
+  if (t4a::upload(none, b, host, std::nothrow) != T4A_ERROR_INVALID_HANDLE)
+    return T4A_ERROR_INTERNAL;
+  b.release(); // forged: never released
+  k.release();
+  return T4A_SUCCESS;
+}

@@ -4,7 +4,10 @@
 // allocations made during 1,000 warm launches of a kernel with 4 and with
 // 32 arguments, and fails unless the count is exactly zero. The kernel is
 // compiled by real NVRTC for sm_90; the fake driver (tests/fake) accepts
-// the launch without running it.
+// the launch without running it. The same holds for the C++ facade's
+// variadic Kernel::launch (t4acuda.hpp), which packs its arguments in
+// stack storage: 1,000 warm launches through it, with 4 and with 32
+// arguments, allocate nothing either.
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #include <atomic>
 #include <cstdio>
@@ -14,6 +17,7 @@
 #include <string>
 
 #include "t4acuda.h"
+#include "t4acuda.hpp"
 
 static std::atomic<long> g_news{0};
 
@@ -73,6 +77,34 @@ static long allocations_during(t4a_runtime rt, t4a_kernel k, t4a_buffer b,
   for (int i = 0; i < count && *status == T4A_SUCCESS; ++i)
     *status = t4a_launch(rt, &d);
   return g_news.load() - before;
+}
+
+// The same launches through the facade's variadic launch (4 arguments:
+// two typed arrays and two ints; 32: two buffers and 30 ints).
+static long facade_allocations_during(t4a::Runtime &rt, const t4a::Kernel &four,
+                                      const t4a::Kernel &many,
+                                      const t4a::DeviceArray<float> &a,
+                                      const t4a::Buffer &b, int count,
+                                      long *n32, t4a_status *status) {
+  const int s = 7;
+  *status = T4A_SUCCESS;
+  for (int i = 0; i < 16 && *status == T4A_SUCCESS; ++i) // warm up
+    *status = four.launch(rt, 1, 1, a, a, s, s, std::nothrow);
+  long before = g_news.load();
+  for (int i = 0; i < count && *status == T4A_SUCCESS; ++i)
+    four.launch(rt, 1, 1, a, a, s, s); // throwing form: no error expected
+  long n4 = g_news.load() - before;
+  for (int i = 0; i < 16 && *status == T4A_SUCCESS; ++i) // warm up
+    *status =
+        many.launch(rt, 1, 1, b, b, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s,
+                    s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, std::nothrow);
+  before = g_news.load();
+  for (int i = 0; i < count && *status == T4A_SUCCESS; ++i)
+    *status =
+        many.launch(rt, 1, 1, b, b, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s,
+                    s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, std::nothrow);
+  *n32 = g_news.load() - before;
+  return n4;
 }
 
 int main() {
@@ -159,13 +191,31 @@ int main() {
               "%ld (32 args); launches %llu, events %llu\n",
               n4, n32, static_cast<unsigned long long>(st.launches),
               static_cast<unsigned long long>(st.events_recorded));
+  // The facade's variadic launch, on the same kernels.
+  long f4 = 0, f32 = 0;
+  uint64_t facade_launches = 0;
+  {
+    t4a::Runtime frt(t4a::RuntimeOptions{});
+    CHECK(t4a_artifact_retain(art)); // a reference for the Artifact below
+    t4a::Module fm(frt, t4a::Artifact(art));
+    t4a::Kernel ffour = fm.kernel("four"), fmany = fm.kernel("many");
+    t4a::DeviceArray<float> fa(frt, 1024);
+    t4a::Buffer fb(frt, 4096);
+    f4 = facade_allocations_during(frt, ffour, fmany, fa, fb, 1000, &f32, &s);
+    if (s != T4A_SUCCESS) return fail("facade launch", s);
+    facade_launches = frt.stats().launches;
+  }
+  std::printf("operator new calls in 1000 warm facade launches: %ld (4 args), "
+              "%ld (32 args); launches %llu\n",
+              f4, f32, static_cast<unsigned long long>(facade_launches));
   CHECK(t4a_buffer_release(b));
   CHECK(t4a_kernel_release(four));
   CHECK(t4a_kernel_release(many));
   CHECK(t4a_module_release(m));
   CHECK(t4a_artifact_release(art));
   CHECK(t4a_runtime_destroy(rt));
-  bool ok = n4 == 0 && n32 == 0 && nmulti == 0 &&
+  bool ok = n4 == 0 && n32 == 0 && nmulti == 0 && f4 == 0 && f32 == 0 &&
+            facade_launches == 2 * (16 + 1000) &&
             st.launches == 2 * (16 + 1000) + 4096 + 20000 &&
             st.events_recorded >= (4096 + 20000) / 256 - 1;
   std::printf("%d passed, %d failed\n", ok ? 1 : 0, ok ? 0 : 1);
