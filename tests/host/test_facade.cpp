@@ -1436,14 +1436,12 @@ static void test_fake_variadic_launch(void **) {
   assert_int_equal(k.launch(rt, 1, 1, d.buffer(), 1, 1.0, std::nothrow),
                    T4A_SUCCESS);
   assert_int_equal(rt.stats().launches, before + 4);
-  // Rejections come from the C checks, named: a zero dimension, too much
-  // shared memory, an offset past the buffer.
-  std::string m = error_of(
-      [&] {
-        k.launch(rt, {1, 0, 1}, 1, d, 1, 1.0);
-      },
-      T4A_ERROR_INVALID_ARGUMENT);
-  expect_contains(m, "grid");
+  // Rejections come from the C checks, named: a zero x extent (y and z 0
+  // mean 1), too much shared memory, an offset past the buffer.
+  k.launch(rt, {1, 0, 0}, {32, 0, 0}, d, 1, 1.0);
+  std::string m = error_of([&] { k.launch(rt, {0, 1, 1}, 1, d, 1, 1.0); },
+                           T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "grid[0]");
   m = error_of(
       [&] { k.launch(rt, t4a::LaunchConfig(1, 1, 1u << 30), d, 1, 1.0); },
       T4A_ERROR_INVALID_ARGUMENT);
@@ -1451,7 +1449,7 @@ static void test_fake_variadic_launch(void **) {
   m = error_of([&] { k.launch(rt, 1, 1, t4a::arg_buffer(d, 256), 1, 1.0); },
                T4A_ERROR_INVALID_ARGUMENT);
   expect_contains(m, "args[0]");
-  assert_int_equal(rt.stats().launches, before + 4);
+  assert_int_equal(rt.stats().launches, before + 5);
   rt.synchronize();
 }
 
