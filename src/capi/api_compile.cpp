@@ -176,7 +176,7 @@ T4A_API t4a_status t4a_artifact_key(t4a_artifact artifact, char *buf,
     Ref<compile::Artifact> a;
     if (t4a_status s = resolve_artifact(artifact, &a); s != T4A_SUCCESS)
       return s;
-    return copy_out(compile::to_hex(a->key()), buf, capacity, needed, true);
+    return copy_out(core::to_hex(a->key()), buf, capacity, needed, true);
   });
 }
 

@@ -3,11 +3,11 @@
 
 #include "capi/barrier.hpp"
 #include "compile/artifact.hpp"
-#include "compile/sha256.hpp"
+#include "core/completion.hpp"
 #include "core/context_scope.hpp"
 #include "core/op_scope.hpp"
+#include "core/sha256.hpp"
 #include "core/struct_io.hpp"
-#include "launch/completion.hpp"
 #include "launch/kernel.hpp"
 #include "launch/launch.hpp"
 #include "launch/module.hpp"
@@ -19,10 +19,10 @@ using core::Ref;
 namespace {
 
 // Loads (or finds in the runtime's module cache) the module for `key`;
-// `image` is called only on a miss.
-template <class ImageFn>
-t4a_status load_module(Ref<core::Runtime> rt, const compile::Digest &key,
-                       ImageFn image, t4a_module *out) {
+// `artifact` (giving a core::ArtifactView) is called only on a miss.
+template <class ArtifactFn>
+t4a_status load_module(Ref<core::Runtime> rt, const core::Digest &key,
+                       ArtifactFn artifact, t4a_module *out) {
   std::vector<Ref<launch::Module>> evicted;
   Ref<launch::Module> m;
   {
@@ -33,7 +33,7 @@ t4a_status load_module(Ref<core::Runtime> rt, const compile::Digest &key,
     if (m) {
       rt->counters().module_cache_hits.add();
     } else {
-      if (t4a_status s = launch::Module::load(rt, image(), key, &m);
+      if (t4a_status s = launch::Module::load(rt, artifact(), &m);
           s != T4A_SUCCESS)
         return s;
       cache.insert(m, &evicted);
@@ -83,8 +83,7 @@ T4A_API t4a_status t4a_module_load(t4a_runtime runtime, t4a_artifact artifact,
       return s;
     if (module == nullptr) return capi::null_arg("module");
     return load_module(
-        rt, a->key(), [&]() -> const std::string & { return a->image(); },
-        module);
+        rt, a->key(), [&] { return a->view(); }, module);
   });
 }
 
@@ -99,13 +98,13 @@ T4A_API t4a_status t4a_module_load_data(t4a_runtime runtime, const void *image,
       return core::fail(T4A_ERROR_INVALID_ARGUMENT,
                         "bytes is 0; an image has at least one byte");
     if (module == nullptr) return capi::null_arg("module");
-    compile::Digest key = compile::Sha256::of(image, bytes);
+    core::Digest key = core::Sha256::of(image, bytes);
     std::string copy;
     return load_module(
         rt, key,
-        [&]() -> const std::string & {
+        [&] {
           copy.assign(static_cast<const char *>(image), bytes);
-          return copy;
+          return core::ArtifactView{copy, core::ImageKind::Data, key};
         },
         module);
   });
@@ -242,8 +241,8 @@ T4A_API t4a_status t4a_runtime_record(t4a_runtime runtime,
     if (t4a_status s = capi::resolve_runtime(runtime, &rt); s != T4A_SUCCESS)
       return s;
     if (completion == nullptr) return capi::null_arg("completion");
-    Ref<launch::Completion> c;
-    if (t4a_status s = launch::Completion::record(std::move(rt), &c);
+    Ref<core::Completion> c;
+    if (t4a_status s = core::Completion::record(std::move(rt), &c);
         s != T4A_SUCCESS)
       return s;
     completion->id = capi::publish(std::move(c));
@@ -253,7 +252,7 @@ T4A_API t4a_status t4a_runtime_record(t4a_runtime runtime,
 
 T4A_API t4a_status t4a_completion_poll(t4a_completion completion) {
   return T4A_ENTRY({
-    Ref<launch::Completion> c;
+    Ref<core::Completion> c;
     if (t4a_status s =
             capi::resolve(completion.id, Kind::Completion, "completion", &c);
         s != T4A_SUCCESS)
@@ -264,7 +263,7 @@ T4A_API t4a_status t4a_completion_poll(t4a_completion completion) {
 
 T4A_API t4a_status t4a_completion_wait(t4a_completion completion) {
   return T4A_ENTRY({
-    Ref<launch::Completion> c;
+    Ref<core::Completion> c;
     if (t4a_status s =
             capi::resolve(completion.id, Kind::Completion, "completion", &c);
         s != T4A_SUCCESS)
@@ -279,7 +278,7 @@ T4A_API t4a_status t4a_runtime_wait(t4a_runtime runtime,
     Ref<core::Runtime> rt;
     if (t4a_status s = capi::resolve_runtime(runtime, &rt); s != T4A_SUCCESS)
       return s;
-    Ref<launch::Completion> c;
+    Ref<core::Completion> c;
     if (t4a_status s =
             capi::resolve(completion.id, Kind::Completion, "completion", &c);
         s != T4A_SUCCESS)
