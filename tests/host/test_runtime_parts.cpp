@@ -81,6 +81,5 @@ int main() {
       cmocka_unit_test(test_duplicate_rank_aborts),
       cmocka_unit_test(test_capacity_aborts),
   };
-  return cmocka_run_group_tests_name("runtime_parts", tests, nullptr,
-                                     nullptr);
+  return cmocka_run_group_tests_name("runtime_parts", tests, nullptr, nullptr);
 }
