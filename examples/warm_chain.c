@@ -49,7 +49,8 @@ int main(int argc, char **argv) {
     char *end = NULL;
     n = strtol(argv[1], &end, 10);
     if (end == argv[1] || *end != '\0' || n < 1 || n > 100000000) {
-      fprintf(stderr, "usage: %s [N]  (launches, 1..100000000; default 10000)\n",
+      fprintf(stderr,
+              "usage: %s [N]  (launches, 1..100000000; default 10000)\n",
               argv[0]);
       return 2;
     }
@@ -58,8 +59,9 @@ int main(int argc, char **argv) {
   int32_t count = 0;
   t4a_status s = t4a_device_count(&count);
   if (s == T4A_ERROR_NO_DRIVER || (s == T4A_SUCCESS && count == 0)) {
-    printf("no CUDA GPU/driver available: skipped the warm chain (reason: %s)\n",
-           s == T4A_SUCCESS ? "the CUDA driver sees no devices" : last_message());
+    printf(
+        "no CUDA GPU/driver available: skipped the warm chain (reason: %s)\n",
+        s == T4A_SUCCESS ? "the CUDA driver sees no devices" : last_message());
     return 0;
   }
   if (s != T4A_SUCCESS) return fail("t4a_device_count", s);
@@ -91,8 +93,8 @@ int main(int argc, char **argv) {
     fail("t4a_kernel_get", s);
     goto out;
   }
-  if ((s = t4a_buffer_alloc(rt, sizeof(unsigned), T4A_BUFFER_ZERO,
-                            &counter)) != T4A_SUCCESS) {
+  if ((s = t4a_buffer_alloc(rt, sizeof(unsigned), T4A_BUFFER_ZERO, &counter)) !=
+      T4A_SUCCESS) {
     fail("t4a_buffer_alloc", s);
     goto out;
   }

@@ -31,11 +31,11 @@
  * fork(): a child may be forked while other threads are inside the library;
  * none of its calls hangs. A fork waits for NVRTC compiles in progress on
  * other threads to finish (NVRTC's own locks would stay held in the child
- * otherwise); new NVRTC calls wait for the fork. If the parent had begun loading the CUDA driver
- * (any call that needs it), the child cannot use CUDA: every call that
- * needs the driver, and every call on a runtime or on an object of one made
- * by the parent, returns #T4A_ERROR_NO_DRIVER ("CUDA cannot be used in a
- * child process forked after the parent initialized the driver; ..."), and
+ * otherwise); new NVRTC calls wait for the fork. If the parent had begun
+ * loading the CUDA driver (any call that needs it), the child cannot use CUDA:
+ * every call that needs the driver, and every call on a runtime or on an object
+ * of one made by the parent, returns #T4A_ERROR_NO_DRIVER ("CUDA cannot be used
+ * in a child process forked after the parent initialized the driver; ..."), and
  * those objects are left alone (never freed) in the child. Context-free
  * functions keep working there: versions, status names, last error,
  * logging, t4a_compile() and artifacts (a compile that names a runtime
@@ -232,7 +232,8 @@ T4A_API const char *t4a_version_string(void);
   X(T4A_SUCCESS, 0, "success")                                                 \
   X(T4A_NOT_READY, 1, "not an error: work is still in flight")                 \
   X(T4A_ERROR_INVALID_ARGUMENT, 2, "an argument is invalid")                   \
-  X(T4A_ERROR_INVALID_HANDLE, 3, "a handle is null, released, stale or forged") \
+  X(T4A_ERROR_INVALID_HANDLE, 3,                                               \
+    "a handle is null, released, stale or forged")                             \
   X(T4A_ERROR_WRONG_RUNTIME, 4, "an object belongs to another runtime")        \
   X(T4A_ERROR_NO_DRIVER, 5, "no usable CUDA driver was found")                 \
   X(T4A_ERROR_NO_DEVICE, 6, "no such CUDA device")                             \
@@ -354,7 +355,8 @@ typedef struct t4a_error_info {
 } t4a_error_info;
 
 /** Initializer for ::t4a_error_info. */
-#define T4A_ERROR_INFO_INIT {sizeof(t4a_error_info), 0, 0, 0, NULL}
+#define T4A_ERROR_INFO_INIT                                                    \
+  { sizeof(t4a_error_info), 0, 0, 0, NULL }
 
 /**
  * @brief Reads the calling thread's last error (without its message).
@@ -568,7 +570,7 @@ typedef struct t4a_device_info {
   int32_t max_shared_per_block;
   /** opt-in maximum of shared memory per block in bytes. */
   int32_t max_shared_per_block_optin;
-  int32_t max_registers_per_block;  /**< 32-bit registers per block. */
+  int32_t max_registers_per_block;        /**< 32-bit registers per block. */
   int32_t max_threads_per_multiprocessor; /**< resident threads per SM. */
   int32_t pci_domain_id;                  /**< PCI domain. */
   int32_t pci_bus_id;                     /**< PCI bus. */
@@ -580,8 +582,10 @@ typedef struct t4a_device_info {
 
 /** Initializer for ::t4a_device_info. */
 #define T4A_DEVICE_INFO_INIT                                                   \
-  {sizeof(t4a_device_info), 0, {0}, {0}, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0},        \
-   {0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+  {                                                                            \
+    sizeof(t4a_device_info), 0, {0}, {0}, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0},      \
+        {0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                                \
+  }
 
 /**
  * @brief Fills `info` for device `ordinal`.
@@ -651,7 +655,7 @@ T4A_API t4a_status t4a_device_can_access_peer(int32_t ordinal, int32_t peer,
 
 /** @brief Options for t4a_runtime_create(). */
 typedef struct t4a_runtime_options {
-  uint32_t struct_size; /**< sizeof(t4a_runtime_options) of the caller. */
+  uint32_t struct_size;   /**< sizeof(t4a_runtime_options) of the caller. */
   int32_t device_ordinal; /**< the device; default 0. */
   /** Bytes of freed memory the pool keeps across synchronizations
    *  (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`). 0 (the default) and
@@ -695,7 +699,7 @@ typedef struct t4a_runtime_options {
  *  field, so a binding that cannot use the macro zero-fills the struct and
  *  sets `struct_size`). */
 #define T4A_RUNTIME_OPTIONS_INIT                                               \
-  {sizeof(t4a_runtime_options), 0, 0, 0, 0, 0, 0, 0, 0, 0}
+  { sizeof(t4a_runtime_options), 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /**
  * @brief Creates a runtime on one device.
@@ -833,7 +837,7 @@ typedef struct t4a_runtime_info {
 
 /** Initializer for ::t4a_runtime_info. */
 #define T4A_RUNTIME_INFO_INIT                                                  \
-  {sizeof(t4a_runtime_info), 0, 0, NULL, NULL, NULL, 0}
+  { sizeof(t4a_runtime_info), 0, 0, NULL, NULL, NULL, 0 }
 
 /**
  * @brief Describes a runtime.
@@ -886,17 +890,17 @@ typedef struct t4a_runtime_stats {
   uint64_t host_waits;
   /** pool trims done (t4a_runtime_trim()). */
   uint64_t trims;
-  uint64_t allocations;  /**< device buffers allocated (non-empty). */
-  uint64_t frees;        /**< device buffers freed (cuMemFreeAsync). */
-  uint64_t zero_fills;   /**< allocations zeroed by #T4A_BUFFER_ZERO. */
-  uint64_t fills;        /**< t4a_buffer_fill() operations. */
-  uint64_t device_copies; /**< t4a_buffer_copy() operations. */
+  uint64_t allocations;          /**< device buffers allocated (non-empty). */
+  uint64_t frees;                /**< device buffers freed (cuMemFreeAsync). */
+  uint64_t zero_fills;           /**< allocations zeroed by #T4A_BUFFER_ZERO. */
+  uint64_t fills;                /**< t4a_buffer_fill() operations. */
+  uint64_t device_copies;        /**< t4a_buffer_copy() operations. */
   uint64_t bytes_allocated;      /**< device bytes live now. */
   uint64_t bytes_allocated_peak; /**< the most device bytes ever live. */
-  uint64_t uploads;          /**< host-to-device transfers. */
-  uint64_t downloads;        /**< device-to-host transfers. */
-  uint64_t bytes_uploaded;   /**< bytes moved host to device. */
-  uint64_t bytes_downloaded; /**< bytes moved device to host. */
+  uint64_t uploads;              /**< host-to-device transfers. */
+  uint64_t downloads;            /**< device-to-host transfers. */
+  uint64_t bytes_uploaded;       /**< bytes moved host to device. */
+  uint64_t bytes_downloaded;     /**< bytes moved device to host. */
   uint64_t staging_bytes_in_use; /**< pinned staging bytes held now. */
   uint64_t staging_bytes_peak;   /**< the most staging bytes ever held. */
   /** host waits because the staging budget was exhausted. */
@@ -932,8 +936,10 @@ typedef struct t4a_runtime_stats {
 
 /** Initializer for ::t4a_runtime_stats. */
 #define T4A_RUNTIME_STATS_INIT                                                 \
-  {sizeof(t4a_runtime_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
-   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+  {                                                                            \
+    sizeof(t4a_runtime_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                                  \
+  }
 
 /**
  * @brief Reads a runtime's counters.
@@ -1005,9 +1011,9 @@ T4A_API t4a_status t4a_buffer_release(t4a_buffer buffer);
 
 /** @brief Facts about a buffer. */
 typedef struct t4a_buffer_info {
-  uint32_t struct_size;   /**< in: sizeof(t4a_buffer_info) of the caller. */
-  uint32_t reserved0;     /**< zero. */
-  uint64_t bytes;         /**< size in bytes. */
+  uint32_t struct_size; /**< in: sizeof(t4a_buffer_info) of the caller. */
+  uint32_t reserved0;   /**< zero. */
+  uint64_t bytes;       /**< size in bytes. */
   /** the `CUdeviceptr` (0 for an empty buffer), for interop: valid until
    *  the buffer's last release; use it only in stream order with the
    *  owning runtime's work. */
@@ -1018,7 +1024,8 @@ typedef struct t4a_buffer_info {
 } t4a_buffer_info;
 
 /** Initializer for ::t4a_buffer_info. */
-#define T4A_BUFFER_INFO_INIT {sizeof(t4a_buffer_info), 0, 0, 0, {0}, 0, 0}
+#define T4A_BUFFER_INFO_INIT                                                   \
+  { sizeof(t4a_buffer_info), 0, 0, 0, {0}, 0, 0 }
 
 /**
  * @brief Size, device pointer and owning runtime of a buffer.
@@ -1175,9 +1182,9 @@ T4A_API t4a_status t4a_download_release(t4a_download download);
  *         NULL `dst` with bytes > 0.
  * @since 0.1.0
  */
-T4A_API t4a_status t4a_buffer_download_sync(t4a_runtime runtime,
-                                            t4a_buffer src, uint64_t offset,
-                                            void *dst, uint64_t bytes);
+T4A_API t4a_status t4a_buffer_download_sync(t4a_runtime runtime, t4a_buffer src,
+                                            uint64_t offset, void *dst,
+                                            uint64_t bytes);
 /** @} */
 
 /* ------------------------------------------------------------------------ */
@@ -1256,8 +1263,7 @@ T4A_API t4a_status t4a_buffer_upload_host(t4a_runtime runtime, t4a_buffer dst,
  * @return as t4a_buffer_upload_host().
  * @since 0.1.0
  */
-T4A_API t4a_status t4a_buffer_download_host(t4a_runtime runtime,
-                                            t4a_buffer src,
+T4A_API t4a_status t4a_buffer_download_host(t4a_runtime runtime, t4a_buffer src,
                                             uint64_t src_offset,
                                             t4a_host_buffer dst,
                                             uint64_t dst_offset,
@@ -1300,7 +1306,7 @@ typedef struct t4a_compile_request {
    *  Target selection may turn a CUBIN request into PTX (see
    *  t4a_compile()); ::t4a_artifact_info::output says what was made. */
   uint32_t output;
-  const char *source;       /**< CUDA C++ source; required. */
+  const char *source; /**< CUDA C++ source; required. */
   /** name in diagnostics; NULL: "t4a.cu". NVRTC also resolves a quoted
    *  include that no given header satisfies in this name's directory (see
    *  the disk cache in t4a_compile()). */
@@ -1346,8 +1352,10 @@ typedef struct t4a_compile_request {
 /** Initializer for ::t4a_compile_request: CUBIN, no target yet, caches
  *  on. */
 #define T4A_COMPILE_REQUEST_INIT                                               \
-  {sizeof(t4a_compile_request), T4A_COMPILE_CUBIN, NULL, NULL, NULL, NULL, 0,  \
-   0, NULL, NULL, 0, 0, 0, 0, {0}, 0, NULL}
+  {                                                                            \
+    sizeof(t4a_compile_request), T4A_COMPILE_CUBIN, NULL, NULL, NULL, NULL, 0, \
+        0, NULL, NULL, 0, 0, 0, 0, {0}, 0, NULL                                \
+  }
 
 /**
  * @brief Compiles CUDA C++ with NVRTC, or finds the result in a cache.
@@ -1485,16 +1493,17 @@ typedef struct t4a_artifact_info {
   uint32_t output;
   /** the target architecture's major (9 for sm_90 / compute_90). */
   int32_t cc_major;
-  int32_t cc_minor;      /**< the target architecture's minor. */
-  uint64_t image_bytes;  /**< bytes of the image (t4a_artifact_image()). */
-  uint64_t log_bytes;    /**< bytes of the log, without the NUL. */
+  int32_t cc_minor;     /**< the target architecture's minor. */
+  uint64_t image_bytes; /**< bytes of the image (t4a_artifact_image()). */
+  uint64_t log_bytes;   /**< bytes of the log, without the NUL. */
   /** lowered names available (the request's name expressions). */
   uint32_t name_expression_count;
   uint32_t reserved0; /**< zero. */
 } t4a_artifact_info;
 
 /** Initializer for ::t4a_artifact_info. */
-#define T4A_ARTIFACT_INFO_INIT {sizeof(t4a_artifact_info), 0, 0, 0, 0, 0, 0, 0}
+#define T4A_ARTIFACT_INFO_INIT                                                 \
+  { sizeof(t4a_artifact_info), 0, 0, 0, 0, 0, 0, 0 }
 
 /**
  * @brief Target, sizes and name count of an artifact.
@@ -1599,7 +1608,7 @@ typedef struct t4a_compile_stats {
 
 /** Initializer for ::t4a_compile_stats. */
 #define T4A_COMPILE_STATS_INIT                                                 \
-  {sizeof(t4a_compile_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+  { sizeof(t4a_compile_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /**
  * @brief Reads the process-wide compile counters. Needs no driver.
@@ -1736,7 +1745,7 @@ typedef struct t4a_kernel_info {
 
 /** Initializer for ::t4a_kernel_info. */
 #define T4A_KERNEL_INFO_INIT                                                   \
-  {sizeof(t4a_kernel_info), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+  { sizeof(t4a_kernel_info), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /**
  * @brief Describes a kernel.
@@ -1833,7 +1842,8 @@ typedef struct t4a_arg {
 } t4a_arg;
 
 /** Initializer for ::t4a_arg (kind 0: not an argument yet). */
-#define T4A_ARG_INIT {0, 0, {0}, 0, NULL, 0, 0}
+#define T4A_ARG_INIT                                                           \
+  { 0, 0, {0}, 0, NULL, 0, 0 }
 
 /** @brief What t4a_launch() launches. */
 typedef struct t4a_launch_desc {
@@ -1851,14 +1861,14 @@ typedef struct t4a_launch_desc {
   /** dynamic shared memory per block; above 48 KiB the kernel's limit is
    *  raised automatically up to the device's opt-in maximum. */
   uint32_t dynamic_shared_bytes;
-  uint32_t arg_count;   /**< entries of `args`. */
-  const t4a_arg *args;  /**< the arguments, in parameter order. */
+  uint32_t arg_count;  /**< entries of `args`. */
+  const t4a_arg *args; /**< the arguments, in parameter order. */
 } t4a_launch_desc;
 
 /** Initializer for ::t4a_launch_desc: `struct_size` and zero bytes; set
  *  `kernel`, `grid[0]`, `block[0]` (and the arguments) before launching. */
 #define T4A_LAUNCH_DESC_INIT                                                   \
-  {sizeof(t4a_launch_desc), 0, {0}, {0, 0, 0}, {0, 0, 0}, 0, 0, NULL}
+  { sizeof(t4a_launch_desc), 0, {0}, {0, 0, 0}, {0, 0, 0}, 0, 0, NULL }
 
 /**
  * @brief Launches a kernel on the runtime's stream.
@@ -2001,10 +2011,10 @@ T4A_API t4a_status t4a_completion_release(t4a_completion completion);
 /** @{ */
 /** @brief What the process has leaked on purpose (completion unproven). */
 typedef struct t4a_process_stats {
-  uint32_t struct_size; /**< in: sizeof(t4a_process_stats) of the caller. */
-  uint32_t reserved0;   /**< zero. */
-  uint64_t runtimes_live;             /**< runtimes not yet torn down. */
-  uint64_t runtimes_leaked;           /**< stream, pool, context leaked. */
+  uint32_t struct_size;     /**< in: sizeof(t4a_process_stats) of the caller. */
+  uint32_t reserved0;       /**< zero. */
+  uint64_t runtimes_live;   /**< runtimes not yet torn down. */
+  uint64_t runtimes_leaked; /**< stream, pool, context leaked. */
   uint64_t leaked_device_allocations; /**< device buffers never freed. */
   uint64_t leaked_device_bytes;       /**< their bytes. */
   uint64_t leaked_staging_bytes;      /**< pinned staging never freed. */
@@ -2012,7 +2022,8 @@ typedef struct t4a_process_stats {
 } t4a_process_stats;
 
 /** Initializer for ::t4a_process_stats. */
-#define T4A_PROCESS_STATS_INIT {sizeof(t4a_process_stats), 0, 0, 0, 0, 0, 0, 0}
+#define T4A_PROCESS_STATS_INIT                                                 \
+  { sizeof(t4a_process_stats), 0, 0, 0, 0, 0, 0, 0 }
 
 /**
  * @brief Reads the process-wide counters. Needs no driver.
@@ -2050,7 +2061,10 @@ typedef struct t4a_process_fault {
 } t4a_process_fault;
 
 /** Initializer for ::t4a_process_fault. */
-#define T4A_PROCESS_FAULT_INIT {sizeof(t4a_process_fault), 0, 0, 0, 0, {0}}
+#define T4A_PROCESS_FAULT_INIT                                                 \
+  {                                                                            \
+    sizeof(t4a_process_fault), 0, 0, 0, 0, { 0 }                               \
+  }
 
 /**
  * @brief Reads the first device fault of the process, if any.

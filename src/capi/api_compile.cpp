@@ -169,11 +169,10 @@ T4A_API t4a_status t4a_artifact_lowered_name(t4a_artifact artifact,
 T4A_API t4a_status t4a_artifact_key(t4a_artifact artifact, char *buf,
                                     size_t capacity, size_t *needed) {
   return T4A_ENTRY({
-    return capi::call(in(artifact, "artifact"),
-                      [&](Ref<compile::Artifact> &a) -> t4a_status {
-                        return copy_out(compile::to_hex(a->key()), buf,
-                                        capacity, needed, true);
-                      });
+    return capi::call(
+        in(artifact, "artifact"), [&](Ref<compile::Artifact> &a) -> t4a_status {
+          return copy_out(core::to_hex(a->key()), buf, capacity, needed, true);
+        });
   });
 }
 

@@ -2,7 +2,7 @@
 #include "capi/entry.hpp"
 #include "capi/handles.hpp"
 #include "compile/artifact.hpp"
-#include "launch/completion.hpp"
+#include "core/completion.hpp"
 #include "launch/kernel.hpp"
 #include "launch/launch.hpp"
 #include "launch/module.hpp"
@@ -24,8 +24,7 @@ T4A_API t4a_status t4a_module_load(t4a_runtime runtime, t4a_artifact artifact,
         not_null(module, "module"),
         [&](Ref<core::Runtime> &rt, Ref<compile::Artifact> &a) -> t4a_status {
           Ref<launch::Module> m;
-          if (t4a_status s =
-                  launch::load_cached(std::move(rt), a->key(), a->image(), &m);
+          if (t4a_status s = launch::load_cached(std::move(rt), a->view(), &m);
               s != T4A_SUCCESS)
             return s;
           return capi::publish(std::move(m), module);
@@ -163,8 +162,8 @@ T4A_API t4a_status t4a_runtime_record(t4a_runtime runtime,
     return capi::call(
         in(runtime, "runtime"), not_null(completion, "completion"),
         [&](Ref<core::Runtime> &rt) -> t4a_status {
-          Ref<launch::Completion> c;
-          if (t4a_status s = launch::Completion::record(std::move(rt), &c);
+          Ref<core::Completion> c;
+          if (t4a_status s = core::Completion::record(std::move(rt), &c);
               s != T4A_SUCCESS)
             return s;
           return capi::publish(std::move(c), completion);
@@ -176,7 +175,7 @@ T4A_API t4a_status t4a_completion_poll(t4a_completion completion) {
   return T4A_ENTRY({
     return capi::call(
         in(completion, "completion"),
-        [](Ref<launch::Completion> &c) -> t4a_status { return c->poll(); });
+        [](Ref<core::Completion> &c) -> t4a_status { return c->poll(); });
   });
 }
 
@@ -184,7 +183,7 @@ T4A_API t4a_status t4a_completion_wait(t4a_completion completion) {
   return T4A_ENTRY({
     return capi::call(
         in(completion, "completion"),
-        [](Ref<launch::Completion> &c) -> t4a_status { return c->wait(); });
+        [](Ref<core::Completion> &c) -> t4a_status { return c->wait(); });
   });
 }
 
@@ -193,7 +192,7 @@ T4A_API t4a_status t4a_runtime_wait(t4a_runtime runtime,
   return T4A_ENTRY({
     return capi::call(
         in(runtime, "runtime"), in(completion, "completion"),
-        [](Ref<core::Runtime> &rt, Ref<launch::Completion> &c) -> t4a_status {
+        [](Ref<core::Runtime> &rt, Ref<core::Completion> &c) -> t4a_status {
           return c->wait_on(*rt);
         });
   });

@@ -21,10 +21,12 @@ class PendingDownload;
 namespace t4a::compile {
 class Artifact;
 } // namespace t4a::compile
+namespace t4a::core {
+class Completion;
+} // namespace t4a::core
 namespace t4a::launch {
 class Module;
 class Kernel;
-class Completion;
 } // namespace t4a::launch
 
 namespace t4a::capi {
@@ -43,7 +45,7 @@ T4A_HANDLE_OF_(t4a_download, memory::PendingDownload, Download);
 T4A_HANDLE_OF_(t4a_artifact, compile::Artifact, Artifact);
 T4A_HANDLE_OF_(t4a_module, launch::Module, Module);
 T4A_HANDLE_OF_(t4a_kernel, launch::Kernel, Kernel);
-T4A_HANDLE_OF_(t4a_completion, launch::Completion, Completion);
+T4A_HANDLE_OF_(t4a_completion, core::Completion, Completion);
 #undef T4A_HANDLE_OF_
 
 // Resolves a handle id of kind K to a reference to T, or records

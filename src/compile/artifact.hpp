@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "compile/sha256.hpp"
+#include "core/artifact_view.hpp"
 #include "core/object.hpp"
+#include "core/sha256.hpp"
+#include "t4acuda.h"
 
 namespace t4a::compile {
 
@@ -19,17 +21,24 @@ struct Target {
 
 class Artifact final : public core::Object {
 public:
-  Artifact(const Digest &key, Target target, std::string image, std::string log,
-           std::vector<std::string> lowered_names)
+  Artifact(const core::Digest &key, Target target, std::string image,
+           std::string log, std::vector<std::string> lowered_names)
       : Object(core::Kind::Artifact), key_(key), target_(target),
         image_(std::move(image)), log_(std::move(log)),
         lowered_(std::move(lowered_names)) {}
 
-  const Digest &key() const { return key_; }
+  const core::Digest &key() const { return key_; }
   Target target() const { return target_; }
   const std::string &image() const { return image_; }
   const std::string &log() const { return log_; }
   const std::vector<std::string> &lowered_names() const { return lowered_; }
+  // What the launch layer loads (core/artifact_view.hpp).
+  core::ArtifactView view() const {
+    return {image_,
+            target_.output == T4A_COMPILE_PTX ? core::ImageKind::Ptx
+                                              : core::ImageKind::Cubin,
+            key_};
+  }
   // Bytes this artifact holds (what the in-memory cache bounds).
   uint64_t footprint() const {
     uint64_t n = image_.size() + log_.size();
@@ -38,7 +47,7 @@ public:
   }
 
 private:
-  Digest key_;
+  core::Digest key_;
   Target target_;
   std::string image_;
   std::string log_;

@@ -64,7 +64,7 @@ namespace {
 
 // Target and identity key of a request under the given NVRTC facts.
 t4a_status plan(const Request &r, const DeviceTarget &d, const NvrtcFacts &nv,
-                Target *target, bool *arch_given, Digest *key) {
+                Target *target, bool *arch_given, core::Digest *key) {
   *arch_given = arch_from_options(r.options, r.output, target);
   if (!*arch_given) {
     TargetQuery q;
@@ -101,7 +101,7 @@ t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
   bool counted = false;
   Target target;
   bool arch_given = false;
-  Digest key;
+  core::Digest key;
   InFlight::Lead lead;
   // Passes: a second when the facts came from a record and the library
   // loaded for the compile disagrees with it; another after waiting for

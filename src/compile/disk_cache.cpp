@@ -281,11 +281,11 @@ DiskConfig disk_config(const Request &r) {
   return c;
 }
 
-std::string disk_entry_path(const DiskConfig &c, const Digest &key) {
-  return c.dir + "/" + to_hex(key) + k_suffix;
+std::string disk_entry_path(const DiskConfig &c, const core::Digest &key) {
+  return c.dir + "/" + core::to_hex(key) + k_suffix;
 }
 
-DiskRead disk_read(const DiskConfig &c, const Digest &key, DiskEntry *out,
+DiskRead disk_read(const DiskConfig &c, const core::Digest &key, DiskEntry *out,
                    std::string *why) {
   std::string path = disk_entry_path(c, key);
   auto corrupt = [&](const std::string &what) {
@@ -348,7 +348,7 @@ bool disk_write(const DiskConfig &c, const Artifact &a, std::string *why) {
       {reinterpret_cast<const uint8_t *>(a.image().data()), a.image().size()},
       {reinterpret_cast<const uint8_t *>(a.log().data()), a.log().size()},
       {e.names.data(), e.names.size()}};
-  if (!write_atomically(c.dir, to_hex(a.key()) + k_suffix, parts, 4, why))
+  if (!write_atomically(c.dir, core::to_hex(a.key()) + k_suffix, parts, 4, why))
     return false;
   compile_stats().disk_writes.add();
   evict(c, final_path);

@@ -45,7 +45,7 @@ DiskConfig disk_config(const Request &r);
 // writable by group or others, and within c.max_bytes is read (R-HARD-6).
 // Corrupt: the file exists but is none of that, is truncated or fails a
 // check; *why says which (the caller compiles again and replaces it).
-DiskRead disk_read(const DiskConfig &c, const Digest &key, DiskEntry *out,
+DiskRead disk_read(const DiskConfig &c, const core::Digest &key, DiskEntry *out,
                    std::string *why);
 
 // Writes the artifact's entry atomically, then evicts least recently used
@@ -61,7 +61,7 @@ bool disk_get_file(const DiskConfig &c, const std::string &name,
                    size_t max_bytes, std::string *out);
 
 // The entry file of a key (for diagnostics and tests).
-std::string disk_entry_path(const DiskConfig &c, const Digest &key);
+std::string disk_entry_path(const DiskConfig &c, const core::Digest &key);
 
 // The fork hook of the disk cache's lock (the set of directories reported
 // untrusted), called by capi/fork.cpp in its fixed order (core/fork.hpp).

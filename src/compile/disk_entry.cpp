@@ -31,7 +31,7 @@ uint64_t get64(const uint8_t *p) {
 
 } // namespace
 
-EncodedEntry disk_entry_encode(const Digest &key, Target target,
+EncodedEntry disk_entry_encode(const core::Digest &key, Target target,
                                const std::string &image, const std::string &log,
                                const std::vector<std::string> &lowered) {
   EncodedEntry e;
@@ -41,12 +41,12 @@ EncodedEntry disk_entry_encode(const Digest &key, Target target,
     put32(e.names.data() + at, static_cast<uint32_t>(s.size()));
     if (!s.empty()) std::memcpy(e.names.data() + at + 4, s.data(), s.size());
   }
-  // Sha256::update takes (NULL, 0): an empty name list (issue 8, item 9).
-  Sha256 sum;
+  // core::Sha256::update takes (NULL, 0): an empty name list (issue 8, item 9).
+  core::Sha256 sum;
   sum.update(image.data(), image.size());
   sum.update(log.data(), log.size());
   sum.update(e.names.data(), e.names.size());
-  Digest checksum = sum.finish();
+  core::Digest checksum = sum.finish();
   uint8_t *h = e.header.data();
   std::memcpy(h, k_magic, sizeof k_magic);
   put32(h + 8, k_format);
@@ -63,8 +63,9 @@ EncodedEntry disk_entry_encode(const Digest &key, Target target,
   return e;
 }
 
-DiskRead disk_entry_parse(const uint8_t *data, size_t size, const Digest &key,
-                          DiskEntry *out, const char **why) {
+DiskRead disk_entry_parse(const uint8_t *data, size_t size,
+                          const core::Digest &key, DiskEntry *out,
+                          const char **why) {
   auto corrupt = [&](const char *what) {
     *why = what;
     return DiskRead::Corrupt;
@@ -84,7 +85,7 @@ DiskRead disk_entry_parse(const uint8_t *data, size_t size, const Digest &key,
       names != payload - image - log)
     return corrupt("section sizes do not match the file size (truncated?)");
   const uint8_t *p = h + k_header;
-  Digest sum = Sha256::of(p, payload);
+  core::Digest sum = core::Sha256::of(p, payload);
   if (std::memcmp(sum.data(), h + 88, sum.size()) != 0)
     return corrupt("payload checksum mismatch");
   uint32_t output = get32(h + 48);

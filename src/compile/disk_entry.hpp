@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "compile/artifact.hpp"
-#include "compile/sha256.hpp"
+#include "core/sha256.hpp"
 
 namespace t4a::compile {
 
@@ -38,7 +38,7 @@ struct EncodedEntry {
   uint64_t total_bytes = 0;
 };
 
-EncodedEntry disk_entry_encode(const Digest &key, Target target,
+EncodedEntry disk_entry_encode(const core::Digest &key, Target target,
                                const std::string &image, const std::string &log,
                                const std::vector<std::string> &lowered);
 
@@ -46,7 +46,8 @@ EncodedEntry disk_entry_encode(const Digest &key, Target target,
 // the file): Hit fills *out; Corrupt sets *why (static text). Never Miss.
 // Any bytes are safe: nothing is read outside [data, data + size), and
 // nothing is allocated beyond what the bytes hold.
-DiskRead disk_entry_parse(const uint8_t *data, size_t size, const Digest &key,
-                          DiskEntry *out, const char **why);
+DiskRead disk_entry_parse(const uint8_t *data, size_t size,
+                          const core::Digest &key, DiskEntry *out,
+                          const char **why);
 
 } // namespace t4a::compile

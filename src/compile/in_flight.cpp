@@ -1,7 +1,7 @@
 #include "compile/in_flight.hpp"
 
-#include <new>
 #include "core/log.hpp"
+#include <new>
 
 namespace t4a::compile {
 
@@ -10,7 +10,7 @@ InFlight &InFlight::instance() {
   return *self;
 }
 
-InFlight::Turn InFlight::lead_or_wait(const Digest &key) {
+InFlight::Turn InFlight::lead_or_wait(const core::Digest &key) {
   std::unique_lock<std::mutex> lock(mu_);
   auto [at, inserted] = leading_.emplace(key, std::this_thread::get_id());
   if (inserted) return Turn::Lead;
@@ -19,7 +19,7 @@ InFlight::Turn InFlight::lead_or_wait(const Digest &key) {
   return Turn::Waited;
 }
 
-void InFlight::end(const Digest &key) {
+void InFlight::end(const core::Digest &key) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     leading_.erase(key);
@@ -27,7 +27,7 @@ void InFlight::end(const Digest &key) {
   done_.notify_all();
 }
 
-void InFlight::Lead::start(const Digest &key) {
+void InFlight::Lead::start(const core::Digest &key) {
   core::log_defer_begin();
   key_ = key;
   held_ = true;

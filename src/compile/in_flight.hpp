@@ -12,8 +12,8 @@
 #include <mutex>
 #include <thread>
 
-#include "compile/sha256.hpp"
 #include "core/fork.hpp"
+#include "core/sha256.hpp"
 
 namespace t4a::compile {
 
@@ -25,7 +25,7 @@ public:
   // Lead: the caller leads the compile of `key` and must end it with a
   // Lead's destruction. Waited: another thread led it and has finished.
   // Nested: the calling thread already leads it.
-  Turn lead_or_wait(const Digest &key);
+  Turn lead_or_wait(const core::Digest &key);
   // Fork safety (core/fork.hpp): the child forgets the leads of threads
   // that do not exist there and gets a fresh condition variable.
   void at_fork(core::ForkPhase phase);
@@ -40,20 +40,20 @@ public:
     Lead(const Lead &) = delete;
     Lead &operator=(const Lead &) = delete;
     ~Lead();
-    void start(const Digest &key);
+    void start(const core::Digest &key);
 
   private:
     bool held_ = false;
-    Digest key_{};
+    core::Digest key_{};
   };
 
 private:
   friend class Lead;
-  void end(const Digest &key);
+  void end(const core::Digest &key);
 
   std::mutex mu_;
   std::condition_variable done_;
-  std::map<Digest, std::thread::id> leading_;
+  std::map<core::Digest, std::thread::id> leading_;
 };
 
 } // namespace t4a::compile

@@ -9,7 +9,7 @@
 namespace t4a::compile {
 
 namespace {
-std::string key_string(const Digest &key) {
+std::string key_string(const core::Digest &key) {
   return std::string(reinterpret_cast<const char *>(key.data()), key.size());
 }
 } // namespace
@@ -19,7 +19,7 @@ MemoryCache &MemoryCache::instance() {
   return *cache;
 }
 
-uint64_t MemoryCache::lookup(const Digest &key) {
+uint64_t MemoryCache::lookup(const core::Digest &key) {
   core::Registry &reg = core::Registry::instance();
   std::lock_guard<std::mutex> lock(mu_);
   auto it = index_.find(key_string(key));
@@ -35,8 +35,9 @@ uint64_t MemoryCache::lookup(const Digest &key) {
   return e.id;
 }
 
-void MemoryCache::insert(const Digest &key, const core::Ref<Artifact> &artifact,
-                         uint64_t id, uint64_t bytes) {
+void MemoryCache::insert(const core::Digest &key,
+                         const core::Ref<Artifact> &artifact, uint64_t id,
+                         uint64_t bytes) {
   std::vector<core::Ref<Artifact>> dropped; // destroyed after unlock
   std::lock_guard<std::mutex> lock(mu_);
   std::string k = key_string(key);

@@ -15,9 +15,9 @@
 #include <unordered_map>
 
 #include "compile/artifact.hpp"
-#include "compile/sha256.hpp"
 #include "core/fork.hpp"
 #include "core/object.hpp"
+#include "core/sha256.hpp"
 
 namespace t4a::compile {
 
@@ -29,12 +29,12 @@ public:
   // or a new handle registered for the cached artifact when every handle
   // reference to it was released), the entry moved to the front; returns
   // the id, 0 on a miss.
-  uint64_t lookup(const Digest &key);
+  uint64_t lookup(const core::Digest &key);
   // Caches `artifact` (a reference of the cache's own) with `id`, the
   // handle its compile returned, unless the key is already cached; then
   // evicts from the back until within both bounds (the new entry is never
   // evicted by its own insertion).
-  void insert(const Digest &key, const core::Ref<Artifact> &artifact,
+  void insert(const core::Digest &key, const core::Ref<Artifact> &artifact,
               uint64_t id, uint64_t bytes);
   // Fork safety (core/fork.hpp): prepare takes the lock; both sides
   // release it.

@@ -8,11 +8,13 @@ namespace t4a::compile {
 
 namespace {
 
-// Destroys the program on every path.
+// Destroys the program on every path. The result is ignored: the compile
+// already has its outcome, and a failed destroy leaves nothing we could
+// free (counted, and injectable, like every NVRTC call).
 struct Program {
   nvrtcProgram p = nullptr;
   ~Program() {
-    if (p != nullptr) (void)driver::nvrtc().nvrtcDestroyProgram(&p);
+    if (p != nullptr) (void)driver::nv::destroy_program(&p);
   }
 };
 
@@ -20,17 +22,17 @@ struct Program {
 
 std::string nvrtc_error_text(nvrtcResult r) {
   driver::NvrtcSection section; // see driver/nvrtc_api.hpp
-  const char *s = driver::nvrtc().nvrtcGetErrorString(r);
+  const char *s = driver::nv::error_string(r);
   return s != nullptr ? s : "NVRTC result " + std::to_string(r);
 }
 
 NvrtcRun run_nvrtc(const Request &r, const std::vector<std::string> &options,
                    uint32_t output) {
-  const driver::NvrtcTable &n = driver::nvrtc();
+  namespace nv = driver::nv;
   NvrtcRun out;
-  auto failed = [&out](nvrtcResult res, const char *call) {
-    out.result = res;
-    out.failed_call = call;
+  auto failed = [&out](driver::NvrtcResult res) {
+    out.result = res.code;
+    out.failed_call = res.entry;
     return out;
   };
   std::vector<const char *> names, sources, opts;
@@ -44,57 +46,50 @@ NvrtcRun run_nvrtc(const Request &r, const std::vector<std::string> &options,
   // section logs nothing and takes no other lock (driver/nvrtc_api.hpp).
   driver::NvrtcSection section;
   Program prog;
-  if (nvrtcResult res = n.nvrtcCreateProgram(
+  if (auto res = nv::create_program(
           &prog.p, r.source.c_str(), r.program_name.c_str(),
           static_cast<int>(names.size()), sources.data(), names.data());
-      res != NVRTC_SUCCESS)
-    return failed(res, "nvrtcCreateProgram");
+      !res)
+    return failed(res);
   for (const std::string &e : r.name_expressions)
-    if (nvrtcResult res = n.nvrtcAddNameExpression(prog.p, e.c_str());
-        res != NVRTC_SUCCESS)
-      return failed(res, "nvrtcAddNameExpression");
+    if (auto res = nv::add_name_expression(prog.p, e.c_str()); !res)
+      return failed(res);
 
   out.compiled = true;
-  nvrtcResult compiled =
-      n.nvrtcCompileProgram(prog.p, static_cast<int>(opts.size()), opts.data());
+  driver::NvrtcResult compiled =
+      nv::compile_program(prog.p, static_cast<int>(opts.size()), opts.data());
+  // The log is best effort: a compile whose log cannot be read still
+  // reports its own outcome.
   size_t log_size = 0;
-  if (n.nvrtcGetProgramLogSize(prog.p, &log_size) == NVRTC_SUCCESS &&
-      log_size > 1) {
+  if (nv::get_program_log_size(prog.p, &log_size) && log_size > 1) {
     std::string log(log_size, '\0');
-    if (n.nvrtcGetProgramLog(prog.p, log.data()) == NVRTC_SUCCESS) {
+    if (nv::get_program_log(prog.p, log.data())) {
       log.resize(log_size - 1); // without the NUL
       out.log = std::move(log);
     }
   }
-  if (compiled != NVRTC_SUCCESS) return failed(compiled, "nvrtcCompileProgram");
+  if (!compiled) return failed(compiled);
 
   size_t size = 0;
   if (output == T4A_COMPILE_PTX) {
-    if (nvrtcResult res = n.nvrtcGetPTXSize(prog.p, &size);
-        res != NVRTC_SUCCESS)
-      return failed(res, "nvrtcGetPTXSize");
+    if (auto res = nv::get_ptx_size(prog.p, &size); !res) return failed(res);
     if (size > 0) {
       out.image.assign(size, '\0');
-      if (nvrtcResult res = n.nvrtcGetPTX(prog.p, out.image.data());
-          res != NVRTC_SUCCESS)
-        return failed(res, "nvrtcGetPTX");
+      if (auto res = nv::get_ptx(prog.p, out.image.data()); !res)
+        return failed(res);
     }
   } else {
-    if (nvrtcResult res = n.nvrtcGetCUBINSize(prog.p, &size);
-        res != NVRTC_SUCCESS)
-      return failed(res, "nvrtcGetCUBINSize");
+    if (auto res = nv::get_cubin_size(prog.p, &size); !res) return failed(res);
     if (size > 0) {
       out.image.assign(size, '\0');
-      if (nvrtcResult res = n.nvrtcGetCUBIN(prog.p, out.image.data());
-          res != NVRTC_SUCCESS)
-        return failed(res, "nvrtcGetCUBIN");
+      if (auto res = nv::get_cubin(prog.p, out.image.data()); !res)
+        return failed(res);
     }
   }
   for (const std::string &e : r.name_expressions) {
     const char *lowered = nullptr;
-    if (nvrtcResult res = n.nvrtcGetLoweredName(prog.p, e.c_str(), &lowered);
-        res != NVRTC_SUCCESS)
-      return failed(res, "nvrtcGetLoweredName");
+    if (auto res = nv::get_lowered_name(prog.p, e.c_str(), &lowered); !res)
+      return failed(res);
     out.lowered.emplace_back(lowered != nullptr ? lowered : "");
   }
   return out;
@@ -110,12 +105,9 @@ const std::vector<int> &nvrtc_supported_archs() {
         !driver::nvrtc_has(driver::NvrtcEntry::nvrtcGetSupportedArchs))
       return;
     int count = 0;
-    if (driver::nvrtc().nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS ||
-        count <= 0)
-      return;
+    if (!driver::nv::get_num_supported_archs(&count) || count <= 0) return;
     std::vector<int> v(static_cast<size_t>(count));
-    if (driver::nvrtc().nvrtcGetSupportedArchs(v.data()) == NVRTC_SUCCESS)
-      *archs = std::move(v);
+    if (driver::nv::get_supported_archs(v.data())) *archs = std::move(v);
   });
   return *archs;
 }

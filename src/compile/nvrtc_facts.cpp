@@ -5,9 +5,9 @@
 #include <string_view>
 
 #include "compile/nvrtc_compile.hpp"
-#include "compile/sha256.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/sha256.hpp"
 #include "driver/library_loader.hpp"
 #include "driver/nvrtc_api.hpp"
 
@@ -24,7 +24,8 @@ std::atomic<const NvrtcFacts *> g_facts{nullptr};
 std::atomic<const NvrtcFacts *> g_record{nullptr};
 
 std::string record_name(const std::string &material) {
-  std::string hex = to_hex(Sha256::of(material.data(), material.size()));
+  std::string hex =
+      core::to_hex(core::Sha256::of(material.data(), material.size()));
   return "nvrtc-" + hex.substr(0, 32) + ".id";
 }
 

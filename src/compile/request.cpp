@@ -51,18 +51,18 @@ t4a_status read_strings(const char *const *array, uint32_t count,
   return T4A_SUCCESS;
 }
 
-void put_u64(Sha256 &h, uint64_t v) {
+void put_u64(core::Sha256 &h, uint64_t v) {
   uint8_t b[8];
   for (int i = 0; i < 8; ++i) b[i] = static_cast<uint8_t>(v >> (8 * i));
   h.update(b, sizeof b);
 }
 
-void put_field(Sha256 &h, const std::string &s) {
+void put_field(core::Sha256 &h, const std::string &s) {
   put_u64(h, s.size());
   h.update(s.data(), s.size());
 }
 
-void put_list(Sha256 &h, const std::vector<std::string> &v) {
+void put_list(core::Sha256 &h, const std::vector<std::string> &v) {
   put_u64(h, v.size());
   for (const std::string &s : v) put_field(h, s);
 }
@@ -248,10 +248,10 @@ bool request_reads_files(const Request &r) {
   return false;
 }
 
-Digest identity_key(const Request &r, const Target &target, int nvrtc_major,
-                    int nvrtc_minor) {
+core::Digest identity_key(const Request &r, const Target &target,
+                          int nvrtc_major, int nvrtc_minor) {
   static const char k_tag[] = "t4acuda compile key v1";
-  Sha256 h;
+  core::Sha256 h;
   put_field(h, k_tag);
   put_u64(h, static_cast<uint64_t>(nvrtc_major));
   put_u64(h, static_cast<uint64_t>(nvrtc_minor));

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "compile/artifact.hpp"
-#include "compile/sha256.hpp"
+#include "core/sha256.hpp"
 #include "t4acuda.h"
 
 namespace t4a::compile {
@@ -62,7 +62,7 @@ bool request_reads_files(const Request &r);
 // SHA-256 over a version tag, the NVRTC version, the requested output, the
 // selected target, and every input, each field length-prefixed so that no
 // two different requests give the same byte stream.
-Digest identity_key(const Request &r, const Target &target, int nvrtc_major,
-                    int nvrtc_minor);
+core::Digest identity_key(const Request &r, const Target &target,
+                          int nvrtc_major, int nvrtc_minor);
 
 } // namespace t4a::compile

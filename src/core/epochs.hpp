@@ -61,6 +61,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/epoch_limits.h"
 #include "core/object.hpp"
 #include "t4acuda.h"
 
@@ -72,7 +73,7 @@ class Epochs {
 public:
   using Items = std::vector<Ref<Object>>;
   // Keepalives of the open epoch at most.
-  static constexpr uint32_t k_open_limit = 256;
+  static constexpr uint32_t k_open_limit = T4A_OPEN_EPOCH_LIMIT;
   // Sealing with more sealed epochs than this queries the oldest first.
   static constexpr uint32_t k_poll_above = 4;
   // Sealed epochs at most: sealing one more waits for the oldest.

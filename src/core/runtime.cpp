@@ -278,8 +278,8 @@ t4a_status Runtime::destroy() {
       // Dropped under admission, as in synchronize.
       Epochs::Items retired;
       epochs_.retire_all(*this, &retired);
-      for (auto &p : parts_)
-        if (p) p->on_destroy();
+      for (int i = 0; i < part_count(); ++i)
+        if (auto &p = parts_[part_in_order(i).index]) p->on_destroy();
     }
     return s;
   }
@@ -377,8 +377,8 @@ void Runtime::teardown() {
     // memory. Leak the stream, pool, staging and context reference
     // (R-RT-5); keepalives are leaked with them.
     epochs_.leak_all();
-    for (auto &p : parts_)
-      if (p) p->teardown(false);
+    for (int i = 0; i < part_count(); ++i)
+      if (auto &p = parts_[part_in_order(i).index]) p->teardown(false);
     account_leak();
     return;
   }
@@ -388,9 +388,11 @@ void Runtime::teardown() {
     Epochs::Items retired;
     epochs_.retire_all(*this, &retired);
   }
-  for (auto &p : parts_)
-    if (p) p->teardown(true);
-  for (auto &p : parts_) p.reset();
+  // Parts in teardown-rank order (core/component.hpp): all torn down,
+  // then all destroyed.
+  for (int i = 0; i < part_count(); ++i)
+    if (auto &p = parts_[part_in_order(i).index]) p->teardown(true);
+  for (int i = 0; i < part_count(); ++i) parts_[part_in_order(i).index].reset();
   events_.destroy_all();
   if (delivery_ != nullptr)
     teardown_call(cu::stream_destroy(delivery_),

@@ -32,9 +32,6 @@ namespace t4a::core {
 // (written under admission), away from the rarely-written fields.
 class alignas(64) Runtime final : public Object {
 public:
-  // Parts owned by higher layers, created on first use under admission.
-  enum class Part { Staging = 0, CopyWorkers = 1, Modules = 2, count_ };
-
   static t4a_status create(const t4a_runtime_options &options,
                            Ref<Runtime> *out);
   ~Runtime() override;
@@ -82,9 +79,11 @@ public:
   RuntimeCounters &counters() { return counters_; }
   EventPool &events() { return events_; }
   Epochs &epochs() { return epochs_; } // under admission
-  RuntimeComponent *part(Part p) { return parts_[int(p)].get(); }
-  void set_part(Part p, std::unique_ptr<RuntimeComponent> c) {
-    parts_[int(p)] = std::move(c);
+  // Parts owned by higher layers, each in the slot its layer registered
+  // (core/component.hpp), created on first use under admission.
+  RuntimeComponent *part(PartSlot s) { return parts_[s.index].get(); }
+  void set_part(PartSlot s, std::unique_ptr<RuntimeComponent> c) {
+    parts_[s.index] = std::move(c);
   }
   // The internal stream that drains download snapshots; created on first
   // use, under admission, with the context current.
@@ -120,7 +119,7 @@ private:
   RuntimeCounters counters_; // launches first
 
   EventPool events_;
-  std::unique_ptr<RuntimeComponent> parts_[int(Part::count_)];
+  std::unique_ptr<RuntimeComponent> parts_[k_max_parts]; // by slot
   t4a_runtime_options options_{};
   bool ctx_retained_ = false;
   // runtimes_live/runtimes_leaked already settled for this runtime.

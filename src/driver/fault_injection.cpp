@@ -6,13 +6,21 @@
 #include <mutex>
 
 #include "driver/cuda_api.hpp"
+#include "driver/nvrtc_api.hpp"
 
 namespace t4a::driver::fault {
 
 std::atomic<bool> g_active{false};
 
 namespace {
-constexpr int k_entries = static_cast<int>(Entry::count_);
+// Driver entry points first, then NVRTC's: one table, one name space.
+constexpr int k_cuda_entries = static_cast<int>(Entry::count_);
+constexpr int k_entries = k_cuda_entries + static_cast<int>(NvrtcEntry::count_);
+
+const char *entry_name(int i) {
+  return i < k_cuda_entries ? k_entry_names[i]
+                            : k_nvrtc_entry_names[i - k_cuda_entries];
+}
 
 struct Rule {
   bool armed = false;
@@ -36,7 +44,7 @@ Table &table() {
 int index_of(const char *name) {
   if (name == nullptr) return -1;
   for (int i = 0; i < k_entries; ++i)
-    if (std::strcmp(k_entry_names[i], name) == 0) return i;
+    if (std::strcmp(entry_name(i), name) == 0) return i;
   return -1;
 }
 
@@ -58,6 +66,10 @@ Decision on_call(int entry) {
     return {r.mode, r.result};
   }
   return {};
+}
+
+Decision on_nvrtc_call(int nvrtc_entry) {
+  return on_call(k_cuda_entries + nvrtc_entry);
 }
 
 bool arm(const char *entry_name, uint64_t nth, int32_t result, Mode mode) {

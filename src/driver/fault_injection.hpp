@@ -1,7 +1,7 @@
-// Test builds only (T4A_TESTING): make the Nth call of a named driver entry
-// point return a chosen CUresult, either instead of calling it or after
-// really calling it (work enqueued, failure reported), and count calls.
-// Reached from tests only through src/testing/t4acuda_testing.h.
+// Test builds only (T4A_TESTING): make the Nth call of a named driver or
+// NVRTC entry point return a chosen CUresult or nvrtcResult, either instead of
+// calling it or after really calling it (work enqueued, failure reported), and
+// count calls. Reached from tests only through src/testing/t4acuda_testing.h.
 #pragma once
 
 #include <atomic>
@@ -23,6 +23,8 @@ extern std::atomic<bool> g_active;
 
 // Called for every driver call while g_active: counts it and applies rules.
 Decision on_call(int entry_index);
+// The same for an NVRTC call (NvrtcEntry index; nvrtc_api.hpp).
+Decision on_nvrtc_call(int nvrtc_entry_index);
 
 // Test controls (exposed through capi/testing.cpp).
 bool arm(const char *entry_name, uint64_t nth, int32_t result, Mode mode);

@@ -14,16 +14,14 @@
 
 namespace t4a::driver {
 
+NvrtcTable detail::g_nvrtc;
+
 namespace {
 
-NvrtcTable g_table;
+NvrtcTable &g_table = detail::g_nvrtc;
 bool g_has[static_cast<int>(NvrtcEntry::count_)] = {};
 
-const char *const k_names[] = {
-#define X(name, required) #name,
-#include "driver/nvrtc_entry_points.def"
-#undef X
-};
+constexpr const char *const *k_names = k_nvrtc_entry_names;
 constexpr bool k_required[] = {
 #define X(name, required) (required) != 0,
 #include "driver/nvrtc_entry_points.def"
@@ -80,7 +78,7 @@ NvrtcState do_load() {
       return s;
     }
   }
-  if (g_table.nvrtcVersion(&s.major, &s.minor) != NVRTC_SUCCESS) {
+  if (!nv::version(&s.major, &s.minor)) {
     s.reason = "nvrtcVersion failed in '" + lib.path + "'";
     return s;
   }
@@ -189,8 +187,6 @@ NvrtcSearch nvrtc_search() {
   }
   return out;
 }
-
-const NvrtcTable &nvrtc() { return g_table; }
 
 bool nvrtc_has(NvrtcEntry e) { return g_has[static_cast<int>(e)]; }
 

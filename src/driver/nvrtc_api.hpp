@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "driver/fault_injection.hpp"
+
 namespace t4a::driver {
 
 enum class NvrtcEntry : int {
@@ -45,10 +47,111 @@ struct NvrtcSearch {
   std::string material; // the text described above
 };
 NvrtcSearch nvrtc_search();
-// Valid once nvrtc_load().ready. Call its functions only inside an
-// NvrtcSection.
-const NvrtcTable &nvrtc();
+// Whether an (optional) entry point was resolved; valid once
+// nvrtc_load().ready.
 bool nvrtc_has(NvrtcEntry e);
+
+namespace detail {
+extern NvrtcTable g_nvrtc; // valid once nvrtc_load().ready
+} // namespace detail
+
+// Indexed by NvrtcEntry (constant: a wrapper reads no table for its name).
+inline constexpr const char *k_nvrtc_entry_names[] = {
+#define X(name, required) #name,
+#include "driver/nvrtc_entry_points.def"
+#undef X
+};
+
+// The outcome of one NVRTC call: the nvrtcResult and which entry point.
+struct NvrtcResult {
+  nvrtcResult code = NVRTC_SUCCESS;
+  const char *entry = "";
+  explicit operator bool() const { return code == NVRTC_SUCCESS; }
+};
+
+// Like invoke() for the driver (cuda_api.hpp): in test builds, counted and
+// fault-injectable by entry name (t4a_testing_fault_arm("nvrtcGetCUBIN",
+// ...), the injected int32 read as an nvrtcResult).
+template <class F, class... A>
+inline NvrtcResult nvrtc_invoke(NvrtcEntry e, F fn, A... args) {
+  const char *name = k_nvrtc_entry_names[static_cast<int>(e)];
+#if defined(T4A_TESTING)
+  if (fault::g_active.load(std::memory_order_relaxed)) {
+    fault::Decision d = fault::on_nvrtc_call(static_cast<int>(e));
+    if (d.mode == fault::Mode::Instead)
+      return {static_cast<nvrtcResult>(d.result), name};
+    if (d.mode == fault::Mode::After) {
+      (void)fn(args...);
+      return {static_cast<nvrtcResult>(d.result), name};
+    }
+  }
+#endif
+  return {fn(args...), name};
+}
+
+#define T4A_NVRTC(name, ...)                                                   \
+  nvrtc_invoke(NvrtcEntry::name, detail::g_nvrtc.name, __VA_ARGS__)
+
+// ---- Typed wrappers: the only way src/ calls NVRTC. Valid once
+// nvrtc_load().ready; call them only inside an NvrtcSection. ----
+namespace nv {
+inline NvrtcResult version(int *major, int *minor) {
+  return T4A_NVRTC(nvrtcVersion, major, minor);
+}
+// Not a call that can fail (it returns the text, or null for an unknown
+// result): neither counted nor injectable.
+inline const char *error_string(nvrtcResult r) {
+  return detail::g_nvrtc.nvrtcGetErrorString(r);
+}
+inline NvrtcResult create_program(nvrtcProgram *p, const char *source,
+                                  const char *name, int headers,
+                                  const char *const *header_sources,
+                                  const char *const *header_names) {
+  return T4A_NVRTC(nvrtcCreateProgram, p, source, name, headers, header_sources,
+                   header_names);
+}
+inline NvrtcResult destroy_program(nvrtcProgram *p) {
+  return T4A_NVRTC(nvrtcDestroyProgram, p);
+}
+inline NvrtcResult add_name_expression(nvrtcProgram p, const char *expr) {
+  return T4A_NVRTC(nvrtcAddNameExpression, p, expr);
+}
+inline NvrtcResult compile_program(nvrtcProgram p, int count,
+                                   const char *const *options) {
+  return T4A_NVRTC(nvrtcCompileProgram, p, count, options);
+}
+inline NvrtcResult get_program_log_size(nvrtcProgram p, size_t *bytes) {
+  return T4A_NVRTC(nvrtcGetProgramLogSize, p, bytes);
+}
+inline NvrtcResult get_program_log(nvrtcProgram p, char *log) {
+  return T4A_NVRTC(nvrtcGetProgramLog, p, log);
+}
+inline NvrtcResult get_ptx_size(nvrtcProgram p, size_t *bytes) {
+  return T4A_NVRTC(nvrtcGetPTXSize, p, bytes);
+}
+inline NvrtcResult get_ptx(nvrtcProgram p, char *ptx) {
+  return T4A_NVRTC(nvrtcGetPTX, p, ptx);
+}
+inline NvrtcResult get_cubin_size(nvrtcProgram p, size_t *bytes) {
+  return T4A_NVRTC(nvrtcGetCUBINSize, p, bytes);
+}
+inline NvrtcResult get_cubin(nvrtcProgram p, char *cubin) {
+  return T4A_NVRTC(nvrtcGetCUBIN, p, cubin);
+}
+inline NvrtcResult get_lowered_name(nvrtcProgram p, const char *expr,
+                                    const char **lowered) {
+  return T4A_NVRTC(nvrtcGetLoweredName, p, expr, lowered);
+}
+// Optional entry points: check nvrtc_has() first.
+inline NvrtcResult get_num_supported_archs(int *count) {
+  return T4A_NVRTC(nvrtcGetNumSupportedArchs, count);
+}
+inline NvrtcResult get_supported_archs(int *archs) {
+  return T4A_NVRTC(nvrtcGetSupportedArchs, archs);
+}
+} // namespace nv
+
+#undef T4A_NVRTC
 
 // Fork safety (R-HARD-7, core/fork.hpp): libnvrtc has internal mutexes of
 // its own that a child forked while another thread was inside NVRTC would

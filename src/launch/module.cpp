@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/context_scope.hpp"
+#include "core/error.hpp"
 #include "core/log.hpp"
 #include "driver/result_class.hpp"
 
@@ -11,19 +12,31 @@ namespace t4a::launch {
 using core::Ref;
 using namespace t4a::driver;
 
+namespace {
+// The launch layer's part (ranks 200..299, core/component.hpp): torn down
+// after the memory layer's.
+const core::PartSlot k_module_cache_slot =
+    core::register_part("module cache", 200);
+} // namespace
+
 Module::Module(Ref<core::Runtime> rt)
     : Object(core::Kind::Module), rt_(std::move(rt)) {}
 
-t4a_status Module::load(Ref<core::Runtime> rt, const std::string &image,
-                        const compile::Digest &key, Ref<Module> *out) {
+t4a_status Module::load(Ref<core::Runtime> rt,
+                        const core::ArtifactView &artifact, Ref<Module> *out) {
   Ref<Module> m = Ref<Module>::adopt(new Module(rt));
   // std::string keeps a NUL after its bytes: PTX text is terminated.
-  if (auto r = cu::module_load_data(&m->mod_, image.c_str()); !r) {
+  if (auto r = cu::module_load_data(&m->mod_, artifact.image.c_str()); !r) {
     m->mod_ = nullptr;
-    return rt->fail_op(r, "loading a module (cuModuleLoadData)");
+    return rt->fail_op(r,
+                       core::format("loading a module from a %s of %zu bytes "
+                                    "(cuModuleLoadData)",
+                                    core::image_kind_name(artifact.kind),
+                                    artifact.image.size())
+                           .c_str());
   }
-  m->bytes_ = image.size();
-  m->key_ = key;
+  m->bytes_ = artifact.image.size();
+  m->key_ = artifact.key;
   rt->counters().module_loads.add();
   *out = std::move(m);
   return T4A_SUCCESS;
@@ -54,24 +67,24 @@ Module::~Module() {
   rt.counters().module_unloads.add();
 }
 
-size_t ModuleCache::KeyHash::operator()(const compile::Digest &d) const {
+size_t ModuleCache::KeyHash::operator()(const core::Digest &d) const {
   size_t h;
   std::memcpy(&h, d.data(), sizeof h); // a SHA-256 prefix is a good hash
   return h;
 }
 
 ModuleCache &ModuleCache::of(core::Runtime &rt) {
-  auto *c = static_cast<ModuleCache *>(rt.part(core::Runtime::Part::Modules));
+  auto *c = static_cast<ModuleCache *>(rt.part(k_module_cache_slot));
   if (c == nullptr) {
     auto made = std::make_unique<ModuleCache>(rt.options().module_cache_entries,
                                               rt.options().module_cache_bytes);
     c = made.get();
-    rt.set_part(core::Runtime::Part::Modules, std::move(made));
+    rt.set_part(k_module_cache_slot, std::move(made));
   }
   return *c;
 }
 
-Ref<Module> ModuleCache::find(const compile::Digest &key) {
+Ref<Module> ModuleCache::find(const core::Digest &key) {
   auto it = index_.find(key);
   if (it == index_.end()) return nullptr;
   lru_.splice(lru_.begin(), lru_, it->second);
@@ -82,7 +95,7 @@ void ModuleCache::insert(Ref<Module> m, std::vector<Ref<Module>> *evicted) {
   // Reserve first: nothing below may fail once the module is listed.
   evicted->reserve(lru_.size() + 1);
   index_.reserve(index_.size() + 1);
-  const compile::Digest key = m->key();
+  const core::Digest key = m->key();
   bytes_ += m->bytes();
   lru_.push_front(std::move(m));
   index_[key] = lru_.begin();

@@ -15,7 +15,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "compile/sha256.hpp"
+#include "core/artifact_view.hpp"
 #include "core/component.hpp"
 #include "core/object.hpp"
 #include "core/runtime.hpp"
@@ -24,22 +24,24 @@ namespace t4a::launch {
 
 class Module final : public core::Object {
 public:
-  // Loads `image` (under admission, with the runtime's context current).
-  static t4a_status load(core::Ref<core::Runtime> rt, const std::string &image,
-                         const compile::Digest &key, core::Ref<Module> *out);
+  // Loads the artifact's image (under admission, with the runtime's
+  // context current); the module keeps its digest as the cache key.
+  static t4a_status load(core::Ref<core::Runtime> rt,
+                         const core::ArtifactView &artifact,
+                         core::Ref<Module> *out);
   ~Module() override;
 
   core::Runtime &runtime() const { return *rt_; }
   CUmodule handle() const { return mod_; }
   uint64_t bytes() const { return bytes_; }
-  const compile::Digest &key() const { return key_; }
+  const core::Digest &key() const { return key_; }
 
 private:
   explicit Module(core::Ref<core::Runtime> rt);
   core::Ref<core::Runtime> rt_;
   CUmodule mod_ = nullptr;
   uint64_t bytes_ = 0;
-  compile::Digest key_{};
+  core::Digest key_{};
 };
 
 // The per-runtime module cache: identity key -> module, strong references,
@@ -53,7 +55,7 @@ public:
   static ModuleCache &of(core::Runtime &rt);
 
   // The cached module for `key` (made most recently used), or null.
-  core::Ref<Module> find(const compile::Digest &key);
+  core::Ref<Module> find(const core::Digest &key);
   // Adds `m`, then evicts least recently used modules beyond the bounds
   // (never `m` itself). Evicted modules are moved to `evicted` so that the
   // caller can seal the open epoch before dropping them.
@@ -64,14 +66,14 @@ public:
 
 private:
   struct KeyHash {
-    size_t operator()(const compile::Digest &d) const;
+    size_t operator()(const core::Digest &d) const;
   };
   using Lru = std::list<core::Ref<Module>>; // front: most recently used
   uint64_t max_entries_;
   uint64_t max_bytes_;
   uint64_t bytes_ = 0;
   Lru lru_;
-  std::unordered_map<compile::Digest, Lru::iterator, KeyHash> index_;
+  std::unordered_map<core::Digest, Lru::iterator, KeyHash> index_;
 };
 
 } // namespace t4a::launch

@@ -1,5 +1,6 @@
 #include "launch/module_load.hpp"
 
+#include <string>
 #include <vector>
 
 #include "core/op_scope.hpp"
@@ -10,10 +11,10 @@ using core::Ref;
 
 namespace {
 
-// `image` is called only on a miss.
-template <class ImageFn>
-t4a_status load_through_cache(Ref<core::Runtime> rt, const compile::Digest &key,
-                              ImageFn image, Ref<Module> *out) {
+// `view` (giving the core::ArtifactView to load) is called only on a miss.
+template <class ViewFn>
+t4a_status load_through_cache(Ref<core::Runtime> rt, const core::Digest &key,
+                              ViewFn view, Ref<Module> *out) {
   std::vector<Ref<Module>> evicted;
   Ref<Module> m;
   {
@@ -24,7 +25,7 @@ t4a_status load_through_cache(Ref<core::Runtime> rt, const compile::Digest &key,
     if (m) {
       rt->counters().module_cache_hits.add();
     } else {
-      if (t4a_status s = Module::load(rt, image(), key, &m); s != T4A_SUCCESS)
+      if (t4a_status s = Module::load(rt, view(), &m); s != T4A_SUCCESS)
         return s;
       cache.insert(m, &evicted);
     }
@@ -49,21 +50,21 @@ t4a_status load_through_cache(Ref<core::Runtime> rt, const compile::Digest &key,
 
 } // namespace
 
-t4a_status load_cached(Ref<core::Runtime> rt, const compile::Digest &key,
-                       const std::string &image, Ref<Module> *out) {
+t4a_status load_cached(Ref<core::Runtime> rt,
+                       const core::ArtifactView &artifact, Ref<Module> *out) {
   return load_through_cache(
-      std::move(rt), key, [&]() -> const std::string & { return image; }, out);
+      std::move(rt), artifact.key, [&] { return artifact; }, out);
 }
 
 t4a_status load_cached_data(Ref<core::Runtime> rt, const void *image,
                             size_t bytes, Ref<Module> *out) {
-  compile::Digest key = compile::Sha256::of(image, bytes);
+  core::Digest key = core::Sha256::of(image, bytes);
   std::string copy;
   return load_through_cache(
       std::move(rt), key,
-      [&]() -> const std::string & {
+      [&] {
         copy.assign(static_cast<const char *>(image), bytes);
-        return copy;
+        return core::ArtifactView{copy, core::ImageKind::Data, key};
       },
       out);
 }

@@ -5,19 +5,18 @@
 // no longer needs them. Under the runtime's admission.
 #pragma once
 
-#include <cstddef>
-#include <string>
-
-#include "compile/sha256.hpp"
+#include "core/artifact_view.hpp"
 #include "core/object.hpp"
 #include "core/runtime.hpp"
 #include "launch/module.hpp"
+#include <cstddef>
 
 namespace t4a::launch {
 
-// An image whose identity key the caller already has (an artifact's).
-t4a_status load_cached(core::Ref<core::Runtime> rt, const compile::Digest &key,
-                       const std::string &image, core::Ref<Module> *out);
+// A compiled artifact's image, keyed by its identity digest.
+t4a_status load_cached(core::Ref<core::Runtime> rt,
+                       const core::ArtifactView &artifact,
+                       core::Ref<Module> *out);
 
 // Caller-supplied image bytes: keyed by their SHA-256 digest, copied only
 // on a miss.

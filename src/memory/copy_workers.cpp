@@ -7,6 +7,10 @@
 namespace t4a::memory {
 
 namespace {
+// Torn down after the staging ring (rank 100).
+const core::PartSlot k_copy_workers_slot =
+    core::register_part("copy workers", 110);
+
 constexpr size_t k_min_part = size_t(1) << 20;
 constexpr auto k_spin = std::chrono::microseconds(200);
 
@@ -35,13 +39,12 @@ template <class Pred> bool spin_until(Pred pred) {
 } // namespace
 
 CopyWorkers &CopyWorkers::of(core::Runtime &rt) {
-  auto *w =
-      static_cast<CopyWorkers *>(rt.part(core::Runtime::Part::CopyWorkers));
+  auto *w = static_cast<CopyWorkers *>(rt.part(k_copy_workers_slot));
   if (w == nullptr) {
     int n = rt.options().staging_threads;
     auto made = std::make_unique<CopyWorkers>(n > 0 ? n : default_threads());
     w = made.get();
-    rt.set_part(core::Runtime::Part::CopyWorkers, std::move(made));
+    rt.set_part(k_copy_workers_slot, std::move(made));
   }
   return *w;
 }

@@ -9,6 +9,10 @@ namespace t4a::memory {
 using namespace t4a::driver;
 
 namespace {
+// The memory layer's parts (ranks 100..199, core/component.hpp): the
+// staging ring is torn down before the copy workers (110).
+const core::PartSlot k_staging_slot = core::register_part("staging ring", 100);
+
 constexpr size_t k_align = 256;
 size_t align_up(size_t n) { return (n + k_align - 1) & ~(k_align - 1); }
 } // namespace
@@ -16,13 +20,12 @@ size_t align_up(size_t n) { return (n + k_align - 1) & ~(k_align - 1); }
 void Chunk::last_ref_dropped() { ring->recycle(this); }
 
 StagingRing &StagingRing::of(core::Runtime &rt) {
-  auto *ring =
-      static_cast<StagingRing *>(rt.part(core::Runtime::Part::Staging));
+  auto *ring = static_cast<StagingRing *>(rt.part(k_staging_slot));
   if (ring == nullptr) {
     auto made = std::make_unique<StagingRing>(rt, rt.options().staging_bytes,
                                               rt.options().staging_chunk_bytes);
     ring = made.get();
-    rt.set_part(core::Runtime::Part::Staging, std::move(made));
+    rt.set_part(k_staging_slot, std::move(made));
   }
   return *ring;
 }

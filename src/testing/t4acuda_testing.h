@@ -18,14 +18,16 @@ enum t4a_testing_fault_mode {
   T4A_TESTING_FAULT_AFTER = 2
 };
 
-/* Makes the nth call (counted from now, 1-based) of the driver entry point
- * `entry` (e.g. "cuStreamSynchronize") return `cu_result`. INVALID_ARGUMENT
- * for an unknown name, nth 0 or a bad mode. */
+/* Makes the nth call (counted from now, 1-based) of the driver or NVRTC
+ * entry point `entry` (e.g. "cuStreamSynchronize", "nvrtcGetCUBIN") return
+ * `cu_result` (a CUresult, or an nvrtcResult for an NVRTC entry point).
+ * INVALID_ARGUMENT for an unknown name, nth 0 or a bad mode. */
 T4A_API t4a_status t4a_testing_fault_arm(const char *entry, uint64_t nth,
                                          int32_t cu_result, int32_t mode);
 /* Disarms every rule, zeroes the call counts, stops counting. */
 T4A_API void t4a_testing_fault_reset(void);
-/* Starts (1) or stops (0) counting driver calls per entry point. */
+/* Starts (1) or stops (0) counting driver and NVRTC calls per entry
+ * point. */
 T4A_API void t4a_testing_count_calls(int32_t on);
 /* Calls of `entry` counted so far; -1 for an unknown name. */
 T4A_API int64_t t4a_testing_call_count(const char *entry);

@@ -523,8 +523,10 @@ static CUresult f_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
   pthread_mutex_unlock(&g_mu);
   return CUDA_SUCCESS;
 }
-static CUresult f_cuOccupancyMaxActiveBlocksPerMultiprocessor(
-    int *n, CUfunction f, int block, size_t shared) {
+static CUresult f_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n,
+                                                              CUfunction f,
+                                                              int block,
+                                                              size_t shared) {
   (void)shared;
   if (f == NULL || block <= 0) return CUDA_ERROR_INVALID_VALUE;
   *n = 2048 / block > 32 ? 32 : 2048 / block;
@@ -546,23 +548,27 @@ static const struct {
   const char *name;
   void *fn;
 } k_table[] = {
-    E(cuInit) E(cuDriverGetVersion) E(cuGetErrorName) E(cuGetErrorString)
-    E(cuDeviceGetCount) E(cuDeviceGet) E(cuDeviceGetName) E(cuDeviceGetUuid)
-    E(cuDeviceGetAttribute) E(cuDeviceTotalMem) E(cuDeviceCanAccessPeer)
-    E(cuDevicePrimaryCtxRetain) E(cuDevicePrimaryCtxRelease)
-    E(cuDevicePrimaryCtxGetState) E(cuCtxGetCurrent) E(cuCtxSetCurrent)
-    E(cuCtxGetDevice) E(cuStreamCreate) E(cuStreamDestroy)
-    E(cuStreamSynchronize) E(cuStreamQuery) E(cuStreamWaitEvent)
-    E(cuEventCreate) E(cuEventDestroy) E(cuEventRecord) E(cuEventQuery)
-    E(cuEventSynchronize) E(cuMemPoolCreate) E(cuMemPoolDestroy)
-    E(cuMemPoolSetAttribute) E(cuMemPoolGetAttribute) E(cuMemPoolTrimTo)
-    E(cuMemAllocFromPoolAsync) E(cuMemFreeAsync) E(cuMemsetD8Async)
-    E(cuMemcpyHtoDAsync) E(cuMemcpyDtoHAsync) E(cuMemcpyDtoDAsync)
-    E(cuMemHostAlloc) E(cuMemFreeHost) E(cuModuleLoadData)
-    E(cuModuleUnload) E(cuModuleGetFunction) E(cuFuncGetAttribute)
-    E(cuFuncSetAttribute) E(cuLaunchKernel)
-    E(cuOccupancyMaxActiveBlocksPerMultiprocessor)
-    E(cuOccupancyMaxPotentialBlockSize)};
+    E(cuInit) E(cuDriverGetVersion) E(cuGetErrorName) E(cuGetErrorString) E(
+        cuDeviceGetCount) E(cuDeviceGet) E(cuDeviceGetName) E(cuDeviceGetUuid)
+        E(cuDeviceGetAttribute) E(cuDeviceTotalMem) E(cuDeviceCanAccessPeer) E(
+            cuDevicePrimaryCtxRetain) E(cuDevicePrimaryCtxRelease)
+            E(cuDevicePrimaryCtxGetState) E(cuCtxGetCurrent) E(
+                cuCtxSetCurrent) E(cuCtxGetDevice) E(cuStreamCreate)
+                E(cuStreamDestroy) E(cuStreamSynchronize) E(cuStreamQuery) E(
+                    cuStreamWaitEvent) E(cuEventCreate) E(cuEventDestroy)
+                    E(cuEventRecord) E(cuEventQuery) E(cuEventSynchronize) E(
+                        cuMemPoolCreate) E(cuMemPoolDestroy)
+                        E(cuMemPoolSetAttribute) E(cuMemPoolGetAttribute) E(
+                            cuMemPoolTrimTo) E(cuMemAllocFromPoolAsync)
+                            E(cuMemFreeAsync) E(cuMemsetD8Async) E(
+                                cuMemcpyHtoDAsync) E(cuMemcpyDtoHAsync)
+                                E(cuMemcpyDtoDAsync) E(cuMemHostAlloc) E(
+                                    cuMemFreeHost) E(cuModuleLoadData)
+                                    E(cuModuleUnload) E(cuModuleGetFunction) E(
+                                        cuFuncGetAttribute) E(cuFuncSetAttribute)
+                                        E(cuLaunchKernel) E(
+                                            cuOccupancyMaxActiveBlocksPerMultiprocessor)
+                                            E(cuOccupancyMaxPotentialBlockSize)};
 #undef E
 
 FAKE_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,

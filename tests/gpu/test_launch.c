@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "core/epoch_limits.h"
 #include "gpu_support.h"
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
@@ -307,8 +308,10 @@ static void test_evict_while_running(void **state) {
    * recorded after the launch is not reached, nothing was unloaded. */
   t4a_status reached = t4a_completion_poll(done);
   uint64_t unloads_seen = stats_of(rt).module_unloads;
-  if (reached == T4A_NOT_READY) assert_int_equal(s.module_unloads, 0);
-  else ASSERT_OK(reached);
+  if (reached == T4A_NOT_READY)
+    assert_int_equal(s.module_unloads, 0);
+  else
+    ASSERT_OK(reached);
   assert_true(unloads_seen <= 1);
   uint32_t got = 0;
   ASSERT_OK(t4a_buffer_download_sync(rt, out, 0, &got, 4));
@@ -588,8 +591,9 @@ static void test_completion_across_runtimes(void **state) {
 /* Issue 8, item 1: a plain thread (no context current) launches in turn
  * from 24 modules (more than the keep deduplication window of 8). Every
  * launch keeps its module, so the open completion epoch is sealed every
- * 256 launches and sealed epochs retire as the device completes them:
- * events_recorded is launches/256 (it stayed 0 before the fix, when
+ * T4A_OPEN_EPOCH_LIMIT (core/epoch_limits.h) launches and sealed epochs
+ * retire as the device completes them: events_recorded is launches divided
+ * by that limit (it stayed 0 before the fix, when
  * cuEventCreate failed without a current context), the gauges stay
  * bounded, no successful launch leaves a last error (DRIVER/201 before),
  * and every increment lands. The per-launch time of the first and last
@@ -687,9 +691,9 @@ static void test_many_modules_plain_thread(void **state) {
          MANY_LAUNCHES, (unsigned long long)mm.max_open,
          (unsigned long long)mm.max_sealed);
   assert_int_equal(s1.launches - s0.launches, (uint64_t)MANY_LAUNCHES);
-  assert_true(events >= (uint64_t)(MANY_LAUNCHES - 1) / 256);
-  assert_true(events <= (uint64_t)MANY_LAUNCHES / 256 + 2);
-  assert_true(mm.max_open <= 256);
+  assert_true(events >= (uint64_t)(MANY_LAUNCHES - 1) / T4A_OPEN_EPOCH_LIMIT);
+  assert_true(events <= (uint64_t)MANY_LAUNCHES / T4A_OPEN_EPOCH_LIMIT + 2);
+  assert_true(mm.max_open <= T4A_OPEN_EPOCH_LIMIT);
   assert_true(mm.max_sealed <= 64);
   ASSERT_OK(t4a_runtime_synchronize(mm.rt));
   t4a_runtime_stats s2 = stats_of(mm.rt);

@@ -75,8 +75,7 @@ _Static_assert(T4A_DEFAULT_STAGING_BYTES == 64u * 1024u * 1024u,
 _Static_assert(T4A_DEFAULT_STAGING_CHUNK_BYTES == 8u * 1024u * 1024u,
                "default staging chunk: 8 MiB");
 _Static_assert(T4A_DEFAULT_STAGING_CHUNK_BYTES >= 4096 &&
-                   T4A_DEFAULT_STAGING_CHUNK_BYTES <=
-                       T4A_DEFAULT_STAGING_BYTES,
+                   T4A_DEFAULT_STAGING_CHUNK_BYTES <= T4A_DEFAULT_STAGING_BYTES,
                "the default chunk is valid for the default budget");
 _Static_assert(T4A_STAGING_THREADS_AUTO == 0, "automatic thread count");
 _Static_assert(T4A_VERSION_NUMBER == T4A_VERSION_MAJOR * 10000 +
@@ -109,8 +108,9 @@ _Static_assert(sizeof(t4a_module) == 8 && sizeof(t4a_kernel) == 8 &&
                    sizeof(t4a_completion) == 8,
                "handles are 8 bytes");
 _Static_assert(sizeof(t4a_arg) == 48, "t4a_arg is frozen: 48 bytes");
-_Static_assert(offsetof(t4a_arg, offset) == 16 && offsetof(t4a_arg, value) ==
-                   24 && offsetof(t4a_arg, device_pointer) == 40,
+_Static_assert(offsetof(t4a_arg, offset) == 16 &&
+                   offsetof(t4a_arg, value) == 24 &&
+                   offsetof(t4a_arg, device_pointer) == 40,
                "t4a_arg layout");
 _Static_assert(sizeof(t4a_launch_desc) == 56, "no implicit padding");
 _Static_assert(offsetof(t4a_launch_desc, args) == 48, "args last");
@@ -265,8 +265,7 @@ static char *read_file(const char *path) {
   FILE *f = fopen(path, "rb");
   char *text;
   long n;
-  if (f == NULL)
-    return NULL;
+  if (f == NULL) return NULL;
   fseek(f, 0, SEEK_END);
   n = ftell(f);
   fseek(f, 0, SEEK_SET);
@@ -299,8 +298,7 @@ static void test_every_init_macro_used(void **state) {
       ++n;
     memcpy(name, q, n);
     name[n] = '\0';
-    if (n < 5 || strcmp(name + n - 5, "_INIT") != 0)
-      continue;
+    if (n < 5 || strcmp(name + n - 5, "_INIT") != 0) continue;
     ++found;
     snprintf(use, sizeof use, "= %s;", name);
     if (strstr(self, use) == NULL)

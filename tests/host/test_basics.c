@@ -133,8 +133,7 @@ static void test_status_unknown(void **state) {
   size_t i, k;
   (void)state;
   for (i = 0; i < STATUS_COUNT; ++i)
-    if (k_statuses[i].value > max)
-      max = k_statuses[i].value;
+    if (k_statuses[i].value > max) max = k_statuses[i].value;
   {
     const t4a_status unknown[] = {-1, max + 1, 1000, INT32_MIN, INT32_MAX};
     for (k = 0; k < sizeof unknown / sizeof unknown[0]; ++k) {
@@ -189,8 +188,7 @@ static void test_last_error_query_then_copy(void **state) {
   assert_int_equal(needed2, needed);
   assert_int_equal(strlen(buf), needed - 1);
   assert_true(t4a_test_contains(buf, "count"));
-  for (size_t k = needed; k < needed + 8; ++k)
-    assert_int_equal(buf[k], 'X');
+  for (size_t k = needed; k < needed + 8; ++k) assert_int_equal(buf[k], 'X');
   /* `needed` is optional. */
   memset(buf, 'X', needed + 8);
   assert_int_equal(t4a_last_error_message(buf, needed + 8, NULL), T4A_SUCCESS);
@@ -221,8 +219,7 @@ static void test_last_error_truncation(void **state) {
     assert_int_equal(small[cap - 1], '\0');
     assert_int_equal(strlen(small), cap - 1);
     assert_memory_equal(small, full, cap - 1); /* a prefix */
-    for (size_t k = cap; k < sizeof small; ++k)
-      assert_int_equal(small[k], 'X');
+    for (size_t k = cap; k < sizeof small; ++k) assert_int_equal(small[k], 'X');
   }
 }
 

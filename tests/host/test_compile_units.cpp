@@ -20,14 +20,14 @@ extern "C" {
 #include <string>
 #include <vector>
 
-#include "compile/sha256.hpp"
 #include "compile/target.hpp"
+#include "core/sha256.hpp"
 
 using t4a::compile::select_target;
-using t4a::compile::Sha256;
 using t4a::compile::TargetChoice;
 using t4a::compile::TargetQuery;
-using t4a::compile::to_hex;
+using t4a::core::Sha256;
+using t4a::core::to_hex;
 
 namespace {
 

@@ -78,16 +78,13 @@ static void test_resolve_every_export(void **state) {
   long i;
   (void)state;
   lib = dlopen(T4A_TEST_LIBRARY_PATH, RTLD_NOW | RTLD_LOCAL);
-  if (lib == NULL)
-    fail_msg("dlopen: %s", dlerror());
+  if (lib == NULL) fail_msg("dlopen: %s", dlerror());
   for (i = 0; i < g_count; ++i) {
     const char *name = g_symbols[i].name;
     void *plain, *versioned;
-    if (g_symbols[i].type != 'T')
-      continue;
+    if (g_symbols[i].type != 'T') continue;
     plain = dlsym(lib, name);
-    if (plain == NULL)
-      fail_msg("dlsym(%s): %s", name, dlerror());
+    if (plain == NULL) fail_msg("dlsym(%s): %s", name, dlerror());
     versioned = dlvsym(lib, name, VERSION_NODE);
     if (versioned == NULL)
       fail_msg("dlvsym(%s, " VERSION_NODE "): %s", name, dlerror());

@@ -109,8 +109,8 @@ static void expect_bad_handle_why(t4a_status s, const char *entry,
   assert_string_equal(info.entry_point, entry);
   assert_int_equal(info.driver_result, 0);
   assert_int_equal(info.compiler_result, 0);
-  snprintf(named, sizeof named, "%s: %s (id 0x%016" PRIx64 ") is ", entry,
-           arg, id);
+  snprintf(named, sizeof named, "%s: %s (id 0x%016" PRIx64 ") is ", entry, arg,
+           id);
   expect_message_contains(message, named);
   if (why != NULL) {
     snprintf(named, sizeof named, "(id 0x%016" PRIx64 ") is %s", id, why);
@@ -328,8 +328,7 @@ static void check_process_stats_get(void) {
     memset(&stats, 0x5A, sizeof stats);
     stats.struct_size = size;
     memcpy(&copy, &stats, sizeof stats);
-    assert_int_equal(t4a_process_stats_get(&stats),
-                     T4A_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(t4a_process_stats_get(&stats), T4A_ERROR_INVALID_ARGUMENT);
     assert_memory_equal(&stats, &copy, sizeof stats);
     read_last(&info, message, sizeof message);
     assert_string_equal(info.entry_point, "t4a_process_stats_get");
@@ -395,8 +394,7 @@ static t4a_status call_runtime_info_get(uint64_t id) {
   info.struct_size = sizeof info;
   memcpy(&copy, &info, sizeof info);
   s = t4a_runtime_info_get(rt, &info);
-  if (s != T4A_SUCCESS)
-    assert_memory_equal(&info, &copy, sizeof info);
+  if (s != T4A_SUCCESS) assert_memory_equal(&info, &copy, sizeof info);
   return s;
 }
 
@@ -408,8 +406,7 @@ static t4a_status call_runtime_stats_get(uint64_t id) {
   stats.struct_size = sizeof stats;
   memcpy(&copy, &stats, sizeof stats);
   s = t4a_runtime_stats_get(rt, &stats);
-  if (s != T4A_SUCCESS)
-    assert_memory_equal(&stats, &copy, sizeof stats);
+  if (s != T4A_SUCCESS) assert_memory_equal(&stats, &copy, sizeof stats);
   return s;
 }
 
@@ -437,8 +434,7 @@ static t4a_status call_buffer_alloc(uint64_t id) {
                     "runtime", id);
   assert_int_equal(b.id, SENTINEL_ID);
   s = t4a_buffer_alloc(rt, 4096, T4A_BUFFER_ZERO, &b);
-  if (s != T4A_SUCCESS)
-    assert_int_equal(b.id, SENTINEL_ID);
+  if (s != T4A_SUCCESS) assert_int_equal(b.id, SENTINEL_ID);
   return s;
 }
 
@@ -460,8 +456,7 @@ static t4a_status call_buffer_info_get(uint64_t id) {
   info.struct_size = sizeof info;
   memcpy(&copy, &info, sizeof info);
   s = t4a_buffer_info_get(b, &info);
-  if (s != T4A_SUCCESS)
-    assert_memory_equal(&info, &copy, sizeof info);
+  if (s != T4A_SUCCESS) assert_memory_equal(&info, &copy, sizeof info);
   return s;
 }
 
@@ -477,11 +472,11 @@ static t4a_status call_buffer_copy(uint64_t id) {
   t4a_runtime rt = {id};
   t4a_buffer none = {T4A_NULL_ID}, dst = {FORGED_BUFFER_A},
              src = {FORGED_BUFFER_B};
-  expect_bad_handle(t4a_buffer_copy(rt, none, 0, none, 0, 0),
-                    "t4a_buffer_copy", "runtime", id);
+  expect_bad_handle(t4a_buffer_copy(rt, none, 0, none, 0, 0), "t4a_buffer_copy",
+                    "runtime", id);
   /* The same buffer as both: still the runtime that is named. */
-  expect_bad_handle(t4a_buffer_copy(rt, dst, 0, dst, 16, 16),
-                    "t4a_buffer_copy", "runtime", id);
+  expect_bad_handle(t4a_buffer_copy(rt, dst, 0, dst, 16, 16), "t4a_buffer_copy",
+                    "runtime", id);
   return t4a_buffer_copy(rt, dst, 0, src, 0, 16);
 }
 
@@ -504,8 +499,7 @@ static t4a_status call_buffer_download(uint64_t id) {
                     "t4a_buffer_download", "runtime", id);
   assert_int_equal(d.id, SENTINEL_ID);
   s = t4a_buffer_download(rt, src, 0, HOST_BYTES, &d);
-  if (s != T4A_SUCCESS)
-    assert_int_equal(d.id, SENTINEL_ID);
+  if (s != T4A_SUCCESS) assert_int_equal(d.id, SENTINEL_ID);
   return s;
 }
 
@@ -518,8 +512,7 @@ static t4a_status call_buffer_download_sync(uint64_t id) {
                     "t4a_buffer_download_sync", "runtime", id);
   fill_sentinel(dst);
   s = t4a_buffer_download_sync(rt, src, 0, dst, sizeof dst);
-  if (s != T4A_SUCCESS)
-    expect_sentinel(dst);
+  if (s != T4A_SUCCESS) expect_sentinel(dst);
   return s;
 }
 
@@ -528,12 +521,11 @@ static t4a_status call_download_poll(uint64_t id) {
   unsigned char dst[HOST_BYTES];
   t4a_status s;
   /* A NULL dst is valid for a zero-byte download: the handle decides. */
-  expect_bad_handle(t4a_download_poll(d, NULL), "t4a_download_poll",
-                    "download", id);
+  expect_bad_handle(t4a_download_poll(d, NULL), "t4a_download_poll", "download",
+                    id);
   fill_sentinel(dst);
   s = t4a_download_poll(d, dst);
-  if (s != T4A_SUCCESS && s != T4A_NOT_READY)
-    expect_sentinel(dst);
+  if (s != T4A_SUCCESS && s != T4A_NOT_READY) expect_sentinel(dst);
   return s;
 }
 
@@ -541,12 +533,11 @@ static t4a_status call_download_wait(uint64_t id) {
   t4a_download d = {id};
   unsigned char dst[HOST_BYTES];
   t4a_status s;
-  expect_bad_handle(t4a_download_wait(d, NULL), "t4a_download_wait",
-                    "download", id);
+  expect_bad_handle(t4a_download_wait(d, NULL), "t4a_download_wait", "download",
+                    id);
   fill_sentinel(dst);
   s = t4a_download_wait(d, dst);
-  if (s != T4A_SUCCESS)
-    expect_sentinel(dst);
+  if (s != T4A_SUCCESS) expect_sentinel(dst);
   return s;
 }
 
@@ -554,8 +545,7 @@ static t4a_status call_download_size(uint64_t id) {
   t4a_download d = {id};
   uint64_t bytes = SENTINEL_ID;
   t4a_status s = t4a_download_size(d, &bytes);
-  if (s != T4A_SUCCESS)
-    assert_int_equal(bytes, SENTINEL_ID);
+  if (s != T4A_SUCCESS) assert_int_equal(bytes, SENTINEL_ID);
   return s;
 }
 
@@ -572,8 +562,7 @@ static t4a_status call_host_buffer_alloc(uint64_t id) {
                     "runtime", id);
   assert_int_equal(h.id, SENTINEL_ID);
   s = t4a_host_buffer_alloc(rt, 4096, &h);
-  if (s != T4A_SUCCESS)
-    assert_int_equal(h.id, SENTINEL_ID);
+  if (s != T4A_SUCCESS) assert_int_equal(h.id, SENTINEL_ID);
   return s;
 }
 
@@ -630,9 +619,8 @@ static t4a_status call_buffer_download_host(uint64_t id) {
   {
     t4a_buffer as_buffer = {FORGED_HOST_BUFFER};
     t4a_host_buffer as_host = {FORGED_BUFFER_A};
-    expect_bad_handle(
-        t4a_buffer_download_host(rt, as_buffer, 0, as_host, 0, 1),
-        "t4a_buffer_download_host", "runtime", id);
+    expect_bad_handle(t4a_buffer_download_host(rt, as_buffer, 0, as_host, 0, 1),
+                      "t4a_buffer_download_host", "runtime", id);
   }
   return t4a_buffer_download_host(rt, src, 0, dst, 0, 16);
 }
@@ -658,8 +646,8 @@ static void check_compile(void) {
                     r.runtime.id);
   assert_int_equal(a.id, SENTINEL_ID);
   r.runtime.id = MAKE_ID(KIND_BUFFER, 1, 0);
-  expect_bad_handle_why(t4a_compile(&r, &a), "t4a_compile",
-                        "request->runtime", r.runtime.id, WHY_KIND);
+  expect_bad_handle_why(t4a_compile(&r, &a), "t4a_compile", "request->runtime",
+                        r.runtime.id, WHY_KIND);
   assert_int_equal(a.id, SENTINEL_ID);
 }
 
@@ -667,8 +655,7 @@ static void check_last_compile_log(void) {
   char log[16] = "sentinel";
   size_t needed = 0;
   /* No compile failed in this process: the log is "". */
-  assert_int_equal(t4a_last_compile_log(log, sizeof log, &needed),
-                   T4A_SUCCESS);
+  assert_int_equal(t4a_last_compile_log(log, sizeof log, &needed), T4A_SUCCESS);
   assert_int_equal(needed, 1);
   assert_string_equal(log, "");
   assert_int_equal(t4a_last_compile_log(NULL, 4, &needed),
@@ -705,8 +692,7 @@ static t4a_status call_artifact_info_get(uint64_t id) {
   info.struct_size = sizeof info;
   memcpy(&copy, &info, sizeof info);
   s = t4a_artifact_info_get(a, &info);
-  if (s != T4A_SUCCESS)
-    assert_memory_equal(&info, &copy, sizeof info);
+  if (s != T4A_SUCCESS) assert_memory_equal(&info, &copy, sizeof info);
   return s;
 }
 
@@ -991,8 +977,7 @@ static t4a_status call_object_release(uint64_t id) {
 static t4a_status call_object_value(uint64_t id) {
   uint64_t value = SENTINEL_ID;
   t4a_status s = t4a_testing_object_value(id, &value);
-  if (s != T4A_SUCCESS)
-    assert_int_equal(value, SENTINEL_ID);
+  if (s != T4A_SUCCESS) assert_int_equal(value, SENTINEL_ID);
   return s;
 }
 #endif
@@ -1116,12 +1101,10 @@ static long g_symbol_count = -1;
 
 static void load_exports(void) {
   char why[1024];
-  if (g_symbol_count >= 0)
-    return;
+  if (g_symbol_count >= 0) return;
   g_symbol_count = t4a_test_read_dynamic_symbols(
       T4A_TEST_LIBRARY_PATH, g_symbols, MAX_SYMBOLS, why, sizeof why);
-  if (g_symbol_count < 0)
-    fail_msg("cannot list the exports: %s", why);
+  if (g_symbol_count < 0) fail_msg("cannot list the exports: %s", why);
   if (g_symbol_count > MAX_SYMBOLS)
     fail_msg("%ld symbols: raise MAX_SYMBOLS", g_symbol_count);
 }
@@ -1137,8 +1120,7 @@ static int is_exported_function(const char *name) {
 static const row *find_row(const char *name) {
   size_t i;
   for (i = 0; i < ROW_COUNT; ++i)
-    if (strcmp(k_rows[i].name, name) == 0)
-      return &k_rows[i];
+    if (strcmp(k_rows[i].name, name) == 0) return &k_rows[i];
   return NULL;
 }
 
@@ -1148,8 +1130,7 @@ static void test_every_export_has_a_row(void **state) {
   (void)state;
   load_exports();
   for (i = 0; i < g_symbol_count; ++i) {
-    if (g_symbols[i].type != 'T')
-      continue;
+    if (g_symbols[i].type != 'T') continue;
     ++functions;
     if (find_row(g_symbols[i].name) == NULL) {
       print_error("exported %s has no row in %s\n", g_symbols[i].name,
@@ -1173,10 +1154,8 @@ static void test_every_row_is_exported(void **state) {
       has_testing = 1;
   for (r = 0; r < ROW_COUNT; ++r) {
     const row *w = &k_rows[r];
-    if (is_exported_function(w->name))
-      continue;
-    if (w->cat == TESTING_ONLY && !has_testing)
-      continue;
+    if (is_exported_function(w->name)) continue;
+    if (w->cat == TESTING_ONLY && !has_testing) continue;
     print_error("row %s names a function the library does not export\n",
                 w->name);
     ++stray;
@@ -1197,12 +1176,10 @@ static void run_no_driver_row(void **state) {
   switch (w->cat) {
   case NEEDS_DRIVER:
   case CONTEXT_FREE:
-  case TESTING_ONLY:
-    w->check();
-    break;
+  case TESTING_ONLY: w->check(); break;
   case HANDLE_FIRST:
-    expect_bad_handle(w->with_handle(FORGED_OF_KIND(w->kind)), w->name,
-                      w->arg, FORGED_OF_KIND(w->kind));
+    expect_bad_handle(w->with_handle(FORGED_OF_KIND(w->kind)), w->name, w->arg,
+                      FORGED_OF_KIND(w->kind));
     break;
   }
 }
@@ -1224,9 +1201,8 @@ static void expect_rejected_why(const row *w, uint64_t id, const char *why) {
 }
 
 static const uint8_t k_kinds[] = {
-    KIND_RUNTIME,  KIND_BUFFER, KIND_HOST_BUFFER, KIND_DOWNLOAD,
-    KIND_ARTIFACT, KIND_MODULE, KIND_KERNEL,      KIND_COMPLETION,
-    KIND_TEST_OBJECT};
+    KIND_RUNTIME, KIND_BUFFER, KIND_HOST_BUFFER, KIND_DOWNLOAD,   KIND_ARTIFACT,
+    KIND_MODULE,  KIND_KERNEL, KIND_COMPLETION,  KIND_TEST_OBJECT};
 
 typedef struct forged_id {
   uint64_t id;
@@ -1274,16 +1250,14 @@ static void run_handle_row(void **state) {
     expect_rejected_why(w, forged[k].id, forged[k].why);
   /* ids of every other kind: a buffer id given as a host buffer, ... */
   for (k = 0; k < sizeof k_kinds; ++k) {
-    if (k_kinds[k] == w->kind)
-      continue;
+    if (k_kinds[k] == w->kind) continue;
     expect_rejected_why(w, MAKE_ID(k_kinds[k], 1, 0), WHY_KIND);
     expect_rejected_why(w, MAKE_ID(k_kinds[k], 1, 1), WHY_KIND);
     expect_rejected_why(w, MAKE_ID(k_kinds[k], 7, 0x1234), WHY_KIND);
   }
   for (i = 0; i < 64; ++i) {
     uint64_t id = next_random();
-    if (id == T4A_NULL_ID)
-      continue;
+    if (id == T4A_NULL_ID) continue;
     expect_rejected(w, id);
     expect_rejected(w, WITH_KIND(id, w->kind));
   }
@@ -1369,8 +1343,7 @@ int main(void) {
   int failed = 0;
 
   /* Before any t4acuda call: no driver can be loaded from here. */
-  if (setenv("T4A_CUDA_DRIVER_PATH", DRIVER_PATH, 1) != 0)
-    return 1;
+  if (setenv("T4A_CUDA_DRIVER_PATH", DRIVER_PATH, 1) != 0) return 1;
 
   for (i = 0; i < ROW_COUNT; ++i) {
     no_driver[i].name = k_rows[i].name;

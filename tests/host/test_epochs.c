@@ -3,19 +3,18 @@
  * sticky driver results. One process per group (argv[1]):
  *   epochs  issue 8, item 1: a thread with no context current launches
  *           alternately from many modules. Every launch keeps its module
- *           (R-RT-4), so the open epoch must be sealed every 256 keeps and
- *           sealed epochs retired, without a current context: the event
- *           count is launches/256 (not 0), the open epoch stays at or under
- *           its bound and the sealed epochs few, and a successful launch
- *           leaves no last error (it left DRIVER/201 before the fix). With
- *           two alternating modules nothing new is kept, so nothing is
- *           sealed at all. A seal that fails fails the launch needing it
- *           before the launch is enqueued (the epoch stays bounded). A
- *           device that lags (queries answer NOT_READY) keeps at most 64
- *           sealed epochs: beyond, a seal waits for the oldest.
- *   sticky  issue 8, item 6: a launch returning CUDA_ERROR_CONTAINED (226)
- *           breaks the runtime: DEVICE_FAULT then and afterwards.
- * SPDX-License-Identifier: MIT OR Apache-2.0
+ *           (R-RT-4), so the open epoch must be sealed every
+ *           T4A_OPEN_EPOCH_LIMIT (core/epoch_limits.h) keeps and sealed
+ *           epochs retired, without a current context: the event count is
+ *           launches/T4A_OPEN_EPOCH_LIMIT (not 0), the open epoch stays
+ *           at or under its bound and the sealed epochs few, and a successful
+ * launch leaves no last error (it left DRIVER/201 before the fix). With two
+ * alternating modules nothing new is kept, so nothing is sealed at all. A seal
+ * that fails fails the launch needing it before the launch is enqueued (the
+ * epoch stays bounded). A device that lags (queries answer NOT_READY) keeps at
+ * most 64 sealed epochs: beyond, a seal waits for the oldest. sticky  issue 8,
+ * item 6: a launch returning CUDA_ERROR_CONTAINED (226) breaks the runtime:
+ * DEVICE_FAULT then and afterwards. SPDX-License-Identifier: MIT OR Apache-2.0
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -30,14 +29,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/epoch_limits.h"
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
 #include "test_assert.h"
 
 #define MODULES 24 /* more than the keep deduplication window (8) */
 #define LAUNCHES 100000
-#define OPEN_LIMIT 256 /* Epochs::k_open_limit */
-#define SEALED_MAX 5   /* Epochs::k_poll_above + 1: every fake event is done */
+#define OPEN_LIMIT T4A_OPEN_EPOCH_LIMIT /* Epochs::k_open_limit */
+#define SEALED_MAX 5 /* Epochs::k_poll_above + 1: every fake event is done */
 
 typedef struct setup {
   t4a_runtime rt;
@@ -110,8 +110,8 @@ static void test_many_modules_no_context(void **state) {
   launch_cycling(&s, MODULES, LAUNCHES);
   t4a_runtime_stats after = stats_of(s.rt);
   uint64_t events = after.events_recorded - before.events_recorded;
-  /* one seal per 256 keeps: the 256 keeps of a full epoch, sealed by the
-   * next reservation */
+  /* one seal per OPEN_LIMIT keeps: the OPEN_LIMIT keeps of a full epoch,
+   * sealed by the next reservation */
   uint64_t want = (LAUNCHES - 1) / OPEN_LIMIT;
   printf("%d launches over %d modules: %llu events, %llu open, %llu "
          "sealed\n",

@@ -1439,8 +1439,11 @@ static void test_fake_variadic_launch(void **) {
   // Rejections come from the C checks, named: a zero x extent (y and z 0
   // mean 1), too much shared memory, an offset past the buffer.
   k.launch(rt, {1, 0, 0}, {32, 0, 0}, d, 1, 1.0);
-  std::string m = error_of([&] { k.launch(rt, {0, 1, 1}, 1, d, 1, 1.0); },
-                           T4A_ERROR_INVALID_ARGUMENT);
+  std::string m = error_of(
+      [&] {
+        k.launch(rt, {0, 1, 1}, 1, d, 1, 1.0);
+      },
+      T4A_ERROR_INVALID_ARGUMENT);
   expect_contains(m, "grid[0]");
   m = error_of(
       [&] { k.launch(rt, t4a::LaunchConfig(1, 1, 1u << 30), d, 1, 1.0); },

@@ -81,8 +81,7 @@ static void touch_other(worker *w, long iteration) {
   long back, j;
   uint64_t id, value = 0;
   t4a_status s;
-  if (n == 0)
-    return;
+  if (n == 0) return;
   ++w->others_tried;
   /* Mostly recent ids (likely live), sometimes any. */
   back = (long)(next_random(&w->rng) % (uint64_t)(n < 32 ? n : 32));
@@ -104,8 +103,7 @@ static void touch_other(worker *w, long iteration) {
     record_error(w, "thread %d: resolving another's id gave %s", w->index,
                  t4a_status_name(s));
   }
-  if (iteration % 4 != 0)
-    return;
+  if (iteration % 4 != 0) return;
   s = t4a_testing_object_retain(id);
   if (s == T4A_SUCCESS) {
     ++w->others_retained;
@@ -197,8 +195,7 @@ static void test_concurrent_create_resolve_release(void **state) {
     workers[t].rng = UINT64_C(0x9E3779B97F4A7C15) * (uint64_t)(t + 1);
     workers[t].ids = malloc(sizeof(_Atomic uint64_t) * (size_t)g_iterations);
     assert_non_null(workers[t].ids);
-    for (i = 0; i < g_iterations; ++i)
-      atomic_init(&workers[t].ids[i], 0);
+    for (i = 0; i < g_iterations; ++i) atomic_init(&workers[t].ids[i], 0);
     atomic_init(&workers[t].published, 0);
   }
   for (t = 0; t < THREADS; ++t)
@@ -241,8 +238,7 @@ static void test_concurrent_create_resolve_release(void **state) {
     if (all[i] == all[i - 1])
       fail_msg("id 0x%016" PRIx64 " was issued twice", all[i]);
   free(all);
-  for (t = 0; t < THREADS; ++t)
-    free(workers[t].ids);
+  for (t = 0; t < THREADS; ++t) free(workers[t].ids);
 }
 
 /* One object with THREADS * K handle references released concurrently by

@@ -62,6 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/epoch_limits.h"
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
 #include "test_assert.h"
@@ -284,7 +285,7 @@ static void test_launch_frees_host_buffer(void **state) {
   ASSERT_OK(t4a_buffer_upload_host(rt, b, 0, hb, 0, 256));
   ASSERT_OK(t4a_host_buffer_release(hb)); /* now only the epoch keeps it */
   t4a_testing_count_calls(1);
-  for (i = 0; i < 8L * 256; ++i) {
+  for (i = 0; i < 8L * T4A_OPEN_EPOCH_LIMIT; ++i) {
     d.kernel = k[i % MODULES];
     ASSERT_OK(t4a_launch(rt, &d));
     if (freed_in < 0 && t4a_testing_call_count("cuMemFreeHost") > 0)

@@ -333,8 +333,7 @@ static void test_staging_options_validated_before_driver(void **state) {
       continue;
     }
     assert_int_equal(rt.id, SENTINEL_ID);
-    if (cases[k].part == NULL)
-      continue;
+    if (cases[k].part == NULL) continue;
     expect_last_error(T4A_ERROR_INVALID_ARGUMENT, "t4a_runtime_create",
                       cases[k].part);
     if (cases[k].part2 != NULL)

@@ -119,8 +119,7 @@ static void test_portable_host_buffer(void **state) {
   ASSERT_OK(t4a_host_buffer_release(h));
   ASSERT_OK(t4a_runtime_destroy(r0));
   ASSERT_OK(t4a_runtime_synchronize(r1));
-  if (memcmp(want, bp, n) != 0)
-    fail_msg("%s", "bytes differ through device 1");
+  if (memcmp(want, bp, n) != 0) fail_msg("%s", "bytes differ through device 1");
   free(want);
   /* A buffer of device 1 given to a runtime of device 0. */
   t4a_runtime r0b = make_runtime(0);

@@ -4,7 +4,7 @@
  * (the warm path with many modules: per-launch cost flat, no event per
  * launch, no stale DRIVER error after a successful launch on a thread with
  * no context current) and the bounded-growth mechanism of the completion
- * epochs (open epoch <= 256 keepalives, sealed epochs retired).
+ * epochs (open epoch within its limit, sealed epochs retired).
  *
  *   test_workload [fake]
  *
@@ -15,8 +15,8 @@
  *    T4A_WORKLOAD_LAUNCHES (default 200000) launches cycling over all 32
  *    kernels of runtime 0. After every successful launch the thread's last
  *    error must be SUCCESS; events recorded during the phase must be at
- *    most launches/256 + 2; the open epoch and the sealed epochs are
- *    sampled. The time of the last tenth against the first tenth is
+ *    most launches/OPEN_EPOCH_LIMIT + 2; the open epoch and the sealed
+ *    epochs are sampled. The time of the last tenth against the first tenth is
  *    PRINTED (recorded, not asserted: timing on a shared machine). The
  *    kernels' results are verified afterwards, every byte.
  * 3. Workload phase, for T4A_WORKLOAD_SECONDS (default 60): 4 threads over
@@ -36,8 +36,9 @@
  *      synchronize.
  *    Every delivered byte is checked against a CPU reference. The main
  *    thread samples both runtimes' stats every 2 ms and asserts bounds:
- *    open_epoch_items <= 256, sealed_epochs <= 64, staging_bytes_in_use <=
- *    the staging budget, bytes_allocated <= 512 MiB (see the limits below).
+ *    open_epoch_items <= OPEN_EPOCH_LIMIT, sealed_epochs <= 64,
+ *    staging_bytes_in_use <= the staging budget, bytes_allocated <= 512 MiB
+ * (see the limits below).
  * 4. At the end: events_recorded within the allowance computed from the
  *    counters, no buffer left allocated (bytes_allocated 0 once everything
  *    is released), nothing quarantined or leaked, the runtimes destroyed
@@ -61,6 +62,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/epoch_limits.h"
 #include "gpu_support.h"
 #include "t4acuda.h"
 
@@ -68,16 +70,16 @@
 #define N_THREADS 4
 #define N_MODULES 16
 #define N_KERNELS (2 * N_MODULES) /* per runtime: affine and mix per module */
-/* The open epoch is sealed when it holds 256 keepalives (design.md §11). */
-#define OPEN_EPOCH_LIMIT 256u
-/* Sealed, unretired epochs. Each holds up to 256 launches, or was sealed by
- * a transfer, record, wait or synchronize. Every worker waits for its own
- * results each iteration (at most a few seals in flight per worker), and
- * the device runs far fewer than 64 * 256 = 16384 queued launches behind
+/* The open epoch is sealed when it holds this many keepalives. */
+#define OPEN_EPOCH_LIMIT ((unsigned)T4A_OPEN_EPOCH_LIMIT)
+/* Sealed, unretired epochs. Each holds up to OPEN_EPOCH_LIMIT launches, or
+ * was sealed by a transfer, record, wait or synchronize. Every worker waits for
+ * its own results each iteration (at most a few seals in flight per worker),
+ * and the device runs far fewer than 64 * 256 = 16384 queued launches behind
  * the host (the driver's launch queue blocks the host long before). So 64
  * is generous for a working retirement and is exceeded within seconds by
- * one that does not retire (one seal per 256 launches, thousands per
- * second in the launch-only phase). */
+ * one that does not retire (one seal per OPEN_EPOCH_LIMIT launches, thousands
+ * per second in the launch-only phase). */
 #define SEALED_EPOCH_LIMIT 64u
 /* Staging: a small budget of 1 MiB chunks, so that large transfers
  * pipeline and the budget is exhausted now and then. */
@@ -683,10 +685,10 @@ int main(int argc, char **argv) {
          launches, N_KERNELS, N_MODULES, first_us, last_us,
          first_us > 0 ? last_us / first_us : 0.0);
   printf("launch-only: events recorded %llu for %llu launches (at most "
-         "launches/256 + 2 = %llu); max open_epoch_items %llu, max "
+         "launches/%u + 2 = %llu); max open_epoch_items %llu, max "
          "sealed_epochs %llu over %llu samples\n",
-         (unsigned long long)de, (unsigned long long)dl,
-         (unsigned long long)(dl / 256 + 2),
+         (unsigned long long)de, (unsigned long long)dl, OPEN_EPOCH_LIMIT,
+         (unsigned long long)(dl / OPEN_EPOCH_LIMIT + 2),
          (unsigned long long)lp.mx.open_epoch_items,
          (unsigned long long)lp.mx.sealed_epochs,
          (unsigned long long)lp.mx.samples);
@@ -694,10 +696,10 @@ int main(int argc, char **argv) {
          "launches counter moved by %llu, expected "
          "%ld",
          (unsigned long long)dl, launches);
-  EXPECT(de <= dl / 256 + 2,
+  EXPECT(de <= dl / OPEN_EPOCH_LIMIT + 2,
          "launch-only phase: %llu events for %llu launches: more than one "
-         "per 256 launches (+2)",
-         (unsigned long long)de, (unsigned long long)dl);
+         "per %u launches (+2)",
+         (unsigned long long)de, (unsigned long long)dl, OPEN_EPOCH_LIMIT);
 
   /* ---- workload phase ---- */
   printf("workload: %d threads over %d runtimes for %ld s\n", N_THREADS,

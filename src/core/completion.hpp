@@ -12,12 +12,11 @@
 #include "core/object.hpp"
 #include "core/runtime.hpp"
 
-namespace t4a::launch {
+namespace t4a::core {
 
-class Completion final : public core::Object {
+class Completion final : public Object {
 public:
-  static t4a_status record(core::Ref<core::Runtime> rt,
-                           core::Ref<Completion> *out);
+  static t4a_status record(Ref<Runtime> rt, Ref<Completion> *out);
   ~Completion() override;
 
   // SUCCESS (complete), NOT_READY, or an error; never blocks.
@@ -26,17 +25,17 @@ public:
   t4a_status wait();
   // Makes `waiter`'s stream wait for this completion (any runtime, any
   // device); no host wait.
-  t4a_status wait_on(core::Runtime &waiter);
+  t4a_status wait_on(Runtime &waiter);
 
 private:
-  explicit Completion(core::Ref<core::Runtime> rt);
+  explicit Completion(Ref<Runtime> rt);
   // Retires the recording runtime's epochs sealed at or before this one.
   void retire(bool blocking);
 
-  core::Ref<core::Runtime> rt_;
+  Ref<Runtime> rt_;
   CUevent event_ = nullptr;
   uint64_t sealed_through_ = 0;
   std::atomic<bool> done_{false};
 };
 
-} // namespace t4a::launch
+} // namespace t4a::core

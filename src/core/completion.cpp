@@ -1,21 +1,20 @@
-#include "launch/completion.hpp"
+#include "core/completion.hpp"
 
 #include "core/admission.hpp"
 #include "core/context_scope.hpp"
 #include "core/op_scope.hpp"
 
-namespace t4a::launch {
+namespace t4a::core {
 
-using core::Ref;
 using namespace t4a::driver;
 
-Completion::Completion(Ref<core::Runtime> rt)
-    : Object(core::Kind::Completion), rt_(std::move(rt)) {}
+Completion::Completion(Ref<Runtime> rt)
+    : Object(Kind::Completion), rt_(std::move(rt)) {}
 
-t4a_status Completion::record(Ref<core::Runtime> rt, Ref<Completion> *out) {
-  core::Runtime &r = *rt;
+t4a_status Completion::record(Ref<Runtime> rt, Ref<Completion> *out) {
+  Runtime &r = *rt;
   Ref<Completion> c = Ref<Completion>::adopt(new Completion(std::move(rt)));
-  core::OpScope op(r, "recording a completion");
+  OpScope op(r, "recording a completion");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (auto e = cu::event_create(&c->event_, CU_EVENT_DISABLE_TIMING); !e) {
     c->event_ = nullptr;
@@ -37,22 +36,22 @@ Completion::~Completion() {
   if (event_ == nullptr) return;
   // Destroying an event whose work is pending is allowed: the driver
   // releases it once the work is done.
-  core::ContextScope scope;
+  ContextScope scope;
   if (scope.enter(rt_->context(), "destroying a completion", false) ==
       T4A_SUCCESS)
     (void)cu::event_destroy(event_);
 }
 
 void Completion::retire(bool blocking) {
-  core::Runtime &r = *rt_;
-  core::Epochs::Items retired;
+  Runtime &r = *rt_;
+  Epochs::Items retired;
   if (blocking) {
-    core::Admission adm(r.admission(), core::Admission::Internal);
+    Admission adm(r.admission(), Admission::Internal);
     if (adm.status() != T4A_SUCCESS) return; // REENTRANT: retire later
     r.epochs().retire_through(r, sealed_through_, &retired);
     retired.clear(); // dropped under admission (design.md section 11)
   } else {
-    core::TryAdmission adm(r.admission());
+    TryAdmission adm(r.admission());
     if (!adm.held()) return;
     r.epochs().retire_through(r, sealed_through_, &retired);
     retired.clear();
@@ -61,7 +60,7 @@ void Completion::retire(bool blocking) {
 
 t4a_status Completion::poll() {
   if (done_.load(std::memory_order_acquire)) return T4A_SUCCESS;
-  core::Runtime &r = *rt_;
+  Runtime &r = *rt_;
   if (t4a_status s = r.check_usable(); s != T4A_SUCCESS) return s;
   DrvResult e = cu::event_query(event_);
   if (e.code == CUDA_ERROR_NOT_READY) return T4A_NOT_READY;
@@ -73,7 +72,7 @@ t4a_status Completion::poll() {
 
 t4a_status Completion::wait() {
   if (done_.load(std::memory_order_acquire)) return T4A_SUCCESS;
-  core::Runtime &r = *rt_;
+  Runtime &r = *rt_;
   if (t4a_status s = r.check_usable(); s != T4A_SUCCESS) return s;
   r.counters().host_waits.add();
   if (auto e = cu::event_synchronize(event_); !e)
@@ -83,8 +82,8 @@ t4a_status Completion::wait() {
   return T4A_SUCCESS;
 }
 
-t4a_status Completion::wait_on(core::Runtime &waiter) {
-  core::OpScope op(waiter, "waiting for a completion on a stream");
+t4a_status Completion::wait_on(Runtime &waiter) {
+  OpScope op(waiter, "waiting for a completion on a stream");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (done_.load(std::memory_order_acquire)) return T4A_SUCCESS;
   if (auto e = cu::stream_wait_event(waiter.stream(), event_, 0); !e)
@@ -92,4 +91,4 @@ t4a_status Completion::wait_on(core::Runtime &waiter) {
   return T4A_SUCCESS;
 }
 
-} // namespace t4a::launch
+} // namespace t4a::core

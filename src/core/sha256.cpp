@@ -1,8 +1,8 @@
-#include "compile/sha256.hpp"
+#include "core/sha256.hpp"
 
 #include <cstring>
 
-namespace t4a::compile {
+namespace t4a::core {
 
 namespace {
 
@@ -130,4 +130,4 @@ std::string to_hex(const Digest &d) {
   return s;
 }
 
-} // namespace t4a::compile
+} // namespace t4a::core

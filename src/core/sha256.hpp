@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-namespace t4a::compile {
+namespace t4a::core {
 
 using Digest = std::array<uint8_t, 32>;
 
@@ -33,4 +33,4 @@ private:
 // Lower-case hex of a digest (64 characters).
 std::string to_hex(const Digest &d);
 
-} // namespace t4a::compile
+} // namespace t4a::core
