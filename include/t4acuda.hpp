@@ -255,9 +255,11 @@ struct RuntimeOptions : t4a_runtime_options {
     device_ordinal = ordinal;
     return *this;
   }
-  /** Sets the pool release threshold in bytes. */
+  /** Sets the pool release threshold in bytes: 0 releases all unused
+   *  memory (stored as #T4A_POOL_RELEASE_ALL, since a 0 in the C field
+   *  means the default, #T4A_POOL_KEEP_ALL). */
   RuntimeOptions &release_threshold(uint64_t bytes) noexcept {
-    pool_release_threshold = bytes;
+    pool_release_threshold = bytes == 0 ? T4A_POOL_RELEASE_ALL : bytes;
     return *this;
   }
 };
@@ -853,6 +855,15 @@ template <class T> class DeviceArray {
                            !std::is_const<C>::value &&
                            std::is_same<detail::element_t<C>, T>::value,
                        int>;
+  // A real pointer (or nullptr) convertible to `Q`, never an array: a C
+  // array is a container, so `upload(rt, a, 2)` and `download(rt, a, 2)`
+  // mean element offset 2 for a C array as for a std::vector, whatever the
+  // array's constness.
+  template <class P, class Q>
+  using if_pointer = std::enable_if_t<(std::is_pointer<P>::value ||
+                                       std::is_null_pointer<P>::value) &&
+                                          std::is_convertible<P, Q>::value,
+                                      int>;
 
 public:
   /** The element type. */
@@ -933,11 +944,17 @@ public:
     check(alloc(rt, std::size(host), 0, *this, std::nothrow));
     upload(rt, host);
   }
-  /** Uploads `count` elements from `src` to element `offset` (default 0)
+  /** Uploads `count` elements from `src` to element `offset`
    *  (t4a_buffer_upload()). @throws Error */
-  void upload(RuntimeView rt, const T *src, size_t count,
-              size_t offset = 0) const {
+  void upload(RuntimeView rt, const T *src, size_t count, size_t offset) const {
     check(upload(rt, src, count, offset, std::nothrow));
+  }
+  /** Uploads `count` elements from the pointer `src` to the start
+   *  (t4a_buffer_upload()); a C array is a container (element offset).
+   *  @throws Error */
+  template <class P, if_pointer<P, const T *> = 0>
+  void upload(RuntimeView rt, const P &src, size_t count) const {
+    check(upload(rt, src, count, 0, std::nothrow));
   }
   /** Uploads a contiguous container of `T` to element `offset` (default 0)
    *  (t4a_buffer_upload()). @throws Error (#T4A_ERROR_INVALID_ARGUMENT when
@@ -946,10 +963,17 @@ public:
   void upload(RuntimeView rt, const C &src, size_t offset = 0) const {
     check(upload(rt, std::data(src), std::size(src), offset, std::nothrow));
   }
-  /** Downloads `count` elements from element `offset` (default 0) into
-   *  `dst` (t4a_buffer_download_sync()). @throws Error */
-  void download(RuntimeView rt, T *dst, size_t count, size_t offset = 0) const {
+  /** Downloads `count` elements from element `offset` into `dst`
+   *  (t4a_buffer_download_sync()). @throws Error */
+  void download(RuntimeView rt, T *dst, size_t count, size_t offset) const {
     check(download(rt, dst, count, offset, std::nothrow));
+  }
+  /** Downloads the first `count` elements into the pointer `dst`
+   *  (t4a_buffer_download_sync()); a C array is a container (element
+   *  offset). @throws Error */
+  template <class P, if_pointer<P, T *> = 0>
+  void download(RuntimeView rt, const P &dst, size_t count) const {
+    check(download(rt, dst, count, 0, std::nothrow));
   }
   /**
    * @brief Downloads elements `offset` (default 0) to size() into the
@@ -1070,13 +1094,10 @@ struct CompileRequest : t4a_compile_request {
     sync();
     o.forget();
   }
-  /** Copies `o` (see the copy constructor). */
+  /** Copies `o` (see the copy constructor). If copying a string throws,
+   *  this builder is left as it was (never pointing into `o`). */
   CompileRequest &operator=(const CompileRequest &o) {
-    if (this != &o) {
-      static_cast<t4a_compile_request &>(*this) = o;
-      owned_ = o.owned_;
-      sync();
-    }
+    if (this != &o) *this = CompileRequest(o);
     return *this;
   }
   /** Takes `o`'s strings (see the move constructor). */
@@ -1530,6 +1551,16 @@ template <class First, class Second, class... Rest>
 struct ends_with_nothrow<First, Second, Rest...>
     : ends_with_nothrow<Second, Rest...> {};
 
+/** Whether a launch's arguments hold std::nothrow nowhere but last: a tag
+ *  anywhere else would be packed as an argument, so such a call matches no
+ *  Kernel::launch() overload. */
+template <class... Args> struct nothrow_only_last {
+  /** The answer. */
+  static constexpr bool value =
+      (0 + ... + (std::is_same<Args, std::nothrow_t>::value ? 1 : 0)) ==
+      (ends_with_nothrow<Args...>::value ? 1 : 0);
+};
+
 /** Packs `args` into stack storage and calls t4a_launch(); the count
  *  leaves out a trailing std::nothrow tag. Allocates nothing. */
 template <class... Args>
@@ -1616,9 +1647,10 @@ public:
    * arguments are packed as Kernel::launch() describes; no dynamic shared
    * memory (see the LaunchConfig overload).
    */
-  template <
-      class... Args,
-      std::enable_if_t<detail::ends_with_nothrow<Args...>::value, int> = 0>
+  template <class... Args,
+            std::enable_if_t<detail::ends_with_nothrow<Args...>::value &&
+                                 detail::nothrow_only_last<Args...>::value,
+                             int> = 0>
   t4a_status launch(RuntimeView rt, Dim3 grid, Dim3 block,
                     const Args &...args) const noexcept {
     return detail::launch_pack(rt, get(), LaunchConfig(grid, block), args...);
@@ -1628,7 +1660,8 @@ public:
    *  `std::nothrow`). */
   template <class Config, class... Args,
             std::enable_if_t<std::is_same<Config, LaunchConfig>::value &&
-                                 detail::ends_with_nothrow<Args...>::value,
+                                 detail::ends_with_nothrow<Args...>::value &&
+                                 detail::nothrow_only_last<Args...>::value,
                              int> = 0>
   t4a_status launch(RuntimeView rt, const Config &config,
                     const Args &...args) const noexcept {
@@ -1657,9 +1690,10 @@ public:
    * shared memory pass a t4a::LaunchConfig instead.
    * @throws Error
    */
-  template <
-      class... Args,
-      std::enable_if_t<!detail::ends_with_nothrow<Args...>::value, int> = 0>
+  template <class... Args,
+            std::enable_if_t<!detail::ends_with_nothrow<Args...>::value &&
+                                 detail::nothrow_only_last<Args...>::value,
+                             int> = 0>
   void launch(RuntimeView rt, Dim3 grid, Dim3 block,
               const Args &...args) const {
     check(detail::launch_pack(rt, get(), LaunchConfig(grid, block), args...));
@@ -1670,7 +1704,8 @@ public:
    *  braced `{x, y, z}` is always a grid). @throws Error */
   template <class Config, class... Args,
             std::enable_if_t<std::is_same<Config, LaunchConfig>::value &&
-                                 !detail::ends_with_nothrow<Args...>::value,
+                                 !detail::ends_with_nothrow<Args...>::value &&
+                                 detail::nothrow_only_last<Args...>::value,
                              int> = 0>
   void launch(RuntimeView rt, const Config &config, const Args &...args) const {
     check(detail::launch_pack(rt, get(), config, args...));
