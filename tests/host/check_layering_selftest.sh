@@ -2,8 +2,9 @@
 # Self-test of scripts/check-layering: on a copy of src/ it passes; with
 # one planted include that breaks the layer table (core including launch,
 # launch including compile, memory including the C++ facade, a '..'
-# include, a file outside every layer) it fails, naming the file, the
-# line, the include and the rule.
+# include, an angled include of a layer, an include behind a comment, a
+# file outside every layer) it fails, naming the file, the line, the
+# include and the rule.
 #   check_layering_selftest.sh SCRIPT SRC_DIR
 set -u
 script="$1"
@@ -65,6 +66,17 @@ plant capi/api_basics.cpp '#include <t4acuda.hpp>' \
   'capi/api_basics.cpp:@LINE@: #include <t4acuda.hpp>: nothing in src/ includes the C++ facade'
 plant core/error.cpp '#include "../launch/launch.hpp"' \
   'core/error.cpp:@LINE@: #include "../launch/launch.hpp": include by path relative to src/'
+# Angled includes of a layer are checked like quoted ones (src/ is on the
+# include path); a comment before the directive, or a "/*" inside a line
+# comment, hides nothing.
+plant core/runtime.cpp '#include <launch/module.hpp>' \
+  'core/runtime.cpp:@LINE@: #include <launch/module.hpp>: core may include only driver, core (core -> launch points up)'
+plant core/error.cpp '#include <../launch/launch.hpp>' \
+  'core/error.cpp:@LINE@: #include <../launch/launch.hpp>: include by path relative to src/'
+plant launch/module.cpp '/* why */ #include "compile/artifact.hpp"' \
+  'launch/module.cpp:@LINE@: #include "compile/artifact.hpp": launch may include only'
+plant memory/buffer.cpp "$(printf '// a stray /* in a line comment\n#include "launch/launch.hpp"')" \
+  'memory/buffer.cpp:@LINE@: #include "launch/launch.hpp": memory may include only driver, core, memory (memory -> launch points up)'
 plant newlayer/thing.cpp '#include "core/error.hpp"' \
   'newlayer/thing.cpp:1: a source file outside every layer'
 
