@@ -83,7 +83,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (v.status != T4A_SUCCESS && v.message[0] == '\0') std::abort();
   if (v.status == T4A_SUCCESS && v.param_bytes > T4A_MAX_PARAM_BYTES)
     std::abort();
-  // An accepted launch has no zero extent: x as given, 0 in y or z made 1.
+  // An accepted launch has no zero extent: x as given (a 0 in x is
+  // rejected, never made 1), 0 in y or z made 1.
+  if (v.status == T4A_SUCCESS && (d.grid[0] == 0 || d.block[0] == 0))
+    std::abort();
   if (v.status == T4A_SUCCESS)
     for (int i = 0; i < 3; ++i)
       if (v.grid[i] == 0 || v.block[i] == 0 ||
