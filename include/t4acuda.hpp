@@ -1441,6 +1441,27 @@ struct Dim3 {
   /** `x` by `y` by `z`; implicit, so `256` or `{16, 16}` convert. */
   constexpr Dim3(uint32_t x_ = 1, uint32_t y_ = 1, uint32_t z_ = 1) noexcept
       : x(x_), y(y_), z(z_) {}
+  /** The same from integers of any type (`(n + 255) / 256` of a size_t,
+   *  `{w, h}` of ints): an extent that does not fit in 32 bits, or a
+   *  negative one, becomes UINT32_MAX, which t4a_launch() rejects naming
+   *  it, instead of wrapping to a smaller grid. */
+  template <class X, class Y = uint32_t, class Z = uint32_t,
+            std::enable_if_t<std::is_integral<X>::value &&
+                                 std::is_integral<Y>::value &&
+                                 std::is_integral<Z>::value,
+                             int> = 0>
+  constexpr Dim3(X x_, Y y_ = 1, Z z_ = 1) noexcept
+      : x(extent(x_)), y(extent(y_)), z(extent(z_)) {}
+
+private:
+  template <class I> static constexpr uint32_t extent(I v) noexcept {
+    if constexpr (std::is_signed<I>::value)
+      if (v < 0) return UINT32_MAX;
+    if constexpr (sizeof(I) > sizeof(uint32_t))
+      if (static_cast<std::make_unsigned_t<I>>(v) > UINT32_MAX)
+        return UINT32_MAX;
+    return static_cast<uint32_t>(v);
+  }
 };
 
 namespace detail {

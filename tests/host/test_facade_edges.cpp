@@ -9,7 +9,10 @@
 //    that runs out of memory leaves the target as it was, never pointing
 //    into the source's strings;
 //  - RuntimeOptions::release_threshold(0) releases all unused pool memory
-//    (the C field's 0 means "keep all", the default).
+//    (the C field's 0 means "keep all", the default);
+//  - a grid or block extent from a wider integer (a size_t `(n + 255) /
+//    256`) that does not fit in 32 bits is rejected by the launch, never
+//    truncated to a smaller grid; `{w, h}` of ints compiles.
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #include <array>
 #include <cstdarg>
@@ -221,6 +224,43 @@ static void test_release_threshold_zero(void **) {
   assert_true(spelled.info().pool_release_threshold == T4A_POOL_KEEP_ALL);
 }
 
+// ---- extents wider than 32 bits
+// -----------------------------------------------
+
+static_assert(t4a::Dim3(uint64_t(1) << 32).x == UINT32_MAX,
+              "2^32 blocks must not become 0");
+static_assert(t4a::Dim3((uint64_t(1) << 32) + 1).x == UINT32_MAX,
+              "2^32 + 1 blocks must not become 1");
+static_assert(t4a::Dim3(size_t(7), int64_t(-1)).y == UINT32_MAX);
+static_assert(t4a::Dim3(-1).x == UINT32_MAX);
+static_assert(t4a::Dim3(5).x == 5 && t4a::Dim3(5).y == 1);
+static_assert(t4a::Dim3{4, 3, 2}.z == 2 && t4a::Dim3().z == 1);
+static_assert(t4a::Dim3(uint8_t(200), short(3)).y == 3);
+static_assert(std::is_trivially_copyable<t4a::Dim3>::value);
+static_assert(std::is_convertible<size_t, t4a::Dim3>::value);
+
+static void test_wide_extent_rejected(void **) {
+  t4a::Runtime rt(t4a::RuntimeOptions{});
+  t4a::Artifact a = t4a::compile(
+      t4a::CompileRequest("extern \"C\" __global__ void k(float *x) {}")
+          .for_cc(9, 0)
+          .with_flags(T4A_COMPILE_NO_DISK_CACHE));
+  t4a::Kernel k = t4a::Module(rt, a).kernel("k");
+  t4a::DeviceArray<float> d(rt, 256);
+  size_t n = (size_t(1) << 40) + 256; // elements, one thread each
+  assert_int_equal(k.launch(rt, (n + 255) / 256, 256, d, std::nothrow),
+                   T4A_ERROR_INVALID_ARGUMENT);
+  const std::string m = t4a::last_error_message();
+  assert_true(m.find("grid[0]") != std::string::npos);
+  assert_int_equal(rt.stats().launches, 0);
+  // {w, h} of ints: a 2 x 3 grid.
+  const int w = 2, h = 3;
+  int ww = w, hh = h; // not constants: no narrowing allowed in braces
+  k.launch(rt, {ww, hh}, 32, d);
+  assert_int_equal(rt.stats().launches, 1);
+  rt.synchronize();
+}
+
 int main() {
 #if defined(T4A_FAKE_CUDA_PATH)
   setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);
@@ -229,6 +269,7 @@ int main() {
       cmocka_unit_test(test_c_array_is_a_container),
       cmocka_unit_test(test_compile_request_copy_assign_strong),
       cmocka_unit_test(test_release_threshold_zero),
+      cmocka_unit_test(test_wide_extent_rejected),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
