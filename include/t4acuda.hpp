@@ -993,6 +993,10 @@ public:
   /** All elements as a new std::vector (t4a_buffer_download_sync()).
    *  @throws Error */
   std::vector<T> to_vector(RuntimeView rt) const {
+    static_assert(!std::is_same_v<T, bool>,
+                  "t4a::DeviceArray<bool>::to_vector: std::vector<bool> is "
+                  "packed bits, not contiguous bools; download into a bool "
+                  "array or a std::vector<unsigned char> instead");
     std::vector<T> out(count_);
     check(download(rt, out.data(), count_, 0, std::nothrow));
     return out;
