@@ -1,5 +1,5 @@
 // libFuzzer target (issue 8, "Fuzz targets": copy_struct for every input
-// struct): the struct_size rule of R-ABI-5 (src/core/struct_io.hpp) for
+// struct): the struct_size rule (src/core/struct_io.hpp) for
 // every struct the public header passes IN with a struct_size
 // (t4a_runtime_options, t4a_compile_request, t4a_launch_desc; the other
 // struct_size structs are outputs: only their size is read, by

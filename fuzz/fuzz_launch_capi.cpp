@@ -8,7 +8,7 @@
 // Every call must return without crashing and with a status t4a_launch
 // documents; a failure must record itself as the thread's last error
 // (the same status, a message, the entry point); a success must leave the
-// last error clean (R-HARD 1). The count may claim more arguments than the
+// last error clean. The count may claim more arguments than the
 // array holds only when `args` is NULL or the count is beyond the parameter
 // limit (the entry point reads nothing then either), as in
 // fuzz_launch_validation.

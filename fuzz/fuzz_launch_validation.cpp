@@ -1,4 +1,4 @@
-// libFuzzer target: the pure launch validation (R-LAUNCH-2) driven with
+// libFuzzer target: the pure launch validation driven with
 // arbitrary bytes — descriptor fields (struct_size-independent: the
 // descriptor is built field by field), argument kinds, sizes and offsets,
 // buffer facts, kernel signatures (known or unknown parameters) and device

@@ -1588,7 +1588,7 @@ T4A_API t4a_status t4a_artifact_lowered_name(t4a_artifact artifact,
 T4A_API t4a_status t4a_artifact_key(t4a_artifact artifact, char *buf,
                                     size_t capacity, size_t *needed);
 
-/** @brief Process-wide compile counters (R-CMP-6); each is incremented
+/** @brief Process-wide compile counters; each is incremented
  *  where the thing happens. */
 typedef struct t4a_compile_stats {
   uint32_t struct_size; /**< in: sizeof(t4a_compile_stats) of the caller. */
@@ -2036,7 +2036,7 @@ T4A_API t4a_status t4a_process_stats_get(t4a_process_stats *stats);
 #define T4A_PROCESS_FAULT_OPERATION_BYTES 256
 
 /**
- * @brief The first device fault of the process (R-RT-6).
+ * @brief The first device fault of the process.
  *
  * A sticky driver error (an illegal address, a launch failure, ...) breaks
  * the runtime that met it; on current drivers it also poisons every

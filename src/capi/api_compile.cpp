@@ -1,4 +1,4 @@
-// Compile and artifact entry points (R-CMP): t4a_compile, the per-thread
+// Compile and artifact entry points: t4a_compile, the per-thread
 // log of the last failed compile, artifact retain/release/getters and the
 // process-wide compile counters.
 #include <cstring>

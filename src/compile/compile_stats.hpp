@@ -1,4 +1,4 @@
-// The process-wide compile counters of t4a_compile_stats (R-CMP-6), each
+// The process-wide compile counters of t4a_compile_stats, each
 // incremented where the thing happens.
 #pragma once
 

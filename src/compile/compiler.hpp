@@ -1,6 +1,6 @@
 // t4a_compile's work after argument checks: target selection, identity
 // key, the memory and disk caches, NVRTC, and the per-thread log of the
-// last failed compile (R-CMP 1-6).
+// last failed compile.
 #pragma once
 
 #include <cstdint>

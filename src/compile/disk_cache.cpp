@@ -42,7 +42,7 @@ bool make_dirs(const std::string &dir) {
   return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// Whether what `st` describes may be trusted as the cache's own (R-HARD-6):
+// Whether what `st` describes may be trusted as the cache's own:
 // owned by this process's effective user and writable by nobody else. A
 // directory or entry another user could write to may hold content planted
 // to be loaded as a kernel; its checksum proves nothing.
@@ -294,7 +294,7 @@ DiskRead disk_read(const DiskConfig &c, const core::Digest &key, DiskEntry *out,
   };
   // O_NOFOLLOW: a link is not the cache's entry. O_NONBLOCK: a FIFO or
   // device at the path does not block the open; nothing but a regular file
-  // is read (R-HARD-6).
+  // is read.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return DiskRead::Miss;

@@ -1,4 +1,4 @@
-// The persistent disk cache of artifacts (R-CMP-3): one file per identity
+// The persistent disk cache of artifacts: one file per identity
 // key, "<dir>/<key hex>.t4ac", written atomically (a temporary file in the
 // same directory, then rename), verified on every read (magic, format
 // version, header size, key, section sizes, SHA-256 of the payload),
@@ -42,7 +42,7 @@ DiskConfig disk_config(const Request &r);
 
 // Reads and verifies the entry of `key`. Opened without following a link
 // and without blocking; only a regular file owned by this user, not
-// writable by group or others, and within c.max_bytes is read (R-HARD-6).
+// writable by group or others, and within c.max_bytes is read.
 // Corrupt: the file exists but is none of that, is truncated or fails a
 // check; *why says which (the caller compiles again and replaces it).
 DiskRead disk_read(const DiskConfig &c, const core::Digest &key, DiskEntry *out,

@@ -1,4 +1,4 @@
-// The disk cache's entry format (R-CMP-3): encoding and the verifying
+// The disk cache's entry format: encoding and the verifying
 // parser, pure functions over bytes (no file system; the parser is
 // fuzzed, fuzz/fuzz_disk_entry.cpp). Layout, little-endian:
 //   0  magic "T4ACACHE"          8  u32 format version   12 u32 header size

@@ -1,7 +1,7 @@
-// The process-wide in-memory artifact cache (R-CMP-3): LRU, bounded by
+// The process-wide in-memory artifact cache: LRU, bounded by
 // entries and bytes. It holds its own object reference to each cached
 // artifact (a Ref<Artifact>), separate from the handle references of the
-// callers (R-HARD-8): a caller's release, one too many included, never
+// callers: a caller's release, one too many included, never
 // drops what the cache holds, so one release too many is INVALID_HANDLE.
 // A hit hands out the cached handle id, retained, while it is live; once
 // its callers released it, a new handle for the same artifact. Created on

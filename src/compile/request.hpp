@@ -1,6 +1,5 @@
 // A compile request as the library keeps it: validated copies of the
-// caller's strings, and the identity key over them (R-CMP-1, R-CMP-2,
-// R-CMP-4).
+// caller's strings, and the identity key over them.
 #pragma once
 
 #include <string>
@@ -43,8 +42,8 @@ bool arch_from_options(const std::vector<std::string> &options, uint32_t output,
 // include path ("-I", "--include-path", "-isystem", "--system-include",
 // with the value attached or as the next option) or a pre-included file
 // ("-include", "--pre-include"). Such a compile's result depends on files
-// the identity key does not cover, so it is never cached on disk (R-HARD-6,
-// issue 8 item 8).
+// the identity key does not cover, so it is never cached on disk (issue 8
+// item 8).
 bool options_read_files(const std::vector<std::string> &options);
 
 // True when NVRTC may read files from the file system for this request: the

@@ -1,4 +1,4 @@
-// Target selection (R-CMP-5): a pure function from what NVRTC supports,
+// Target selection: a pure function from what NVRTC supports,
 // the NVRTC and driver versions, the device's compute capability and the
 // requested output to the target compiled for. It never picks an artifact
 // the driver cannot load:

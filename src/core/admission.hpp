@@ -1,8 +1,8 @@
 // Admission: every enqueuing operation of a runtime runs reserve -> enqueue
 // -> commit holding the runtime's admission lock, so operations are admitted
-// one at a time and the stream sees them in one order (R-RT-3). A thread
+// one at a time and the stream sees them in one order. A thread
 // that already holds the lock (a log callback calling back into the same
-// runtime) gets REENTRANT instead of deadlocking (R-ABI-8). What a thread
+// runtime) gets REENTRANT instead of deadlocking. What a thread
 // logs while it holds admission is delivered after it unlocks, so log
 // callbacks never run under the lock.
 //
@@ -11,7 +11,8 @@
 // INVALID_HANDLE, also for a thread that was already waiting for the lock
 // when destroy closed it (the flag is read after the lock is taken), so
 // nothing admitted after destroy can refill the module cache or add a
-// keepalive that would hold the runtime in a cycle (design.md section 9).
+// keepalive that would hold the runtime in a cycle
+// (docs/runtime.md#destroying-a-runtime).
 // Paths that only retire or release what earlier work kept (completion
 // retirement, destroy's own drain) use Admission::Internal, which ignores
 // `closed`; TryAdmission (retirement polling only) ignores it too.

@@ -49,7 +49,8 @@ void Completion::retire(bool blocking) {
     Admission adm(r.admission(), Admission::Internal);
     if (adm.status() != T4A_SUCCESS) return; // REENTRANT: retire later
     r.epochs().retire_through(r, sealed_through_, &retired);
-    retired.clear(); // dropped under admission (design.md section 11)
+    // Dropped under admission (docs/runtime.md#completion-epochs).
+    retired.clear();
   } else {
     TryAdmission adm(r.admission());
     if (!adm.held()) return;

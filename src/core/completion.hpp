@@ -1,4 +1,4 @@
-// Completions (R-LAUNCH-4): an event recorded on a runtime's stream after
+// Completions: an event recorded on a runtime's stream after
 // everything enqueued so far. Recording seals the runtime's open
 // completion epoch first, so what it keeps (modules of launches, staging,
 // host buffers) retires when the completion is observed complete — by a

@@ -1,6 +1,6 @@
 // Makes a context current for the scope and restores the caller's context on
-// every exit path (R-ABI-9). It changes nothing when the target is already
-// current, so it never clears a context another runtime relies on (R-RT-7).
+// every exit path. It changes nothing when the target is already
+// current, so it never clears a context another runtime relies on.
 #pragma once
 
 #include <cuda.h>

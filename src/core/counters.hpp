@@ -1,4 +1,4 @@
-// Counters of a runtime (R-STATS) and of the process (deliberate leaks).
+// Counters of a runtime and of the process (deliberate leaks).
 // Each is incremented where the thing happens, so tests can assert it.
 #pragma once
 

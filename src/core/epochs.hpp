@@ -1,4 +1,4 @@
-// Completion epochs (R-RT-4). Resources that must outlive enqueued work but
+// Completion epochs. Resources that must outlive enqueued work but
 // are not freed in stream order (staging chunks, host buffers, modules and
 // other runtimes' objects) are kept alive by the runtime's open epoch. The
 // open epoch is sealed by one event record only when something must wait
@@ -27,19 +27,18 @@
 // consumes it after the enqueue and cannot fail. keep() takes no other
 // form, so the commit cannot be written without a reservation made first.
 //
-// Parking (R-LAUNCH-3, R-RT-4: no hidden host wait on the warm launch
-// path). A seal made for room (a full open epoch, inside t4a_launch or a
-// transfer) retires completed epochs without `out`, and must not free
-// there: a released host buffer's cuMemFreeHost or a released module's
-// cuModuleUnload may synchronize the device. So such a retirement drops a
-// keepalive in place only when that frees nothing (a reference that is not
-// the last one, or a staging chunk, whose last drop recycles it into its
-// ring without a driver call) and parks a last reference in a fixed list
-// of k_parked_limit entries (no heap allocation). A full parked list stops
-// the retirement: the rest stays with its completed epoch (never freed
-// early, never dropped). Parked objects are handed out (`out`) wherever
-// a host wait or driver work is expected anyway: synchronize, completion
-// waits, staging's poll and wait, allocation's amortized poll
+// Parking (no hidden host wait on the warm launch path). A seal made for room
+// (a full open epoch, inside t4a_launch or a transfer) retires completed epochs
+// without `out`, and must not free there: a released host buffer's
+// cuMemFreeHost or a released module's cuModuleUnload may synchronize the
+// device. So such a retirement drops a keepalive in place only when that frees
+// nothing (a reference that is not the last one, or a staging chunk, whose last
+// drop recycles it into its ring without a driver call) and parks a last
+// reference in a fixed list of k_parked_limit entries (no heap allocation). A
+// full parked list stops the retirement: the rest stays with its completed
+// epoch (never freed early, never dropped). Parked objects are handed out
+// (`out`) wherever a host wait or driver work is expected anyway: synchronize,
+// completion waits, staging's poll and wait, allocation's amortized poll
 // (poll/wait_oldest/retire_through with `out`) and teardown (retire_all;
 // leak_all leaks them). One exception, still counted: a seal at
 // k_sealed_limit waits on the host for the oldest epoch (a counted host

@@ -48,10 +48,10 @@ void set_compile_log(std::string log);
 #define T4A_COLD
 #endif
 
-// Called by the exception barrier when an entry point returns an error:
-// stamps the thread's last error with the entry point's name (prefixing the
-// message), then logs it at debug level. The success path of an entry point
-// touches no thread-local state.
+// Called by the entry guard (capi/entry.hpp) when an entry point returns an
+// error: stamps the thread's last error with the entry point's name
+// (prefixing the message), then logs it at debug level. The success path of an
+// entry point touches no thread-local state.
 T4A_COLD void finish_failure(const char *entry, t4a_status status);
 
 std::string format(const char *fmt, ...) T4A_PRINTF(1, 2);

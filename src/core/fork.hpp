@@ -1,4 +1,4 @@
-// Fork safety (R-HARD-7, issue 8 item 10). One set of pthread_atfork
+// Fork safety (issue 8 item 10). One set of pthread_atfork
 // handlers (capi/fork.cpp, registered when the library is loaded) makes
 // every library lock usable in a child forked while other threads are
 // inside the library: prepare first waits for the NVRTC calls in

@@ -27,7 +27,7 @@ t4a_status set_log_callback(t4a_log_fn fn, void *user, int32_t max_level);
 // While a thread is inside a deferral scope (a runtime's admission lock, a
 // LogDefer: a mutex, call_once or compile lead held), what it logs is kept
 // and delivered when it leaves its outermost scope, so that no log
-// callback ever runs with an internal lock held (R-ABI-8). Delivery keeps
+// callback ever runs with an internal lock held. Delivery keeps
 // the thread's last error as it was (a callback may call a failing
 // t4acuda function). Inline: every admission runs both.
 namespace detail {

@@ -1,6 +1,6 @@
-// The prologue of every enqueuing operation: admission (R-RT-3), a check
-// that the runtime is not broken (R-RT-6) and the runtime's context made
-// current for the operation and restored after (R-ABI-9).
+// The prologue of every enqueuing operation: admission, a check
+// that the runtime is not broken and the runtime's context made
+// current for the operation and restored after.
 #pragma once
 
 #include "core/admission.hpp"

@@ -1,4 +1,4 @@
-// The first device fault of the process (R-RT-6): set once, by the first
+// The first device fault of the process: set once, by the first
 // runtime broken by a sticky driver error (or the first runtime create
 // failing with one), then never changed. Thread-safe; needs no driver.
 #pragma once

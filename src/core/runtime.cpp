@@ -184,7 +184,7 @@ t4a_status Runtime::fail_op(DrvResult r, const char *what) {
   if (is_sticky(r.code)) {
     mark_broken(r, what);
     // A device fault names its device: on current drivers it poisons
-    // every device of the process, so "which one" matters (R-RT-6).
+    // every device of the process, so "which one" matters.
     return fail_driver(r,
                        "%s (device %d); the runtime is broken, recovery "
                        "needs a new process",
@@ -374,8 +374,8 @@ void Runtime::teardown() {
   }
   if (!proven) {
     // Completion is not proven: the device may still use this runtime's
-    // memory. Leak the stream, pool, staging and context reference
-    // (R-RT-5); keepalives are leaked with them.
+    // memory. Leak the stream, pool, staging and context reference;
+    // keepalives are leaked with them.
     epochs_.leak_all();
     for (int i = 0; i < part_count(); ++i)
       if (auto &p = parts_[part_in_order(i).index]) p->teardown(false);
@@ -405,7 +405,7 @@ void Runtime::teardown() {
   scope.restore();
   // Releasing our primary-context reference does not change which context
   // is current on this thread, so a context still current for another
-  // runtime (or the caller) stays current (R-RT-7).
+  // runtime (or the caller) stays current.
   teardown_call(cu::primary_ctx_release(device_),
                 "releasing the primary context", domain_);
   logf(T4A_LOG_INFO, "runtime destroyed: device %d, domain %llu", ordinal_,

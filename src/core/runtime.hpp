@@ -1,11 +1,11 @@
 // A runtime: one device's primary context (retained), one non-blocking
-// stream, one explicit memory pool, one allocation-domain id (R-RT-1), an
-// admission lock (R-RT-3), completion epochs (R-RT-4) and its counters.
+// stream, one explicit memory pool, one allocation-domain id, an
+// admission lock, completion epochs and its counters.
 // Teardown (the destructor, run when the last reference goes) frees what
 // was created only when completion of all work was proven; otherwise it
-// leaks and counts (R-RT-5). A sticky driver error marks the runtime
+// leaks and counts. A sticky driver error marks the runtime
 // broken: from then on its operations return DEVICE_FAULT naming the
-// original fault (R-RT-6).
+// original fault.
 #pragma once
 
 #include <atomic>

@@ -1,4 +1,4 @@
-// struct_size rules for every struct crossing the C boundary (R-ABI-5).
+// struct_size rules for every struct crossing the C boundary.
 //   input:  size < 4 -> INVALID_ARGUMENT; size < ours -> the size must end
 //           where a field of ours begins (an older version of a struct
 //           never ends inside a field: a size that would take half of a

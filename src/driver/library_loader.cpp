@@ -37,7 +37,7 @@ void *find_symbol(void *handle, const char *name) {
 
 std::string env_or_empty(const char *name) {
   // secure_getenv: these variables choose which code is loaded, so a
-  // set-user-ID or set-group-ID process ignores them (R-HARD-6).
+  // set-user-ID or set-group-ID process ignores them.
   const char *v = secure_getenv(name);
   return v != nullptr ? std::string(v) : std::string();
 }

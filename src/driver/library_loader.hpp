@@ -13,9 +13,11 @@ struct LibraryCandidate {
 };
 
 struct LoadedLibrary {
-  void *handle = nullptr; // dlopen handle; never closed (see design.md)
-  std::string path;       // the candidate that loaded
-  std::string failure;    // when handle is null: every name and reason
+  // The dlopen handle; never closed
+  // (docs/threading.md#process-exit-and-unloading).
+  void *handle = nullptr;
+  std::string path;    // the candidate that loaded
+  std::string failure; // when handle is null: every name and reason
 };
 
 // Tries the candidates in order; the first that dlopens wins.

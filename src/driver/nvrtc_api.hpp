@@ -153,7 +153,7 @@ inline NvrtcResult get_supported_archs(int *archs) {
 
 #undef T4A_NVRTC
 
-// Fork safety (R-HARD-7, core/fork.hpp): libnvrtc has internal mutexes of
+// Fork safety (core/fork.hpp): libnvrtc has internal mutexes of
 // its own that a child forked while another thread was inside NVRTC would
 // inherit locked (its compiles would then hang). Every NVRTC call
 // sequence (loading, version and arch queries, create .. destroy of a

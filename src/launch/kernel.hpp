@@ -1,4 +1,4 @@
-// Kernels (R-MOD-2/3): an entry point of a module, with what the driver
+// Kernels: an entry point of a module, with what the driver
 // reports about it (attributes, parameter layout where cuFuncGetParamInfo
 // exists) and its device's launch limits, all read once at lookup so that
 // the launch path makes no query. A kernel keeps its module alive.

@@ -1,4 +1,4 @@
-// The checked launch (R-LAUNCH-1..3): resolves the runtime, the kernel and
+// The checked launch: resolves the runtime, the kernel and
 // every buffer argument under one registry lock, validates everything with
 // the pure validate() before anything is enqueued, then under one
 // admission raises the kernel's dynamic-shared limit if needed, enqueues

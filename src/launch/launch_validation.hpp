@@ -1,4 +1,4 @@
-// Launch validation (R-LAUNCH-2) as a pure function: the descriptor, the
+// Launch validation as a pure function: the descriptor, the
 // facts the caller resolved about its handles, the kernel's signature and
 // the device's limits in; a verdict out. No driver, no registry, no heap:
 // it is table-tested on the host and fuzzed with arbitrary bytes. Every

@@ -46,7 +46,7 @@ Module::~Module() {
   if (mod_ == nullptr) return;
   core::Runtime &rt = *rt_;
   if (rt.completion_unprovable()) {
-    // The device may still run a kernel of this module (R-RT-5).
+    // The device may still run a kernel of this module.
     rt.counters().leaked_modules.add();
     core::logf(T4A_LOG_WARN,
                "a module of device %d is leaked: completion of the work "

@@ -1,4 +1,4 @@
-// Modules (R-MOD-1): a CUmodule loaded in one runtime's context, and the
+// Modules: a CUmodule loaded in one runtime's context, and the
 // runtime's module cache. A module holds a reference to its runtime; it is
 // kept alive by handles, kernels, the cache and the runtime's open
 // completion epoch (one keepalive per launch, deduplicated), and is

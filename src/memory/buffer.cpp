@@ -67,7 +67,7 @@ void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
   }
   // A release succeeds (the handle is gone) whatever the free answers, so
   // a sticky result marks the runtime broken without recording the
-  // thread's last error: a successful call leaves none (R-HARD-1; issue 8
+  // thread's last error: a successful call leaves none (issue 8
   // review, release_sticky). The status is in the broken runtime's report.
   if (is_sticky(r.code)) (void)rt.note_failure(r, "freeing device memory");
   c.leaked_allocations.add();

@@ -1,4 +1,4 @@
-// Device buffers (R-MEM): stream-ordered allocations from the owning
+// Device buffers: stream-ordered allocations from the owning
 // runtime's pool. The last reference enqueues cuMemFreeAsync on the owning
 // runtime's stream — no event, no host wait; work enqueued earlier on that
 // stream finishes first by stream order. Operations hold a reference while

@@ -1,4 +1,4 @@
-// Host buffers (R-XFER-4): library-owned portable pinned memory
+// Host buffers: library-owned portable pinned memory
 // (cuMemHostAlloc with CU_MEMHOSTALLOC_PORTABLE), usable by every runtime.
 // Transfers to or from one DMA directly and keep it alive through the
 // transferring runtime's completion epoch, so releasing it with DMA in

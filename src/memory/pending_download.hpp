@@ -1,4 +1,4 @@
-// Pending downloads (R-XFER-3). Enqueuing takes a device-side snapshot of
+// Pending downloads. Enqueuing takes a device-side snapshot of
 // the bytes (a stream-ordered copy into pool memory, then one event), so
 // the buffer may change afterwards and no staging is held while the
 // download waits to be delivered. Delivery (poll once the event completed,

@@ -1,4 +1,4 @@
-// The staging ring (R-XFER-2): portable pinned chunks
+// The staging ring: portable pinned chunks
 // (CU_MEMHOSTALLOC_PORTABLE), allocated on first need up to the runtime's
 // staging budget and recycled through completion epochs. Small transfers
 // share the current chunk (bump allocation, 256-byte aligned); a transfer

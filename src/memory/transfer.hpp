@@ -1,4 +1,4 @@
-// Host transfers (R-XFER) and in-runtime device operations (R-MEM-3):
+// Host transfers and in-runtime device operations:
 // pageable uploads through staging, synchronous pipelined downloads, host
 // buffer DMA, fills and device-to-device copies. Each function admits one
 // operation on the runtime (reserve -> enqueue -> commit).

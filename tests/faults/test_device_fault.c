@@ -1,7 +1,7 @@
 /*
- * Faults lane (label faults): a real device fault (R-RT-6). A kernel
+ * Faults lane (label faults): a real device fault. A kernel
  * stores to an illegal address; the runtime that ran it is broken, and so
- * (as measured on current drivers, SPEC R-RT-6) is every other runtime of
+ * (as measured on current drivers) is every other runtime of
  * the process, on every device, and every new one. Each case runs in its
  * own process (argv[1]): a fault poisons the whole process for good.
  *   same_runtime   the faulting runtime: DEVICE_FAULT (CUresult 700) naming
@@ -215,7 +215,7 @@ static void test_other_runtime(void **state) {
   t4a_kernel other_k = kernel_of(other, "nothing");
   ASSERT_OK(t4a_runtime_synchronize(other));
   fault_on(bad, k, 0);
-  /* SPEC R-RT-6: the driver poisons every context of the process. */
+  /* The driver poisons every context of the process. */
   EXPECT_FAULT(t4a_runtime_synchronize(other), ILLEGAL_ADDRESS, "device 0",
                "CUDA_ERROR_ILLEGAL_ADDRESS");
   /* Now broken too: later operations quote its own first fault. */
@@ -303,7 +303,7 @@ static void test_other_device(void **state) {
   t4a_kernel k = kernel_of(bad, "poke");
   ASSERT_OK(t4a_runtime_synchronize(far));
   fault_on(bad, k, 0);
-  /* SPEC R-RT-6: measured, the fault poisons every device's context. */
+  /* Measured: the fault poisons every device's context. */
   EXPECT_FAULT(t4a_runtime_synchronize(far), ILLEGAL_ADDRESS, "device 1",
                "CUDA_ERROR_ILLEGAL_ADDRESS");
   t4a_last_error_clear();

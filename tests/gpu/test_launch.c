@@ -1,6 +1,6 @@
 /*
  * GPU lane (label gpu): modules, kernels, checked launches and completions
- * (R-MOD, R-LAUNCH) on a real device. Skipped (exit 77) without a GPU
+ * on a real device. Skipped (exit 77) without a GPU
  * unless T4A_REQUIRE_GPU is set. Kernels are compiled with t4a_compile:
  * CUBIN for the runtime's device (request->runtime) and PTX.
  * SPDX-License-Identifier: MIT OR Apache-2.0

@@ -1,8 +1,8 @@
 /*
  * GPU lane: device buffers, staging, transfers, pending downloads, host
- * buffers, admission, completion epochs and teardown (R-MEM, R-XFER,
- * R-RT-3..5, R-STATS). Every round trip compares every byte; counters are
- * checked against exact expected values.
+ * buffers, admission, completion epochs, teardown and the runtime
+ * counters. Every round trip compares every byte; counters are checked
+ * against exact expected values.
  *
  * Groups (argv[1]): "basic", "faults" (fault injection leaks on purpose, so
  * it runs in its own process), "all"; or "fake-basic" / "fake-faults": the
@@ -748,7 +748,7 @@ static void test_fault_callback_polls_download(void **state) {
 }
 
 /* A log callback that calls back into the runtime being logged about:
- * it must never run under that runtime's admission lock (R-ABI-8), so the
+ * it must never run under that runtime's admission lock, so the
  * nested allocation succeeds instead of returning REENTRANT. */
 typedef struct {
   t4a_runtime rt;

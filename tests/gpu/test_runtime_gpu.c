@@ -1,7 +1,9 @@
 /*
- * GPU lane: runtimes on real devices (R-RT-1, 2, 5, 6, 7; R-ABI-2, 3, 4, 5,
- * 9; R-DRV-4, 5). Values are checked against the test's own libcuda
- * (tests/support/gpu_support.h), never only against the library.
+ * GPU lane: runtimes on real devices: device discovery, creation and
+ * independence of runtimes, the current context, handles and struct
+ * sizes, fault injection, destroy and broken runtimes. Values are checked
+ * against the test's own libcuda (tests/support/gpu_support.h), never only
+ * against the library.
  *
  * Groups (argv[1]): "basic", "faults" (fault injection: leaks contexts and
  * breaks runtimes on purpose, so it runs in its own process), or "all".
@@ -200,8 +202,8 @@ static int attr(CUdevice dev, CUdevice_attribute a) {
   return v;
 }
 
-/* R-DRV-4: count, driver version and every device's info equal what the
- * driver itself reports, and are sane for a device t4acuda supports. */
+/* Device discovery: count, driver version and every device's info equal what
+ * the driver itself reports, and are sane for a device t4acuda supports. */
 static void test_device_discovery(void **state) {
   (void)state;
   int32_t count = -1;
@@ -316,7 +318,7 @@ static void test_device_discovery(void **state) {
 /* Runtimes                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* R-RT-1: a runtime on every device; its info matches the device, its
+/* A runtime on every device; its info matches the device, its
  * context is the device's primary context, its stream is non-blocking, its
  * domain id is fresh; destroy releases everything. */
 static void test_create_destroy_every_device(void **state) {
@@ -371,7 +373,7 @@ static void test_create_destroy_every_device(void **state) {
   ASSERT_CURRENT(NULL);
 }
 
-/* R-RT-1: two runtimes of one ordinal are independent (stream, pool,
+/* Two runtimes of one ordinal are independent (stream, pool,
  * domain) and share the device's primary context. */
 static void test_two_runtimes_one_ordinal(void **state) {
   (void)state;
@@ -400,7 +402,8 @@ static void test_two_runtimes_one_ordinal(void **state) {
   gpu_primary_release(0);
 }
 
-/* R-STATS: host_waits and trims are counted exactly where they happen. */
+/* Runtime counters: host_waits and trims are counted exactly where they
+ * happen. */
 static void test_counters_exact(void **state) {
   (void)state;
   t4a_runtime rt = create_on(0);
@@ -436,7 +439,7 @@ static void test_counters_exact(void **state) {
   ASSERT_OK(t4a_runtime_destroy(rt));
 }
 
-/* R-RT-1, R-ABI-5: the pool release threshold from options reaches the
+/* The pool release threshold from options reaches the
  * driver's pool; an older options struct takes the default. */
 static void test_pool_release_threshold(void **state) {
   (void)state;
@@ -513,7 +516,7 @@ static void test_pool_release_threshold(void **state) {
   ASSERT_OK(t4a_runtime_destroy(rt));
 }
 
-/* R-ABI-3/4: an ordinal out of range is NO_DEVICE naming the field and the
+/* An ordinal out of range is NO_DEVICE naming the field and the
  * device count; nothing is created, the out-handle is untouched. */
 static void test_invalid_ordinal(void **state) {
   (void)state;
@@ -541,7 +544,7 @@ static void test_invalid_ordinal(void **state) {
   ASSERT_CURRENT(NULL);
 }
 
-/* R-ABI-2: a released handle and forged handles are INVALID_HANDLE on
+/* A released handle and forged handles are INVALID_HANDLE on
  * every runtime function; out-params stay untouched. */
 static void check_rejected(t4a_runtime rt) {
   ASSERT_STATUS(t4a_runtime_synchronize(rt), T4A_ERROR_INVALID_HANDLE);
@@ -597,7 +600,7 @@ static void test_released_and_forged_handles(void **state) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Current context (R-ABI-9, R-RT-7)                                         */
+/* Current context                                                          */
 /* ------------------------------------------------------------------------ */
 
 /* Runs `call`, checks its status, then checks that `expect` is still
@@ -765,7 +768,7 @@ static void test_current_context_primary(void **state) {
   gpu_primary_release(last);
 }
 
-/* R-RT-7: destroying runtime A while runtime B (same device) has the shared
+/* Destroying runtime A while runtime B (same device) has the shared
  * primary context current leaves it current and usable. */
 static void test_destroy_other_keeps_current(void **state) {
   (void)state;
@@ -789,7 +792,7 @@ static void test_destroy_other_keeps_current(void **state) {
   gpu_set_current(NULL);
 }
 
-/* R-RT-7, R-ABI-9: destroying the last runtime while its primary context
+/* Destroying the last runtime while its primary context
  * is current leaves the same handle current (never NULL), although the
  * primary context is now released by everyone. */
 static void test_destroy_last_keeps_current(void **state) {
@@ -814,8 +817,7 @@ static void test_destroy_last_keeps_current(void **state) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Fault injection (R-DRV-5, R-RT-5, R-RT-6; "a failed create creates       */
-/* nothing")                                                                 */
+/* Fault injection ("a failed create creates nothing")                      */
 /* ------------------------------------------------------------------------ */
 
 static void arm(const char *entry, uint64_t nth, CUresult result, int mode) {
@@ -893,7 +895,7 @@ static void test_fault_primary_retain(void **state) {
   ASSERT_CURRENT(NULL);
 }
 
-/* R-RT-5: a destroy whose drain fails with a sticky error reports
+/* A destroy whose drain fails with a sticky error reports
  * DEVICE_FAULT, releases the handle, and leaks (never frees) the stream,
  * the pool and the context reference, logging it. */
 static void test_fault_destroy_failed_drain(void **state) {
@@ -928,7 +930,7 @@ static void test_fault_destroy_failed_drain(void **state) {
   ASSERT_OK(t4a_runtime_destroy(again));
 }
 
-/* R-RT-6: a sticky error marks the runtime broken: its later operations
+/* A sticky error marks the runtime broken: its later operations
  * return DEVICE_FAULT naming the original fault without calling the driver;
  * another runtime of the same device stays usable. */
 static void test_fault_sticky_runtime(void **state) {

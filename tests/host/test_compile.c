@@ -1,6 +1,6 @@
 /*
  * Host lane: t4a_compile through real NVRTC (which needs no GPU), the
- * in-memory and disk caches, and the compile counters (R-CMP 1-6):
+ * in-memory and disk caches, and the compile counters:
  *   - PTX and CUBIN for sm_90: non-empty images with the right magic,
  *     target, key, lowered names, query-then-copy getters;
  *   - a memory hit returns the same handle, retained, without NVRTC;

@@ -4,7 +4,7 @@
  *   - SHA-256 against the FIPS 180-4 example vectors ("abc", the empty
  *     string, the 448-bit and 896-bit messages, one million 'a'), fed in
  *     one piece and incrementally across every block boundary;
- *   - target selection (R-CMP-5) over tables of NVRTC supported archs,
+ *   - target selection over tables of NVRTC supported archs,
  *     NVRTC, driver and device versions and requested outputs.
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */

@@ -3,7 +3,7 @@
  * library by path, resolves every exported symbol (the list read from the
  * library with nm) and calls through the pointers. Also checks the export
  * surface: every defined dynamic symbol except the version node T4ACUDA_0
- * is a t4a_ function carrying the default version @@T4ACUDA_0 (R-ABI-1, 6).
+ * is a t4a_ function carrying the default version @@T4ACUDA_0.
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
 #define _GNU_SOURCE /* dlvsym, RTLD_DEFAULT */

@@ -1,5 +1,5 @@
 /*
- * Host lane, table-driven over every exported function (SPEC §5):
+ * Host lane, table-driven over every exported function:
  *   - the list of exports is read from the built library (nm -D); an export
  *     without a row, or a row naming a symbol that is not exported, fails;
  *   - without a driver (T4A_CUDA_DRIVER_PATH points at a file that does not

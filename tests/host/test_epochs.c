@@ -2,8 +2,8 @@
  * Host lane (fake driver): completion epochs on the warm launch path and
  * sticky driver results. One process per group (argv[1]):
  *   epochs  issue 8, item 1: a thread with no context current launches
- *           alternately from many modules. Every launch keeps its module
- *           (R-RT-4), so the open epoch must be sealed every
+ *           alternately from many modules. Every launch keeps its module,
+ *           so the open epoch must be sealed every
  *           T4A_OPEN_EPOCH_LIMIT (core/epoch_limits.h) keeps and sealed
  *           epochs retired, without a current context: the event count is
  *           launches/T4A_OPEN_EPOCH_LIMIT (not 0), the open epoch stays

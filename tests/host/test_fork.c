@@ -1,6 +1,6 @@
 /*
- * Host lane (fake driver, T4A_TESTING): fork safety (issue 8 item 10,
- * R-HARD-7). A thread hammers the library (compiles answered by the memory
+ * Host lane (fake driver, T4A_TESTING): fork safety (issue 8 item 10).
+ * A thread hammers the library (compiles answered by the memory
  * cache, registry create/retain/release, logging through a callback, and
  * runtime operations on the fake driver) while the main thread forks
  * CHILDREN children. Each child, under alarm(10), makes context-free calls

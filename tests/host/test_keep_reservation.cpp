@@ -1,5 +1,5 @@
 // Host lane (fake driver): a keepalive cannot be lost between the enqueue
-// and its commit (issue 8, item 5; R-RT-4, R-XFER-4). The DMA of
+// and its commit (issue 8, item 5). The DMA of
 // t4a_buffer_upload_host / t4a_buffer_download_host must keep the host
 // buffer alive until the stream proves it done. Before the fix the keep
 // was added after the enqueue without reserved room, so a failed

@@ -1,6 +1,6 @@
 /*
  * Host lane (fake driver): launches racing the release of the handles they
- * name (R-ABI-2, R-ABI-8). Launcher threads launch with a kernel and two
+ * name. Launcher threads launch with a kernel and two
  * buffers read from a shared table while a releaser thread replaces the
  * table's buffers and kernel and releases the handles it replaced. Every
  * launch returns SUCCESS or INVALID_HANDLE naming the kernel or a buffer

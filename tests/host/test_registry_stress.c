@@ -1,5 +1,5 @@
 /*
- * Host lane: the handle registry under concurrency (R-ABI-2, R-ABI-8).
+ * Host lane: the handle registry under concurrency.
  * Threads create test objects with distinct values, retain and release
  * them, resolve their own ids (the value must match) and other threads'
  * possibly released ids (SUCCESS with the right value or INVALID_HANDLE,

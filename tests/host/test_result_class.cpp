@@ -1,6 +1,6 @@
 // Host lane, pure: which CUresults are sticky device faults (issue 8, item
 // 6). Every code that cuda.h documents as leaving the process (or the
-// context) unusable must break the runtime (R-RT-6); 226, 721 and 911 were
+// context) unusable must break the runtime; 226, 721 and 911 were
 // classified as ordinary driver errors before. The table also pins a few
 // codes that must stay ordinary. Compiled with src/driver/result_class.hpp.
 // SPDX-License-Identifier: MIT OR Apache-2.0

@@ -2,14 +2,14 @@
  * Host lane: cases found by the independent review of issue 8. Each group
  * failed on the reviewed code (the descriptions below say what it showed)
  * and passes with its fix. One process per group (argv[1]):
- *   source_dir  issue 8 item 8 (R-HARD-6): NVRTC adds the directory of the
+ *   source_dir  issue 8 item 8: NVRTC adds the directory of the
  *               program name to the include path (it is the "input file";
  *               --no-source-include turns that off), so a quoted #include
  *               without any -I option still reads a header from disk. The
  *               identity key does not cover that header, so after the header
  *               changed, a new process must not get the old image from the
  *               disk cache.
- *   destroy_transient  issue 8 item 4 / R-RT-5: destroy of an idle runtime
+ *   destroy_transient  issue 8 item 4: destroy of an idle runtime
  *               whose open completion epoch holds a keepalive, when creating
  *               the sealing event fails transiently (CUDA_ERROR_OUT_OF_MEMORY,
  *               not sticky). Destroy closed admission, so a plain stream
@@ -17,13 +17,13 @@
  *               Today the seal's failure skips the drain, and the runtime
  *               and its keepalives are leaked (runtimes_leaked + 1) though
  *               nothing is in doubt.
- *   release_sticky  R-HARD-1: a successful call never leaves an error in
+ *   release_sticky  a successful call never leaves an error in
  *               the thread's last error. t4a_buffer_release whose
  *               cuMemFreeAsync answers a sticky result (700) returns SUCCESS
  *               (the handle is released) but device_free() records
  *               DEVICE_FAULT through fail_op (src/memory/buffer.cpp): the
  *               status and the last error disagree.
- *   launch_frees_host  R-LAUNCH-3 / "no hidden host waits": a host buffer
+ *   launch_frees_host  "no hidden host waits": a host buffer
  *               released by its caller while the open epoch keeps it (after
  *               t4a_buffer_upload_host) is freed with cuMemFreeHost when a
  *               later seal retires its epoch, and that seal runs inside
@@ -32,7 +32,7 @@
  *               cuModuleUnload for a released module) may synchronize the
  *               device; host_waits does not count it. The test shows the
  *               call happening inside a launch.
- *   fork_nvrtc  R-HARD-7: a child forked while another parent thread is
+ *   fork_nvrtc  fork safety: a child forked while another parent thread is
  *               inside an NVRTC compile (a cache miss) compiles a new
  *               source itself (context-free: it needs no driver) under
  *               alarm(10); none may hang. Seen: 14 of 20 children hang in

@@ -1,5 +1,5 @@
 /*
- * Host lane: struct_size rules of input and output structs (R-ABI-5) and
+ * Host lane: struct_size rules of input and output structs and
  * "out-parameters are written only on success". Runs with or without a
  * driver: where the struct check passes, the outcome must be exactly what
  * the same call with the default options gives.

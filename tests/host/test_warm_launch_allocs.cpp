@@ -1,5 +1,5 @@
 // Host lane (fake driver): the warm launch path allocates no heap memory
-// for up to 32 arguments (R-LAUNCH-3). This program replaces the global
+// for up to 32 arguments. This program replaces the global
 // operator new/delete (which libt4acuda's calls resolve to), counts the
 // allocations made during 1,000 warm launches of a kernel with 4 and with
 // 32 arguments, and fails unless the count is exactly zero. The kernel is

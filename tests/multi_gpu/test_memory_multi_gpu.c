@@ -1,5 +1,5 @@
 /*
- * Multi-GPU lane: memory on two devices (R-MEM, R-XFER-4). Runtimes on
+ * Multi-GPU lane: memory on two devices. Runtimes on
  * devices 0 and 1 move data concurrently from two threads, each through
  * its own staging; a host buffer allocated through device 0's runtime is
  * portable pinned memory that device 1's runtime DMAs directly; buffers of

@@ -2,7 +2,7 @@
  * Multi-GPU lane (two or more devices): runtimes of different devices have
  * different contexts; the peer-access matrix equals the driver's; creating
  * and destroying runtimes of one device leaves another device's context
- * current (R-ABI-9, R-RT-7, R-DRV-4).
+ * current.
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
 #include <setjmp.h>

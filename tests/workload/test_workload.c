@@ -1,5 +1,5 @@
 /*
- * Workload lane (label workload, SPEC R-TEST; issue 8 "A workload lane"):
+ * Workload lane (label workload; issue 8 "A workload lane"):
  * realistic use instead of single-kernel micro tests. Guards issue 8 item 1
  * (the warm path with many modules: per-launch cost flat, no event per
  * launch, no stale DRIVER error after a successful launch on a thread with
