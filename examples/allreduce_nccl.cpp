@@ -28,8 +28,7 @@ int skip_or_fail(const std::string &why, int needed) {
   const char *req = std::getenv("T4A_REQUIRE_GPU");
   int want = req != nullptr && *req != '\0' ? std::atoi(req) : 0;
   if (want >= needed || (want > 0 && needed == 1)) {
-    std::fprintf(stderr, "FAILED: %s (T4A_REQUIRE_GPU=%s)\n", why.c_str(),
-                 req);
+    std::fprintf(stderr, "FAILED: %s (T4A_REQUIRE_GPU=%s)\n", why.c_str(), req);
     return 1;
   }
   std::printf("SKIPPED: %s\n", why.c_str());
@@ -150,8 +149,10 @@ int main() {
       }
       std::vector<float> back = extra[r].to_vector(rt[r]);
       if (back != more && bad++ < 5)
-        std::fprintf(stderr, "rank %d: the upload made during the "
-                     "collective came back different\n", r);
+        std::fprintf(stderr,
+                     "rank %d: the upload made during the "
+                     "collective came back different\n",
+                     r);
     }
     for (int r = 0; r < ranks; ++r) {
       t4a::RawScope raw(rt[r]); // NCCL needs the device's context

@@ -77,8 +77,7 @@ int main() {
       // ordered before the GEMM on the same stream.
       t4a::RawScope raw(rt);
       if (!ok(blas.create(&handle), "cublasCreate")) return 1;
-      if (!ok(blas.set_stream(handle,
-                              static_cast<cudaStream_t>(raw.stream())),
+      if (!ok(blas.set_stream(handle, static_cast<cudaStream_t>(raw.stream())),
               "cublasSetStream"))
         return 1;
       const float alpha = 1.0f, beta = 0.0f;
@@ -101,8 +100,7 @@ int main() {
         for (int p = 0; p < k; ++p)
           want += double(a[size_t(p) * m + i]) * double(b[size_t(j) * k + p]);
         float got = c[size_t(j) * m + i];
-        if (std::fabs(got - want) > 1e-3 * (1 + std::fabs(want)) &&
-            bad++ < 5)
+        if (std::fabs(got - want) > 1e-3 * (1 + std::fabs(want)) && bad++ < 5)
           std::fprintf(stderr, "C[%d,%d] = %.6f, CPU %.6f\n", i, j, got, want);
       }
     if (bad != 0) {

@@ -119,8 +119,8 @@ static void test_release_after_end(void **state) {
   uint64_t p = 0;
   ASSERT_OK(t4a_raw_buffer(s, b, &p));
   for (int k = 0; k < 20; ++k) /* queue enough work to still run later */
-    CU_OK(g_memset_d32((CUdeviceptr)p, 0x11111111u * (unsigned)(k % 15 + 1),
-                       n, (CUstream)info.stream));
+    CU_OK(g_memset_d32((CUdeviceptr)p, 0x11111111u * (unsigned)(k % 15 + 1), n,
+                       (CUstream)info.stream));
   ASSERT_OK(t4a_raw_end(s));
   ASSERT_OK(t4a_buffer_release(b)); /* right after end */
   ASSERT_OK(t4a_runtime_stats_get(rt, &st1));
@@ -194,8 +194,8 @@ static void test_external_stream(void **state) {
     ASSERT_OK(t4a_buffer_upload(rt, b, 0, host, n * 4));
     ASSERT_OK(t4a_runtime_signal_stream(rt, user)); /* user waits for upload */
     gpu_set_current((CUcontext)ri.context);
-    CU_OK(g_memset_d32((CUdeviceptr)bi.device_pointer, 0x01020304u + round,
-                       n, user));
+    CU_OK(g_memset_d32((CUdeviceptr)bi.device_pointer, 0x01020304u + round, n,
+                       user));
     gpu_set_current(NULL);
     ASSERT_OK(t4a_runtime_wait_stream(rt, user)); /* rt waits for memset */
     memset(host, 0, n * 4);

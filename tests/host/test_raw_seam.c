@@ -299,14 +299,12 @@ static void test_misuse(void **state) {
   assert_int_equal(x.end_status, T4A_ERROR_INVALID_ARGUMENT);
   if (strstr(x.message, "was begun on thread") == NULL ||
       strstr(x.message, "this is thread") == NULL)
-    fail_msg("the other thread's end did not name both threads: %s",
-             x.message);
+    fail_msg("the other thread's end did not name both threads: %s", x.message);
 
   /* Another thread's destroy waits for the end, then succeeds. */
   memset(&x, 0, sizeof x);
   x.rt = rt;
-  assert_int_equal(pthread_create(&t, NULL, destroy_from_other_thread, &x),
-                   0);
+  assert_int_equal(pthread_create(&t, NULL, destroy_from_other_thread, &x), 0);
   struct timespec pause = {0, 100 * 1000 * 1000};
   nanosleep(&pause, NULL);
   if (atomic_load(&x.done))
