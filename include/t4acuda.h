@@ -493,6 +493,13 @@ typedef struct t4a_kernel {
 typedef struct t4a_completion {
   uint64_t id; /**< generation-tagged id; #T4A_NULL_ID is the null handle. */
 } t4a_completion;
+
+/** @brief An open raw scope (t4a_raw_begin()): one thread's hold on a
+ *  runtime's context and stream for vendor-library calls; not reference
+ *  counted, gone at t4a_raw_end(). */
+typedef struct t4a_raw_scope {
+  uint64_t id; /**< generation-tagged id; #T4A_NULL_ID is the null handle. */
+} t4a_raw_scope;
 /** @} */
 
 /* ------------------------------------------------------------------------ */
@@ -786,8 +793,12 @@ T4A_API t4a_status t4a_runtime_create(const t4a_runtime_options *options,
  * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE for a released, stale or
  *         forged handle; #T4A_ERROR_DEVICE_FAULT / #T4A_ERROR_DRIVER when
  *         the drain failed (the handle is released anyway and the
- *         resources are leaked).
- * Blocks until the stream drains. Thread-safe.
+ *         resources are leaked); #T4A_ERROR_REENTRANT when the calling
+ *         thread holds a raw scope of this runtime (t4a_raw_begin()):
+ *         nothing changes, the handle stays valid; end the scope first.
+ * Blocks until the stream drains; on another thread than one holding a
+ * raw scope of the runtime, it waits for that scope's t4a_raw_end() first.
+ * Thread-safe.
  * @since 0.1.0
  */
 T4A_API t4a_status t4a_runtime_destroy(t4a_runtime runtime);
@@ -2003,6 +2014,167 @@ T4A_API t4a_status t4a_completion_retain(t4a_completion completion);
  * @since 0.1.0
  */
 T4A_API t4a_status t4a_completion_release(t4a_completion completion);
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Raw seam (vendor libraries)                                        */
+/* ------------------------------------------------------------------------ */
+/** @{ */
+/** @brief What a raw scope hands out (t4a_raw_begin()).
+ *
+ * Borrowed for the scope: the context and stream are the runtime's own; do
+ * not destroy them, and do not use them after t4a_raw_end() except through
+ * the runtime. */
+typedef struct t4a_raw_info {
+  uint32_t struct_size;   /**< in: sizeof(t4a_raw_info) of the caller. */
+  int32_t device_ordinal; /**< out: the runtime's device (its `CUdevice`). */
+  /** out: the `CUcontext` (the device's primary context), current on the
+   *  calling thread for the whole scope. */
+  void *context;
+  /** out: the runtime's `CUstream`: enqueue the raw work here. */
+  void *stream;
+} t4a_raw_info;
+
+/** Initializer for ::t4a_raw_info. */
+#define T4A_RAW_INFO_INIT                                                      \
+  { sizeof(t4a_raw_info), 0, NULL, NULL }
+
+/**
+ * @brief Opens a raw scope: the runtime's context and stream for direct
+ *        driver or vendor-library calls (cuBLAS, cuFFT, NCCL).
+ *
+ * Takes the runtime's admission and holds it until t4a_raw_end(), so the
+ * raw work is ordered with the runtime's own work: the runtime's other
+ * operations wait (on other threads) meanwhile. Makes the runtime's context
+ * current on the calling thread; t4a_raw_end() makes the context current
+ * at this call current again.
+ *
+ * Inside the scope, calls on the same runtime from the same thread that
+ * would be admitted (transfers, fills, copies, launches, records, waits,
+ * synchronize, t4a_runtime_wait_stream(), t4a_runtime_signal_stream(), a
+ * second t4a_raw_begin(), t4a_runtime_destroy()) return
+ * #T4A_ERROR_REENTRANT and do nothing; allocation, release, retain, info
+ * and stats getters are not admitted and work. Other runtimes work: scopes
+ * of different runtimes nest on one thread (NCCL over several runtimes)
+ * and end in the reverse order of their begin.
+ *
+ * A scope belongs to the thread that began it: only that thread registers
+ * buffers and ends it. A scope that is never ended keeps the runtime's
+ * admission: its other operations, t4a_runtime_destroy() on other threads
+ * included, wait for the end.
+ *
+ * @param[in]     runtime the runtime.
+ * @param[out]    scope   the open scope; end it with t4a_raw_end().
+ * @param[in,out] info    set `info->struct_size` (#T4A_RAW_INFO_INIT);
+ *                        filled up to that size.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE (also once
+ *         t4a_runtime_destroy() began); #T4A_ERROR_INVALID_ARGUMENT (NULL
+ *         `scope` or `info`, `info->struct_size` below 4);
+ *         #T4A_ERROR_REENTRANT (this thread already holds a scope of this
+ *         runtime, or is inside one of its operations);
+ *         #T4A_ERROR_DEVICE_FAULT; #T4A_ERROR_DRIVER (the context could
+ *         not be made current: nothing held, nothing changed). Blocks
+ *         while another thread's operation or scope holds the runtime.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_raw_begin(t4a_runtime runtime, t4a_raw_scope *scope,
+                                 t4a_raw_info *info);
+
+/**
+ * @brief Registers a buffer of the scope's runtime for raw work and gives
+ *        its device pointer.
+ *
+ * The buffer is kept alive until the raw work enqueued on the scope's
+ * stream before t4a_raw_end() has completed (by the runtime's completion
+ * epoch), so releasing it right after t4a_raw_end() is safe. The pointer
+ * must not be used after t4a_raw_end(): later work goes through the
+ * runtime or a new scope. Registering a buffer twice is allowed.
+ * Only on the thread that began the scope.
+ *
+ * @param[in]  scope          the open scope.
+ * @param[in]  buffer         a buffer of the scope's runtime, not empty.
+ * @param[out] device_pointer its `CUdeviceptr`.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE (`scope` ended or not a
+ *         scope, `buffer`); #T4A_ERROR_INVALID_ARGUMENT (NULL
+ *         `device_pointer`, an empty buffer, another thread than the one
+ *         that began the scope: the message names both);
+ *         #T4A_ERROR_WRONG_RUNTIME (a buffer of another runtime);
+ *         #T4A_ERROR_OUT_OF_HOST_MEMORY. Never blocks.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_raw_buffer(t4a_raw_scope scope, t4a_buffer buffer,
+                                  uint64_t *device_pointer);
+
+/**
+ * @brief Ends a raw scope: restores the caller's context and releases the
+ *        runtime's admission.
+ *
+ * The registered buffers are kept by the runtime's open completion epoch
+ * (sealed later by an event recorded after the raw work), the context that
+ * was current at t4a_raw_begin() is made current again, admission is
+ * released and the handle becomes stale. All of that happens also when a
+ * step fails; the first failure is returned. Work for other streams must
+ * be joined into the scope's stream before this call (registered buffers
+ * are kept for the scope's stream's work).
+ *
+ * Refused, with nothing changed (the scope stays open): on another thread
+ * than the one that began it (#T4A_ERROR_INVALID_ARGUMENT naming both), or
+ * while a scope begun later on this thread is still open (scopes end in
+ * LIFO order; #T4A_ERROR_INVALID_ARGUMENT naming it).
+ *
+ * @param[in] scope the open scope.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE (ended already, forged);
+ *         #T4A_ERROR_INVALID_ARGUMENT (see above); #T4A_ERROR_DEVICE_FAULT;
+ *         #T4A_ERROR_DRIVER (the caller's context could not be restored,
+ *         or the keep failed and the stream was waited for instead; the
+ *         scope is ended nevertheless); #T4A_ERROR_OUT_OF_HOST_MEMORY
+ *         (likewise). Blocks only when the keep fails.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_raw_end(t4a_raw_scope scope);
+
+/**
+ * @brief Makes the runtime's later work wait for the work enqueued so far
+ *        on a stream it does not own.
+ *
+ * Records an event of the runtime's pool on `stream`, and
+ * `cuStreamWaitEvent` on the runtime's stream: no host wait. `stream` must
+ * belong to the runtime's context (the device's primary context, which the
+ * CUDA runtime API's streams of that device use); NULL is that context's
+ * legacy default stream. Counted in ::t4a_runtime_stats::events_recorded.
+ *
+ * @param[in] runtime the runtime whose stream waits.
+ * @param[in] stream  a `CUstream` of the runtime's context, alive for the
+ *                    call.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (a stream of another context: the
+ *         message names both contexts); #T4A_ERROR_REENTRANT (inside a raw
+ *         scope of this runtime on this thread); #T4A_ERROR_DEVICE_FAULT;
+ *         #T4A_ERROR_DRIVER. Never blocks on the device.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_runtime_wait_stream(t4a_runtime runtime, void *stream);
+
+/**
+ * @brief Makes a stream the runtime does not own wait for the runtime's
+ *        work enqueued so far.
+ *
+ * Records an event on the runtime's stream, and `cuStreamWaitEvent` on
+ * `stream`: no host wait. `stream` may belong to any context, on any
+ * device (cuStreamWaitEvent accepts an event of another context). Counted
+ * in ::t4a_runtime_stats::events_recorded.
+ *
+ * @param[in] runtime the runtime whose work is waited for.
+ * @param[in] stream  a `CUstream`, alive for the call (NULL: the legacy
+ *                    default stream of the runtime's context).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE; #T4A_ERROR_REENTRANT
+ *         (inside a raw scope of this runtime on this thread);
+ *         #T4A_ERROR_DEVICE_FAULT; #T4A_ERROR_DRIVER. Never blocks on the
+ *         device.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_runtime_signal_stream(t4a_runtime runtime,
+                                             void *stream);
 /** @} */
 
 /* ------------------------------------------------------------------------ */

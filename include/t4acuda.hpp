@@ -1960,6 +1960,149 @@ inline void wait(RuntimeView rt, const Completion &completion) {
 }
 #endif
 
+// ---------------------------------------------------------------------------
+// Raw seam (vendor libraries)
+// ---------------------------------------------------------------------------
+
+/**
+ * @brief An open raw scope (t4a_raw_begin() / t4a_raw_end()): the
+ *        runtime's context (current on this thread) and stream for
+ *        cuBLAS, cuFFT or NCCL calls.
+ *
+ * Begun by the constructor, ended by the destructor (or end()); move-only.
+ * While it is open, calls on the same runtime from this thread that would
+ * be admitted return #T4A_ERROR_REENTRANT; other runtimes work. Scopes of
+ * different runtimes nest and must end in reverse order (destructors of
+ * locals do that). Use it on the thread that made it.
+ * @code
+ * t4a::RawScope raw(rt);
+ * cublasSetStream(handle, static_cast<cudaStream_t>(raw.stream()));
+ * float *a = raw.pointer(a_array);   // kept alive until the work is done
+ * ...                                // cuBLAS calls
+ * @endcode
+ */
+class RawScope {
+public:
+  /** A scope that is not open. */
+  RawScope() noexcept = default;
+#if T4A_HPP_EXCEPTIONS
+  /** Opens a scope on `rt` (t4a_raw_begin()). @throws Error */
+  explicit RawScope(RuntimeView rt) {
+    check(t4a_raw_begin(rt.get(), &handle_, &info_));
+  }
+#endif
+  /** Opens a scope without throwing (t4a_raw_begin()); `out` (which must
+   *  not be open) receives it on success. */
+  static t4a_status begin(RuntimeView rt, RawScope &out,
+                          std::nothrow_t) noexcept {
+    RawScope tmp;
+    t4a_status s = t4a_raw_begin(rt.get(), &tmp.handle_, &tmp.info_);
+    if (s == T4A_SUCCESS) out = std::move(tmp);
+    return s;
+  }
+  RawScope(const RawScope &) = delete;
+  RawScope &operator=(const RawScope &) = delete;
+  /** Moves the open scope; `o` is then not open. */
+  RawScope(RawScope &&o) noexcept : handle_(o.handle_), info_(o.info_) {
+    o.handle_ = t4a_raw_scope{T4A_NULL_ID};
+  }
+  /** Ends the held scope (if open), then takes `o`'s. */
+  RawScope &operator=(RawScope &&o) noexcept {
+    if (this != &o) {
+      (void)end(std::nothrow);
+      handle_ = o.handle_;
+      info_ = o.info_;
+      o.handle_ = t4a_raw_scope{T4A_NULL_ID};
+    }
+    return *this;
+  }
+  /** Ends the scope; errors are left in the thread's last error. */
+  ~RawScope() { (void)end(std::nothrow); }
+
+  /** The C handle. */
+  t4a_raw_scope get() const noexcept { return handle_; }
+  /** True while open. */
+  explicit operator bool() const noexcept { return handle_.id != T4A_NULL_ID; }
+  /** The runtime's `CUcontext`, current on this thread in the scope. */
+  void *context() const noexcept { return info_.context; }
+  /** The runtime's `CUstream`: enqueue the raw work here. */
+  void *stream() const noexcept { return info_.stream; }
+  /** The runtime's device ordinal. */
+  int32_t device_ordinal() const noexcept { return info_.device_ordinal; }
+
+  /** Registers a buffer and gives its device pointer (t4a_raw_buffer());
+   *  non-throwing; `out` is written only on success. */
+  t4a_status buffer(const Buffer &b, uint64_t &out,
+                    std::nothrow_t) const noexcept {
+    return t4a_raw_buffer(handle_, b.get(), &out);
+  }
+  /** Registers a typed array and gives its device pointer as `T *`;
+   *  non-throwing; `out` is written only on success. */
+  template <class T>
+  t4a_status pointer(const DeviceArray<T> &a, T *&out,
+                     std::nothrow_t) const noexcept {
+    uint64_t p = 0;
+    t4a_status s = t4a_raw_buffer(handle_, a.get(), &p);
+    if (s == T4A_SUCCESS)
+      out = reinterpret_cast<T *>(static_cast<uintptr_t>(p));
+    return s;
+  }
+  /** Ends the scope now (t4a_raw_end()); non-throwing. A refused end
+   *  (another thread, out of order) leaves it open; any other outcome
+   *  closes it. Ending a scope that is not open does nothing. */
+  t4a_status end(std::nothrow_t) noexcept {
+    if (handle_.id == T4A_NULL_ID) return T4A_SUCCESS;
+    t4a_status s = t4a_raw_end(handle_);
+    if (s != T4A_ERROR_INVALID_ARGUMENT) handle_ = t4a_raw_scope{T4A_NULL_ID};
+    return s;
+  }
+#if T4A_HPP_EXCEPTIONS
+  /** Registers a buffer (t4a_raw_buffer()). @throws Error */
+  uint64_t buffer(const Buffer &b) const {
+    uint64_t p = 0;
+    check(t4a_raw_buffer(handle_, b.get(), &p));
+    return p;
+  }
+  /** Registers a typed array, giving `T *` (t4a_raw_buffer()).
+   *  @throws Error */
+  template <class T> T *pointer(const DeviceArray<T> &a) const {
+    T *p = nullptr;
+    check(pointer(a, p, std::nothrow));
+    return p;
+  }
+  /** Ends the scope now (t4a_raw_end()). @throws Error */
+  void end() { check(end(std::nothrow)); }
+#endif
+
+private:
+  t4a_raw_scope handle_{T4A_NULL_ID};
+  t4a_raw_info info_ = T4A_RAW_INFO_INIT;
+};
+
+/** @brief Makes the runtime's later work wait for the work enqueued so far
+ *  on `stream`, a stream of the runtime's context
+ *  (t4a_runtime_wait_stream()); non-throwing. */
+inline t4a_status wait_stream(RuntimeView rt, void *stream,
+                              std::nothrow_t) noexcept {
+  return t4a_runtime_wait_stream(rt.get(), stream);
+}
+/** @brief Makes `stream` (any context) wait for the runtime's work so far
+ *  (t4a_runtime_signal_stream()); non-throwing. */
+inline t4a_status signal_stream(RuntimeView rt, void *stream,
+                                std::nothrow_t) noexcept {
+  return t4a_runtime_signal_stream(rt.get(), stream);
+}
+#if T4A_HPP_EXCEPTIONS
+/** @brief t4a_runtime_wait_stream(). @throws Error */
+inline void wait_stream(RuntimeView rt, void *stream) {
+  check(t4a_runtime_wait_stream(rt.get(), stream));
+}
+/** @brief t4a_runtime_signal_stream(). @throws Error */
+inline void signal_stream(RuntimeView rt, void *stream) {
+  check(t4a_runtime_signal_stream(rt.get(), stream));
+}
+#endif
+
 } // namespace t4a
 
 #endif /* T4ACUDA_HPP */

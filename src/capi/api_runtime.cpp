@@ -4,6 +4,7 @@
 #include "capi/entry.hpp"
 #include "capi/handles.hpp"
 #include "core/process_fault.hpp"
+#include "core/raw_scope.hpp"
 #include "core/runtime.hpp"
 #include "core/struct_io.hpp"
 
@@ -52,6 +53,16 @@ T4A_API t4a_status t4a_runtime_destroy(t4a_runtime runtime) {
   return T4A_ENTRY({
     if (runtime.id == T4A_NULL_ID) return T4A_SUCCESS;
     core::Ref<core::Object> obj;
+    // A raw scope of this thread holds the runtime's admission: the drain
+    // would wait for the scope's own end. Refused before the handle goes.
+    if (core::Registry::instance().resolve(runtime.id, core::Kind::Runtime,
+                                           &obj) == core::HandleCheck::Ok &&
+        core::raw_scope_open_here(*static_cast<core::Runtime *>(obj.get())))
+      return core::fail(T4A_ERROR_REENTRANT,
+                        "this thread holds a raw scope of the runtime "
+                        "(t4a_raw_begin); end it with t4a_raw_end before "
+                        "destroying the runtime; nothing was changed");
+    obj.reset();
     core::HandleCheck c = core::Registry::instance().remove(
         runtime.id, core::Kind::Runtime, &obj);
     if (c != core::HandleCheck::Ok)

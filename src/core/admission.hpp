@@ -33,6 +33,10 @@ public:
   std::atomic<std::thread::id> owner{};
   // Set once, by destroy, holding `mu`; read holding `mu`.
   bool closed = false;
+  // True while the owner holds the lock for a raw scope (t4a_raw_begin ..
+  // t4a_raw_end, core/raw_scope.hpp): written by the owner holding `mu`,
+  // read only by a thread that finds itself the owner.
+  bool raw_scope = false;
 };
 
 #if defined(T4A_TESTING)
@@ -64,15 +68,25 @@ public:
     held_ = false;
     log_defer_end(); // what was logged meanwhile is delivered now
   }
+  // Forgets the lock without unlocking it: for a raw scope destroyed
+  // without its end (only possible at exit), whose lock must not be
+  // unlocked by a thread that does not own it.
+  void abandon() { held_ = false; }
 
 private:
   Admission(AdmissionLock &lock, bool internal) : lock_(lock) {
     if (lock_.owner.load(std::memory_order_relaxed) ==
         std::this_thread::get_id()) {
-      status_ = fail(T4A_ERROR_REENTRANT,
-                     "this thread is already inside an operation of this "
-                     "runtime (called from a callback); waiting would "
-                     "deadlock");
+      status_ = lock_.raw_scope
+                    ? fail(T4A_ERROR_REENTRANT,
+                           "this thread holds a raw scope of this runtime "
+                           "(t4a_raw_begin); end it with t4a_raw_end before "
+                           "calling into this runtime (other runtimes work "
+                           "inside the scope)")
+                    : fail(T4A_ERROR_REENTRANT,
+                           "this thread is already inside an operation of "
+                           "this runtime (called from a callback); waiting "
+                           "would deadlock");
       return;
     }
 #if defined(T4A_TESTING)

@@ -21,6 +21,7 @@ enum class Kind : uint8_t {
   Module = 6,
   Kernel = 7,
   Completion = 8,
+  RawScope = 9,
   TestObject = 255, // test builds: registry stress objects
 };
 

@@ -142,6 +142,9 @@ inline DrvResult stream_query(CUstream s) { return T4A_CU(cuStreamQuery, s); }
 inline DrvResult stream_wait_event(CUstream s, CUevent e, unsigned flags) {
   return T4A_CU(cuStreamWaitEvent, s, e, flags);
 }
+inline DrvResult stream_get_ctx(CUstream s, CUcontext *c) {
+  return T4A_CU(cuStreamGetCtx, s, c);
+}
 // Event management.
 inline DrvResult event_create(CUevent *e, unsigned flags) {
   return T4A_CU(cuEventCreate, e, flags);

@@ -15,8 +15,9 @@
  * them): fake_cuda_fail_next() makes the next cuStreamCreate or
  * cuMemPoolCreate fail the way a real driver may, writing a garbage handle
  * into its out-parameter; the calls that take a stream or pool reject that
- * handle with INVALID_HANDLE. fake_cuda_live() counts live streams and
- * pools and the primary-context references of device 0.
+ * handle with INVALID_HANDLE. fake_cuda_live() counts live streams, pools
+ * and stream-ordered allocations and the primary-context references of
+ * device 0.
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
 #define _POSIX_C_SOURCE 200809L
@@ -56,7 +57,7 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 /* The garbage a failing create writes (see the test controls). */
 #define FAKE_GARBAGE ((uintptr_t)0xDEAD0000u)
 static int g_fail_stream_create, g_fail_pool_create; /* CUresult, 0: none */
-static int g_live_streams, g_live_pools;
+static int g_live_streams, g_live_pools, g_live_allocations;
 
 /* The failure armed for `*slot`, disarmed; 0 when none (under g_mu). */
 static int take_failure(int *slot) {
@@ -312,6 +313,19 @@ static CUresult f_cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) {
   (void)f;
   return s != NULL && e != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
+/* The context a stream was created in; the NULL stream is the current
+ * context's legacy stream, as in the driver. */
+static CUresult f_cuStreamGetCtx(CUstream s, CUcontext *c) {
+  if ((uintptr_t)s == FAKE_GARBAGE) return CUDA_ERROR_INVALID_HANDLE;
+  if (c == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (s == NULL) {
+    if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+    *c = tl_current;
+    return CUDA_SUCCESS;
+  }
+  *c = s->ctx;
+  return CUDA_SUCCESS;
+}
 static CUresult f_cuEventCreate(CUevent *e, unsigned f) {
   (void)f;
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
@@ -383,11 +397,13 @@ static CUresult f_cuMemAllocFromPoolAsync(CUdeviceptr *d, size_t bytes,
   if (bytes > max_alloc()) return CUDA_ERROR_OUT_OF_MEMORY;
   void *m = NULL;
   if (posix_memalign(&m, 256, bytes) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  count(&g_live_allocations, 1);
   *d = (CUdeviceptr)(uintptr_t)m;
   return CUDA_SUCCESS;
 }
 static CUresult f_cuMemFreeAsync(CUdeviceptr d, CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0) count(&g_live_allocations, -1);
   free((void *)(uintptr_t)d);
   return CUDA_SUCCESS;
 }
@@ -555,18 +571,18 @@ static const struct {
             E(cuDevicePrimaryCtxGetState) E(cuCtxGetCurrent) E(
                 cuCtxSetCurrent) E(cuCtxGetDevice) E(cuStreamCreate)
                 E(cuStreamDestroy) E(cuStreamSynchronize) E(cuStreamQuery) E(
-                    cuStreamWaitEvent) E(cuEventCreate) E(cuEventDestroy)
-                    E(cuEventRecord) E(cuEventQuery) E(cuEventSynchronize) E(
-                        cuMemPoolCreate) E(cuMemPoolDestroy)
-                        E(cuMemPoolSetAttribute) E(cuMemPoolGetAttribute) E(
-                            cuMemPoolTrimTo) E(cuMemAllocFromPoolAsync)
-                            E(cuMemFreeAsync) E(cuMemsetD8Async) E(
-                                cuMemcpyHtoDAsync) E(cuMemcpyDtoHAsync)
-                                E(cuMemcpyDtoDAsync) E(cuMemHostAlloc) E(
-                                    cuMemFreeHost) E(cuModuleLoadData)
-                                    E(cuModuleUnload) E(cuModuleGetFunction) E(
-                                        cuFuncGetAttribute) E(cuFuncSetAttribute)
-                                        E(cuLaunchKernel) E(
+                    cuStreamWaitEvent) E(cuStreamGetCtx) E(cuEventCreate)
+                    E(cuEventDestroy) E(cuEventRecord) E(cuEventQuery) E(
+                        cuEventSynchronize) E(cuMemPoolCreate)
+                        E(cuMemPoolDestroy) E(cuMemPoolSetAttribute) E(
+                            cuMemPoolGetAttribute) E(cuMemPoolTrimTo)
+                            E(cuMemAllocFromPoolAsync) E(cuMemFreeAsync) E(
+                                cuMemsetD8Async) E(cuMemcpyHtoDAsync)
+                                E(cuMemcpyDtoHAsync) E(cuMemcpyDtoDAsync) E(
+                                    cuMemHostAlloc) E(cuMemFreeHost)
+                                    E(cuModuleLoadData) E(cuModuleUnload) E(
+                                        cuModuleGetFunction) E(cuFuncGetAttribute)
+                                        E(cuFuncSetAttribute) E(cuLaunchKernel) E(
                                             cuOccupancyMaxActiveBlocksPerMultiprocessor)
                                             E(cuOccupancyMaxPotentialBlockSize)};
 #undef E
@@ -607,12 +623,14 @@ FAKE_API void fake_cuda_last_launch(unsigned dims[6]) {
   pthread_mutex_unlock(&g_mu);
 }
 
-/* "streams", "pools" or "context_refs" (device 0); -1 for another name. */
+/* "streams", "pools", "allocations" (stream-ordered, not yet freed) or
+ * "context_refs" (device 0); -1 for another name. */
 FAKE_API int fake_cuda_live(const char *what) {
   int n = -1;
   pthread_mutex_lock(&g_mu);
   if (strcmp(what, "streams") == 0) n = g_live_streams;
   if (strcmp(what, "pools") == 0) n = g_live_pools;
+  if (strcmp(what, "allocations") == 0) n = g_live_allocations;
   if (strcmp(what, "context_refs") == 0) n = g_primary[0].refs;
   pthread_mutex_unlock(&g_mu);
   return n;

@@ -43,6 +43,9 @@ _Static_assert(offsetof(t4a_runtime_stats, struct_size) == 0, "size first");
 _Static_assert(offsetof(t4a_buffer_info, struct_size) == 0, "size first");
 _Static_assert(offsetof(t4a_process_stats, struct_size) == 0, "size first");
 _Static_assert(offsetof(t4a_process_fault, struct_size) == 0, "size first");
+_Static_assert(offsetof(t4a_raw_info, struct_size) == 0, "size first");
+_Static_assert(sizeof(t4a_raw_info) == 4 + 4 + 2 * sizeof(void *),
+               "t4a_raw_info has no padding");
 /* No hidden padding in the structs of this version (reserved fields fill
  * the gaps), so a caller's zeroed struct has no indeterminate bytes and
  * the 64-bit fields are 8-byte aligned. */
@@ -92,6 +95,7 @@ static const t4a_runtime_stats k_runtime_stats = T4A_RUNTIME_STATS_INIT;
 static const t4a_buffer_info k_buffer_info = T4A_BUFFER_INFO_INIT;
 static const t4a_process_stats k_process_stats = T4A_PROCESS_STATS_INIT;
 static const t4a_process_fault k_process_fault = T4A_PROCESS_FAULT_INIT;
+static const t4a_raw_info k_raw_info = T4A_RAW_INFO_INIT;
 static const t4a_compile_request k_compile_request = T4A_COMPILE_REQUEST_INIT;
 static const t4a_artifact_info k_artifact_info = T4A_ARTIFACT_INFO_INIT;
 static const t4a_compile_stats k_compile_stats = T4A_COMPILE_STATS_INIT;
@@ -141,6 +145,7 @@ static void test_init_macros(void **state) {
   t4a_buffer_info buffer_info = T4A_BUFFER_INFO_INIT;
   t4a_process_stats process_stats = T4A_PROCESS_STATS_INIT;
   t4a_process_fault process_fault = T4A_PROCESS_FAULT_INIT;
+  t4a_raw_info raw_info = T4A_RAW_INFO_INIT;
   t4a_compile_request compile_request = T4A_COMPILE_REQUEST_INIT;
   t4a_artifact_info artifact_info = T4A_ARTIFACT_INFO_INIT;
   t4a_compile_stats compile_stats = T4A_COMPILE_STATS_INIT;
@@ -228,6 +233,10 @@ static void test_init_macros(void **state) {
   assert_int_equal(process_stats.leaked_staging_bytes, 0);
   assert_int_equal(process_stats.leaked_host_buffers, 0);
   assert_int_equal(process_fault.struct_size, sizeof(t4a_process_fault));
+  assert_int_equal(raw_info.struct_size, sizeof(t4a_raw_info));
+  assert_int_equal(k_raw_info.struct_size, sizeof(t4a_raw_info));
+  assert_null(raw_info.context);
+  assert_null(raw_info.stream);
   assert_int_equal(process_fault.has_fault, 0);
   assert_int_equal(process_fault.device_ordinal, 0);
   assert_int_equal(process_fault.driver_result, 0);

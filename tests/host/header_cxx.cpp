@@ -51,6 +51,7 @@ static const t4a_runtime_stats k_runtime_stats = T4A_RUNTIME_STATS_INIT;
 static const t4a_buffer_info k_buffer_info = T4A_BUFFER_INFO_INIT;
 static const t4a_process_stats k_process_stats = T4A_PROCESS_STATS_INIT;
 static const t4a_process_fault k_process_fault = T4A_PROCESS_FAULT_INIT;
+static const t4a_raw_info k_raw_info = T4A_RAW_INFO_INIT;
 static const t4a_compile_request k_compile_request = T4A_COMPILE_REQUEST_INIT;
 static const t4a_artifact_info k_artifact_info = T4A_ARTIFACT_INFO_INIT;
 static const t4a_compile_stats k_compile_stats = T4A_COMPILE_STATS_INIT;
@@ -139,6 +140,7 @@ int main() {
         "process_stats");
   check(k_process_fault.struct_size == sizeof(t4a_process_fault),
         "process_fault");
+  check(k_raw_info.struct_size == sizeof(t4a_raw_info), "raw_info");
   check(k_compile_request.struct_size == sizeof(t4a_compile_request),
         "compile_request");
   check(k_artifact_info.struct_size == sizeof(t4a_artifact_info),

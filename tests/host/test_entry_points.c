@@ -52,6 +52,7 @@
 #define KIND_MODULE 6u
 #define KIND_KERNEL 7u
 #define KIND_COMPLETION 8u
+#define KIND_RAW_SCOPE 9u
 #define KIND_TEST_OBJECT 255u
 #define MAKE_ID(kind, gen, slot)                                               \
   (((uint64_t)(kind) << 56) | ((uint64_t)((gen)&0xFFFFFFu) << 32) |            \
@@ -883,6 +884,46 @@ static t4a_status call_completion_release(uint64_t id) {
   return t4a_completion_release(c);
 }
 
+static t4a_status call_raw_begin(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_raw_scope scope = {SENTINEL_ID};
+  t4a_raw_info info, copy;
+  t4a_status s;
+  memset(&info, 0x5A, sizeof info);
+  info.struct_size = sizeof info;
+  memcpy(&copy, &info, sizeof info);
+  s = t4a_raw_begin(rt, &scope, &info);
+  if (s != T4A_SUCCESS) {
+    assert_int_equal(scope.id, SENTINEL_ID);
+    assert_memory_equal(&info, &copy, sizeof info);
+  }
+  return s;
+}
+
+static t4a_status call_raw_buffer(uint64_t id) {
+  t4a_raw_scope scope = {id};
+  t4a_buffer b = {FORGED_BUFFER_A};
+  uint64_t p = SENTINEL_ID;
+  t4a_status s = t4a_raw_buffer(scope, b, &p);
+  if (s != T4A_SUCCESS) assert_int_equal(p, SENTINEL_ID);
+  return s;
+}
+
+static t4a_status call_raw_end(uint64_t id) {
+  t4a_raw_scope scope = {id};
+  return t4a_raw_end(scope);
+}
+
+static t4a_status call_runtime_wait_stream(uint64_t id) {
+  t4a_runtime rt = {id};
+  return t4a_runtime_wait_stream(rt, NULL);
+}
+
+static t4a_status call_runtime_signal_stream(uint64_t id) {
+  t4a_runtime rt = {id};
+  return t4a_runtime_signal_stream(rt, NULL);
+}
+
 /* -- testing-only -- */
 
 #if defined(T4A_TEST_HAVE_TESTING)
@@ -1071,6 +1112,12 @@ static const row k_rows[] = {
     HANDLE_ROW(completion_wait, KIND_COMPLETION, "completion", 0),
     HANDLE_ROW(completion_retain, KIND_COMPLETION, "completion", 0),
     HANDLE_ROW(completion_release, KIND_COMPLETION, "completion", 1),
+    /* raw seam */
+    HANDLE_ROW(raw_begin, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(raw_buffer, KIND_RAW_SCOPE, "scope", 0),
+    HANDLE_ROW(raw_end, KIND_RAW_SCOPE, "scope", 0),
+    HANDLE_ROW(runtime_wait_stream, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(runtime_signal_stream, KIND_RUNTIME, "runtime", 0),
     /* process-wide counters */
     ROW(t4a_process_stats_get, CONTEXT_FREE, check_process_stats_get),
     ROW(t4a_process_fault_get, CONTEXT_FREE, check_process_fault_get),

@@ -65,6 +65,7 @@ static void test_every_init_is_zero_fill(void **state) {
   EXPECT_INIT_IS_ZERO_FILL(t4a_kernel_info, T4A_KERNEL_INFO_INIT);
   EXPECT_INIT_IS_ZERO_FILL(t4a_process_stats, T4A_PROCESS_STATS_INIT);
   EXPECT_INIT_IS_ZERO_FILL(t4a_process_fault, T4A_PROCESS_FAULT_INIT);
+  EXPECT_INIT_IS_ZERO_FILL(t4a_raw_info, T4A_RAW_INFO_INIT);
   /* t4a_arg has no struct_size (its layout is frozen): all zero bytes */
   {
     static const t4a_arg init = T4A_ARG_INIT;

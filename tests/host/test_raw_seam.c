@@ -1,0 +1,416 @@
+/*
+ * Host lane (fake driver, two devices): the raw seam (docs/raw-seam.md).
+ *   - begin hands out the runtime's context and stream, makes the context
+ *     current; end restores the one current before, also when the restore
+ *     or the begin fails (fault injection);
+ *   - inside a scope, admitted calls on the same runtime from the same
+ *     thread return REENTRANT naming the raw scope; allocation works;
+ *     another runtime works;
+ *   - a buffer registered and released right after end stays allocated
+ *     until the runtime's epoch retires (synchronize);
+ *   - nested scopes on two runtimes end in LIFO order (out of order is
+ *     refused and changes nothing); each end restores its context;
+ *   - misuse: wrong runtime, empty buffer, NULL out-pointer, another
+ *     thread's raw_buffer/end, a stale scope, destroy on the owning thread
+ *     (REENTRANT, nothing changed) and on another thread (waits for end);
+ *   - wait_stream / signal_stream with a caller's stream, and a stream of
+ *     another context refused.
+ * SPDX-License-Identifier: MIT OR Apache-2.0
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "t4acuda.h"
+#include "t4acuda_testing.h"
+#include "test_assert.h"
+
+/* ---- the fake driver's controls and entry points ----------------------- */
+
+typedef int (*get_proc_fn)(const char *, void **, int, uint64_t, void *);
+typedef int (*live_fn)(const char *);
+typedef int (*ctx_get_fn)(void **);
+typedef int (*ctx_set_fn)(void *);
+typedef int (*stream_create_fn)(void **, unsigned);
+typedef int (*stream_destroy_fn)(void *);
+
+static void *fake_symbol(const char *name) {
+  void *lib = dlopen(T4A_FAKE_CUDA_PATH, RTLD_NOW | RTLD_NOLOAD);
+  if (lib == NULL) fail_msg("the fake driver is not loaded: %s", dlerror());
+  void *sym = dlsym(lib, name);
+  if (sym == NULL) fail_msg("the fake driver has no %s", name);
+  return sym;
+}
+
+static void *driver_entry(const char *name) {
+  get_proc_fn get = (get_proc_fn)fake_symbol("cuGetProcAddress_v2");
+  void *fn = NULL;
+  if (get(name, &fn, 12000, 0, NULL) != 0 || fn == NULL)
+    fail_msg("the fake driver has no %s", name);
+  return fn;
+}
+
+static int live_allocations(void) {
+  return ((live_fn)fake_symbol("fake_cuda_live"))("allocations");
+}
+static void *current_context(void) {
+  void *c = (void *)1;
+  assert_int_equal(((ctx_get_fn)driver_entry("cuCtxGetCurrent"))(&c), 0);
+  return c;
+}
+static void set_current_context(void *c) {
+  assert_int_equal(((ctx_set_fn)driver_entry("cuCtxSetCurrent"))(c), 0);
+}
+
+static t4a_runtime make_runtime(int32_t ordinal) {
+  t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
+  t4a_runtime rt;
+  o.device_ordinal = ordinal;
+  ASSERT_OK(t4a_runtime_create(&o, &rt));
+  return rt;
+}
+
+static t4a_runtime_info info_of(t4a_runtime rt) {
+  t4a_runtime_info i = T4A_RUNTIME_INFO_INIT;
+  ASSERT_OK(t4a_runtime_info_get(rt, &i));
+  return i;
+}
+
+/* ---- begin, REENTRANT inside, context restored ------------------------- */
+
+static void test_begin_end_context(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime(0), other = make_runtime(0);
+  t4a_runtime_info ri = info_of(rt);
+  set_current_context(NULL);
+  t4a_raw_scope scope = {0};
+  t4a_raw_info info = T4A_RAW_INFO_INIT;
+  ASSERT_OK(t4a_raw_begin(rt, &scope, &info));
+  assert_int_not_equal(scope.id, T4A_NULL_ID);
+  assert_int_equal(info.struct_size, sizeof info);
+  assert_int_equal(info.device_ordinal, 0);
+  assert_ptr_equal(info.context, ri.context);
+  assert_ptr_equal(info.stream, ri.stream);
+  assert_ptr_equal(current_context(), ri.context);
+
+  /* Admitted calls on the same runtime: REENTRANT, naming the scope. */
+  unsigned char bytes[64] = {0};
+  t4a_buffer b;
+  ASSERT_OK(t4a_buffer_alloc(rt, sizeof bytes, 0, &b)); /* not admitted */
+  ASSERT_STATUS(t4a_buffer_upload(rt, b, 0, bytes, sizeof bytes),
+                T4A_ERROR_REENTRANT);
+  ASSERT_MESSAGE_HAS("raw scope");
+  ASSERT_MESSAGE_HAS("t4a_raw_end");
+  ASSERT_STATUS(t4a_buffer_fill(rt, b, 0, 8, 1), T4A_ERROR_REENTRANT);
+  ASSERT_STATUS(t4a_runtime_synchronize(rt), T4A_ERROR_REENTRANT);
+  t4a_completion c = {0};
+  ASSERT_STATUS(t4a_runtime_record(rt, &c), T4A_ERROR_REENTRANT);
+  ASSERT_STATUS(t4a_runtime_wait_stream(rt, info.stream), T4A_ERROR_REENTRANT);
+  ASSERT_STATUS(t4a_runtime_signal_stream(rt, info.stream),
+                T4A_ERROR_REENTRANT);
+  t4a_raw_scope again = {0};
+  t4a_raw_info info2 = T4A_RAW_INFO_INIT;
+  ASSERT_STATUS(t4a_raw_begin(rt, &again, &info2), T4A_ERROR_REENTRANT);
+  assert_int_equal(again.id, T4A_NULL_ID);
+  /* Destroy on the owning thread: REENTRANT, nothing changed. */
+  ASSERT_STATUS(t4a_runtime_destroy(rt), T4A_ERROR_REENTRANT);
+  ASSERT_MESSAGE_HAS("raw scope");
+  ASSERT_OK(t4a_runtime_info_get(rt, &ri));
+  /* Another runtime works inside the scope. */
+  t4a_buffer ob;
+  ASSERT_OK(t4a_buffer_alloc(other, sizeof bytes, 0, &ob));
+  ASSERT_OK(t4a_buffer_upload(other, ob, 0, bytes, sizeof bytes));
+  ASSERT_OK(t4a_runtime_synchronize(other));
+  assert_ptr_equal(current_context(), ri.context); /* still the scope's */
+
+  ASSERT_OK(t4a_raw_end(scope));
+  assert_ptr_equal(current_context(), NULL);
+  /* The handle is gone; the runtime works again. */
+  ASSERT_STATUS(t4a_raw_end(scope), T4A_ERROR_INVALID_HANDLE);
+  ASSERT_MESSAGE_HAS("released (stale)");
+  ASSERT_OK(t4a_buffer_upload(rt, b, 0, bytes, sizeof bytes));
+  ASSERT_OK(t4a_buffer_release(b));
+  ASSERT_OK(t4a_buffer_release(ob));
+  ASSERT_OK(t4a_runtime_destroy(other));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
+/* ---- a released buffer outlives the raw work ---------------------------- */
+
+static void test_buffer_kept_until_completion(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime(0);
+  t4a_buffer b;
+  ASSERT_OK(t4a_buffer_alloc(rt, 4096, T4A_BUFFER_ZERO, &b));
+  t4a_buffer_info bi = T4A_BUFFER_INFO_INIT;
+  ASSERT_OK(t4a_buffer_info_get(b, &bi));
+  ASSERT_OK(t4a_runtime_synchronize(rt));
+  int before = live_allocations();
+  t4a_runtime_stats st0 = T4A_RUNTIME_STATS_INIT;
+  ASSERT_OK(t4a_runtime_stats_get(rt, &st0));
+
+  t4a_raw_scope scope;
+  t4a_raw_info info = T4A_RAW_INFO_INIT;
+  ASSERT_OK(t4a_raw_begin(rt, &scope, &info));
+  uint64_t p = 0, p2 = 0;
+  ASSERT_OK(t4a_raw_buffer(scope, b, &p));
+  ASSERT_OK(t4a_raw_buffer(scope, b, &p2)); /* twice: allowed, one keep */
+  assert_int_equal(p, bi.device_pointer);
+  assert_int_equal(p2, p);
+  /* "raw work": the fake's device memory is host memory */
+  memset((void *)(uintptr_t)p, 0x3C, 4096);
+  ASSERT_OK(t4a_raw_end(scope));
+  ASSERT_OK(t4a_buffer_release(b)); /* right after end */
+  if (live_allocations() != before)
+    fail_msg("the registered buffer was freed at its release (%d live "
+             "allocations, %d before): it must stay until the raw work "
+             "completes",
+             live_allocations(), before);
+  t4a_runtime_stats st1 = T4A_RUNTIME_STATS_INIT;
+  ASSERT_OK(t4a_runtime_stats_get(rt, &st1));
+  assert_int_equal(st1.open_epoch_items, st0.open_epoch_items + 1);
+  ASSERT_OK(t4a_runtime_synchronize(rt)); /* the epoch retires */
+  assert_int_equal(live_allocations(), before - 1);
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
+/* ---- nested scopes on two runtimes (two devices) ------------------------ */
+
+static void test_nested_lifo(void **state) {
+  (void)state;
+  t4a_runtime r0 = make_runtime(0), r1 = make_runtime(1);
+  t4a_runtime_info i0 = info_of(r0), i1 = info_of(r1);
+  assert_ptr_not_equal(i0.context, i1.context);
+  set_current_context(NULL);
+  t4a_raw_scope s0, s1;
+  t4a_raw_info a = T4A_RAW_INFO_INIT, b = T4A_RAW_INFO_INIT;
+  ASSERT_OK(t4a_raw_begin(r0, &s0, &a));
+  assert_ptr_equal(current_context(), i0.context);
+  ASSERT_OK(t4a_raw_begin(r1, &s1, &b));
+  assert_int_equal(b.device_ordinal, 1);
+  assert_ptr_equal(current_context(), i1.context);
+  /* Each registers only its own runtime's buffers. */
+  t4a_buffer b0, b1;
+  uint64_t p = 0;
+  ASSERT_OK(t4a_buffer_alloc(r0, 256, 0, &b0));
+  ASSERT_OK(t4a_buffer_alloc(r1, 256, 0, &b1));
+  ASSERT_STATUS(t4a_raw_buffer(s1, b0, &p), T4A_ERROR_WRONG_RUNTIME);
+  ASSERT_MESSAGE_HAS("buffer belongs to runtime domain");
+  assert_int_equal(p, 0);
+  ASSERT_OK(t4a_raw_buffer(s0, b0, &p));
+  ASSERT_OK(t4a_raw_buffer(s1, b1, &p));
+  /* Out of order: refused, nothing changes. */
+  ASSERT_STATUS(t4a_raw_end(s0), T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("reverse order");
+  assert_ptr_equal(current_context(), i1.context);
+  ASSERT_STATUS(t4a_buffer_fill(r0, b0, 0, 8, 0), T4A_ERROR_REENTRANT);
+  ASSERT_OK(t4a_raw_end(s1));
+  assert_ptr_equal(current_context(), i0.context);
+  ASSERT_OK(t4a_buffer_fill(r1, b1, 0, 8, 0)); /* r1 free again */
+  ASSERT_OK(t4a_raw_end(s0));
+  assert_ptr_equal(current_context(), NULL);
+  ASSERT_OK(t4a_buffer_release(b0));
+  ASSERT_OK(t4a_buffer_release(b1));
+  ASSERT_OK(t4a_runtime_destroy(r1));
+  ASSERT_OK(t4a_runtime_destroy(r0));
+}
+
+/* ---- misuse ------------------------------------------------------------- */
+
+typedef struct cross {
+  t4a_raw_scope scope;
+  t4a_buffer buffer;
+  t4a_runtime rt;
+  t4a_status buffer_status, end_status, destroy_status;
+  char message[1024];
+  atomic_int done;
+} cross;
+
+static void *use_from_other_thread(void *arg) {
+  cross *x = arg;
+  uint64_t p = 0;
+  x->buffer_status = t4a_raw_buffer(x->scope, x->buffer, &p);
+  x->end_status = t4a_raw_end(x->scope);
+  snprintf(x->message, sizeof x->message, "%s", last_message());
+  return NULL;
+}
+
+static void *destroy_from_other_thread(void *arg) {
+  cross *x = arg;
+  x->destroy_status = t4a_runtime_destroy(x->rt);
+  atomic_store(&x->done, 1);
+  return NULL;
+}
+
+static void test_misuse(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime(0);
+  t4a_raw_scope scope = {0};
+  t4a_raw_info info = T4A_RAW_INFO_INIT;
+  ASSERT_STATUS(t4a_raw_begin(rt, NULL, &info), T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("scope is NULL");
+  ASSERT_STATUS(t4a_raw_begin(rt, &scope, NULL), T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("info is NULL");
+  info.struct_size = 2;
+  ASSERT_STATUS(t4a_raw_begin(rt, &scope, &info), T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("info->struct_size");
+  assert_int_equal(scope.id, T4A_NULL_ID);
+  /* A smaller (older) info struct is filled up to its size. */
+  info.struct_size = 8;
+  info.context = (void *)0x1234;
+  ASSERT_OK(t4a_raw_begin(rt, &scope, &info));
+  assert_int_equal(info.struct_size, 8);
+  assert_ptr_equal(info.context, (void *)0x1234);
+
+  t4a_buffer empty, b;
+  uint64_t p = 77;
+  ASSERT_OK(t4a_buffer_alloc(rt, 0, 0, &empty));
+  ASSERT_OK(t4a_buffer_alloc(rt, 512, 0, &b));
+  ASSERT_STATUS(t4a_raw_buffer(scope, empty, &p), T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("empty");
+  ASSERT_STATUS(t4a_raw_buffer(scope, b, NULL), T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("device_pointer is NULL");
+  t4a_raw_scope forged = {scope.id ^ 0x100000000ull};
+  ASSERT_STATUS(t4a_raw_buffer(forged, b, &p), T4A_ERROR_INVALID_HANDLE);
+  assert_int_equal(p, 77);
+
+  /* Another thread may neither register nor end: both threads named. */
+  cross x;
+  memset(&x, 0, sizeof x);
+  x.scope = scope;
+  x.buffer = b;
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, use_from_other_thread, &x), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  assert_int_equal(x.buffer_status, T4A_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(x.end_status, T4A_ERROR_INVALID_ARGUMENT);
+  if (strstr(x.message, "was begun on thread") == NULL ||
+      strstr(x.message, "this is thread") == NULL)
+    fail_msg("the other thread's end did not name both threads: %s", x.message);
+
+  /* Another thread's destroy waits for the end, then succeeds. */
+  memset(&x, 0, sizeof x);
+  x.rt = rt;
+  assert_int_equal(pthread_create(&t, NULL, destroy_from_other_thread, &x), 0);
+  struct timespec pause = {0, 100 * 1000 * 1000};
+  nanosleep(&pause, NULL);
+  if (atomic_load(&x.done))
+    fail_msg("t4a_runtime_destroy on another thread returned %s while the "
+             "raw scope was open",
+             t4a_status_name(x.destroy_status));
+  ASSERT_OK(t4a_raw_buffer(scope, b, &p)); /* the scope still works */
+  ASSERT_OK(t4a_raw_end(scope));
+  assert_int_equal(pthread_join(t, NULL), 0);
+  assert_int_equal(x.destroy_status, T4A_SUCCESS);
+  ASSERT_OK(t4a_buffer_release(b));
+  ASSERT_OK(t4a_buffer_release(empty));
+}
+
+/* ---- failures: the context is restored, admission released ------------- */
+
+static void test_failures_restore(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime(0);
+  t4a_runtime_info ri = info_of(rt);
+  set_current_context(NULL);
+  t4a_raw_scope scope = {0};
+  t4a_raw_info info = T4A_RAW_INFO_INIT;
+  /* Begin cannot make the context current: nothing held or changed. */
+  ASSERT_OK(t4a_testing_fault_arm("cuCtxSetCurrent", 1, 201 /* INVALID_CONTEXT
+                                                             */
+                                  ,
+                                  T4A_TESTING_FAULT_INSTEAD));
+  ASSERT_STATUS(t4a_raw_begin(rt, &scope, &info), T4A_ERROR_DRIVER);
+  ASSERT_MESSAGE_HAS("cuCtxSetCurrent");
+  t4a_testing_fault_reset();
+  assert_int_equal(scope.id, T4A_NULL_ID);
+  assert_ptr_equal(current_context(), NULL);
+  ASSERT_OK(t4a_runtime_synchronize(rt)); /* not REENTRANT: released */
+
+  /* End's restore fails: reported, the scope is ended anyway. */
+  ASSERT_OK(t4a_raw_begin(rt, &scope, &info));
+  assert_ptr_equal(current_context(), ri.context);
+  ASSERT_OK(t4a_testing_fault_arm("cuCtxSetCurrent", 1, 201,
+                                  T4A_TESTING_FAULT_INSTEAD));
+  ASSERT_STATUS(t4a_raw_end(scope), T4A_ERROR_DRIVER);
+  ASSERT_MESSAGE_HAS("restoring the context");
+  t4a_testing_fault_reset();
+  ASSERT_STATUS(t4a_raw_end(scope), T4A_ERROR_INVALID_HANDLE);
+  ASSERT_OK(t4a_runtime_synchronize(rt)); /* admission was released */
+  set_current_context(NULL);
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
+/* ---- external streams --------------------------------------------------- */
+
+static void test_wait_signal_stream(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime(0), r1 = make_runtime(1);
+  t4a_runtime_info ri = info_of(rt), i1 = info_of(r1);
+  stream_create_fn create = (stream_create_fn)driver_entry("cuStreamCreate");
+  stream_destroy_fn destroy =
+      (stream_destroy_fn)driver_entry("cuStreamDestroy");
+  void *mine = NULL, *foreign = NULL;
+  set_current_context(ri.context);
+  assert_int_equal(create(&mine, 1), 0);
+  set_current_context(i1.context);
+  assert_int_equal(create(&foreign, 1), 0);
+  set_current_context(NULL);
+
+  t4a_runtime_stats s0 = T4A_RUNTIME_STATS_INIT, s1 = T4A_RUNTIME_STATS_INIT;
+  ASSERT_OK(t4a_runtime_stats_get(rt, &s0));
+  t4a_testing_count_calls(1);
+  ASSERT_OK(t4a_runtime_wait_stream(rt, mine));
+  assert_int_equal(t4a_testing_call_count("cuEventRecord"), 1);
+  assert_int_equal(t4a_testing_call_count("cuStreamWaitEvent"), 1);
+  ASSERT_OK(t4a_runtime_signal_stream(rt, mine));
+  ASSERT_OK(t4a_runtime_signal_stream(rt, foreign)); /* any context */
+  assert_int_equal(t4a_testing_call_count("cuEventRecord"), 3);
+  assert_int_equal(t4a_testing_call_count("cuStreamWaitEvent"), 3);
+  /* Waiting for a stream of another context: refused, nothing enqueued. */
+  ASSERT_STATUS(t4a_runtime_wait_stream(rt, foreign),
+                T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("not to the runtime's context");
+  assert_int_equal(t4a_testing_call_count("cuEventRecord"), 3);
+  t4a_testing_count_calls(0);
+  t4a_testing_fault_reset();
+  ASSERT_OK(t4a_runtime_stats_get(rt, &s1));
+  assert_int_equal(s1.events_recorded, s0.events_recorded + 3);
+  /* The stream of the other runtime's device is its own. */
+  ASSERT_OK(t4a_runtime_wait_stream(r1, foreign));
+  assert_ptr_equal(current_context(), NULL);
+
+  set_current_context(ri.context);
+  assert_int_equal(destroy(mine), 0);
+  assert_int_equal(destroy(foreign), 0);
+  set_current_context(NULL);
+  ASSERT_OK(t4a_runtime_destroy(r1));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
+int main(void) {
+  setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);
+  setenv("FAKE_CUDA_DEVICES", "2", 1);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_begin_end_context),
+      cmocka_unit_test(test_buffer_kept_until_completion),
+      cmocka_unit_test(test_nested_lifo),
+      cmocka_unit_test(test_misuse),
+      cmocka_unit_test(test_failures_restore),
+      cmocka_unit_test(test_wait_signal_stream),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
