@@ -368,9 +368,9 @@ void cross_runtime_rows(t4a_runtime rt, t4a_buffer src, uint64_t n, int reps,
     const int slots = 8;
     void *pinned = nullptr;
     check_cu(raw.cuCtxSetCurrent(a.ctx), "cuCtxSetCurrent");
-    check_cu(raw.cuMemHostAlloc(&pinned, chunk * slots,
-                                CU_MEMHOSTALLOC_PORTABLE),
-             "pinned");
+    check_cu(
+        raw.cuMemHostAlloc(&pinned, chunk * slots, CU_MEMHOSTALLOC_PORTABLE),
+        "pinned");
     std::vector<CUevent> d2h(slots), h2d(slots);
     std::vector<bool> used(slots, false);
     for (CUevent &e : d2h)

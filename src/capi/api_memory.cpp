@@ -120,11 +120,11 @@ T4A_API t4a_status t4a_buffer_copy(t4a_runtime runtime, t4a_buffer dst,
 T4A_API t4a_status t4a_runtime_enable_peer(t4a_runtime runtime,
                                            t4a_runtime peer) {
   return T4A_ENTRY({
-    return capi::call(in(runtime, "runtime"), in(peer, "peer"),
-                      [&](Ref<core::Runtime> &a,
-                          Ref<core::Runtime> &b) -> t4a_status {
-                        return memory::enable_peer(*a, *b);
-                      });
+    return capi::call(
+        in(runtime, "runtime"), in(peer, "peer"),
+        [&](Ref<core::Runtime> &a, Ref<core::Runtime> &b) -> t4a_status {
+          return memory::enable_peer(*a, *b);
+        });
   });
 }
 

@@ -201,8 +201,8 @@ inline DrvResult memcpy_dtod_async(CUdeviceptr dst, CUdeviceptr src, size_t n,
   return T4A_CU(cuMemcpyDtoDAsync, dst, src, n, s);
 }
 inline DrvResult memcpy_peer_async(CUdeviceptr dst, CUcontext dst_ctx,
-                                   CUdeviceptr src, CUcontext src_ctx,
-                                   size_t n, CUstream s) {
+                                   CUdeviceptr src, CUcontext src_ctx, size_t n,
+                                   CUstream s) {
   return T4A_CU(cuMemcpyPeerAsync, dst, dst_ctx, src, src_ctx, n, s);
 }
 inline DrvResult mem_pool_set_access(CUmemoryPool p, const CUmemAccessDesc *map,

@@ -88,9 +88,9 @@ t4a_status check_role(Runtime &rt, const char *role, const char *what) {
   int32_t result = e.driver_result;
   return core::fail_message(
       s,
-      core::format("%s: the %s runtime (domain %llu, device %d) is broken: ",
-                   what, role, static_cast<unsigned long long>(rt.domain()),
-                   rt.ordinal()) +
+      core::format(
+          "%s: the %s runtime (domain %llu, device %d) is broken: ", what, role,
+          static_cast<unsigned long long>(rt.domain()), rt.ordinal()) +
           message,
       result);
 }
@@ -107,8 +107,7 @@ t4a_status fail_step(Runtime &rt, DrvResult r, bool enqueued_before,
                    "was enqueued; the outcome is unknown, the source stays "
                    "kept by the destination runtime and staging touched is "
                    "quarantined",
-                   what, r.entry, core::describe(r.code).c_str(),
-                   rt.ordinal()),
+                   what, r.entry, core::describe(r.code).c_str(), rt.ordinal()),
       static_cast<int32_t>(r.code));
 }
 
@@ -164,9 +163,8 @@ t4a_status order_after(Runtime &from, Runtime &to, bool enqueued_before,
 
 // Same device or peer access: the event bracket around one copy on the
 // destination stream.
-t4a_status bracket(Runtime &drt, Buffer &dst, uint64_t dst_offset,
-                   Buffer &src, uint64_t src_offset, uint64_t bytes,
-                   bool peer) {
+t4a_status bracket(Runtime &drt, Buffer &dst, uint64_t dst_offset, Buffer &src,
+                   uint64_t src_offset, uint64_t bytes, bool peer) {
   Runtime &srt = src.runtime();
   const char *what = peer ? "copying between runtimes of peer devices"
                           : "copying between two runtimes of one device";
@@ -187,10 +185,10 @@ t4a_status bracket(Runtime &drt, Buffer &dst, uint64_t dst_offset,
       return s;
     CUdeviceptr d = dst.ptr() + dst_offset;
     CUdeviceptr from = src.ptr() + src_offset;
-    DrvResult r = peer ? cu::memcpy_peer_async(d, drt.context(), from,
-                                               srt.context(), bytes,
-                                               drt.stream())
-                       : cu::memcpy_dtod_async(d, from, bytes, drt.stream());
+    DrvResult r =
+        peer ? cu::memcpy_peer_async(d, drt.context(), from, srt.context(),
+                                     bytes, drt.stream())
+             : cu::memcpy_dtod_async(d, from, bytes, drt.stream());
     // Kept whatever the driver answered: after a failed enqueue the copy
     // may still run (its outcome is unknown), so the source is never
     // freed before the destination's stream is proven past it.
@@ -276,8 +274,7 @@ t4a_status query_peers(Runtime &a, Runtime &b, int *ab, int *ba) {
 }
 
 bool peer_enabled(Runtime &a, Runtime &b) {
-  return PeerState::of(a).has(b.ordinal()) &&
-         PeerState::of(b).has(a.ordinal());
+  return PeerState::of(a).has(b.ordinal()) && PeerState::of(b).has(a.ordinal());
 }
 
 // Context peer access from `from`'s context to `to`'s (one way); already
@@ -288,8 +285,7 @@ t4a_status enable_context(Runtime &from, Runtime &to) {
       s != T4A_SUCCESS)
     return s;
   DrvResult r = cu::ctx_enable_peer_access(to.context(), 0);
-  if (r || r.code == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
-    return T4A_SUCCESS;
+  if (r || r.code == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) return T4A_SUCCESS;
   return from.fail_op(r, "enabling context peer access");
 }
 
@@ -409,8 +405,7 @@ t4a_status copy_between(Runtime &drt, Buffer &dst, uint64_t dst_offset,
         count(drt, srt, &core::RuntimeCounters::peer_copies,
               &core::RuntimeCounters::peer_bytes, bytes);
       } else {
-        if (t4a_status s =
-                staged(drt, dst, dst_offset, src, src_offset, bytes);
+        if (t4a_status s = staged(drt, dst, dst_offset, src, src_offset, bytes);
             s != T4A_SUCCESS)
           return s;
         count(drt, srt, &core::RuntimeCounters::staged_copies,
@@ -426,8 +421,10 @@ t4a_status enable_peer(Runtime &a, Runtime &b) {
   const char *what = "enabling peer access";
   PairAdmission adm(a, b);
   if (adm.status() != T4A_SUCCESS) return adm.status();
-  if (t4a_status s = check_role(a, "first (runtime)", what); s != T4A_SUCCESS) return s;
-  if (t4a_status s = check_role(b, "second (peer)", what); s != T4A_SUCCESS) return s;
+  if (t4a_status s = check_role(a, "first (runtime)", what); s != T4A_SUCCESS)
+    return s;
+  if (t4a_status s = check_role(b, "second (peer)", what); s != T4A_SUCCESS)
+    return s;
   // One device: its own pools are always accessible to it, and its
   // runtimes share the primary context. Nothing to enable.
   if (a.ordinal() == b.ordinal()) return T4A_SUCCESS;

@@ -23,9 +23,8 @@ namespace t4a::memory {
 
 // Copies `bytes` from `src` (any runtime) to `dst`, a buffer of `dst_rt`.
 // Arguments are checked by the caller (ranges, owner of dst, overlap).
-t4a_status copy_between(core::Runtime &dst_rt, Buffer &dst,
-                        uint64_t dst_offset, Buffer &src, uint64_t src_offset,
-                        uint64_t bytes);
+t4a_status copy_between(core::Runtime &dst_rt, Buffer &dst, uint64_t dst_offset,
+                        Buffer &src, uint64_t src_offset, uint64_t bytes);
 
 // t4a_runtime_enable_peer: context peer access both ways and each pool
 // readable and writable by the other device. Same device: nothing to do.

@@ -155,7 +155,9 @@ static void copy_verified(t4a_runtime dst_rt, t4a_runtime src_rt,
   ASSERT_OK(t4a_buffer_release(dst));
 }
 
-static int64_t calls(const char *entry) { return t4a_testing_call_count(entry); }
+static int64_t calls(const char *entry) {
+  return t4a_testing_call_count(entry);
+}
 
 static void start_counting(void) {
   t4a_testing_fault_reset();
@@ -509,7 +511,8 @@ static void test_domain_order(void **state) {
   ASSERT_OK(t4a_runtime_destroy(c));
 }
 
-/* ---- both directions at once ---------------------------------------------- */
+/* ---- both directions at once ----------------------------------------------
+ */
 
 #define ROUNDS 60
 #define XBYTES 40001u

@@ -416,8 +416,8 @@ static t4a_status call_runtime_stats_get(uint64_t id) {
 static t4a_status call_runtime_enable_peer(uint64_t id) {
   t4a_runtime rt = {id}, none = {T4A_NULL_ID},
               peer = {MAKE_ID(KIND_RUNTIME, 3, 9)};
-  expect_bad_handle(t4a_runtime_enable_peer(rt, none), "t4a_runtime_enable_peer",
-                    "runtime", id);
+  expect_bad_handle(t4a_runtime_enable_peer(rt, none),
+                    "t4a_runtime_enable_peer", "runtime", id);
   return t4a_runtime_enable_peer(rt, peer);
 }
 

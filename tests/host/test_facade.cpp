@@ -1439,9 +1439,9 @@ static void test_fake_cross_runtime_copy(void **) {
   assert_int_equal(rt2.stats().same_device_copies, 1);
   assert_int_equal(rt1.stats().same_device_copies, 1);
   // The source's runtime is not the destination's: refused.
-  std::string m = error_of(
-      [&] { t4a::copy(rt1, dst.buffer(), 0, src.buffer(), 0, 4); },
-      T4A_ERROR_WRONG_RUNTIME);
+  std::string m =
+      error_of([&] { t4a::copy(rt1, dst.buffer(), 0, src.buffer(), 0, 4); },
+               T4A_ERROR_WRONG_RUNTIME);
   expect_contains(m, "dst belongs");
 }
 

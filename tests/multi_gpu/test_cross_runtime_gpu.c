@@ -162,8 +162,8 @@ static void *run_copy(void *arg) {
       for (uint64_t i = 0; i < dst_bytes; ++i) {
         unsigned char want = 0xEE;
         if (i >= j->dst_off && i < j->dst_off + j->n)
-          want = (unsigned char)(pattern(j->src_off + (i - j->dst_off), seed) +
-                                 1);
+          want =
+              (unsigned char)(pattern(j->src_off + (i - j->dst_off), seed) + 1);
         if (h[i] != want) {
           snprintf(j->failure, sizeof j->failure,
                    "round %d: destination byte %llu is 0x%02x, expected "
@@ -263,8 +263,7 @@ static void two_devices(int peer) {
   copy_job y = {a, b, ka, (8u << 20) + 9, 3, 1, 50, 8, ""};
   run_both(&x, &y);
   t4a_runtime_stats sa = stats_of(a), sb = stats_of(b);
-  uint64_t want_bytes =
-      2 * big + 8 * ((8u << 20) + 7) + 8 * ((8u << 20) + 9);
+  uint64_t want_bytes = 2 * big + 8 * ((8u << 20) + 7) + 8 * ((8u << 20) + 9);
   uint64_t copies = peer ? sa.peer_copies : sa.staged_copies;
   uint64_t bytes = peer ? sa.peer_bytes : sa.staged_bytes;
   uint64_t other = peer ? sa.staged_copies : sa.peer_copies;
