@@ -49,6 +49,12 @@ struct Raw {
   DRV_FN(cuModuleUnload);
   DRV_FN(cuModuleGetFunction);
   DRV_FN(cuLaunchKernel);
+  DRV_FN(cuEventCreate);
+  DRV_FN(cuEventDestroy);
+  DRV_FN(cuEventRecord);
+  DRV_FN(cuEventSynchronize);
+  DRV_FN(cuStreamWaitEvent);
+  DRV_FN(cuMemcpyPeerAsync);
 } raw;
 
 bool load_raw() {
@@ -84,6 +90,12 @@ bool load_raw() {
   GET(cuModuleUnload);
   GET(cuModuleGetFunction);
   GET(cuLaunchKernel);
+  GET(cuEventCreate);
+  GET(cuEventDestroy);
+  GET(cuEventRecord);
+  GET(cuEventSynchronize);
+  GET(cuStreamWaitEvent);
+  GET(cuMemcpyPeerAsync);
 #undef GET
   return ok;
 }
@@ -258,6 +270,197 @@ int disk_hit_probe(const char *dir) {
   return s == T4A_SUCCESS ? 0 : 1;
 }
 
+// A runtime's context, stream and a buffer's device pointer, for the raw
+// side of the cross-runtime rows.
+struct Side {
+  t4a_runtime rt{};
+  CUcontext ctx = nullptr;
+  CUstream stream = nullptr;
+};
+
+Side side_of(t4a_runtime rt) {
+  t4a_runtime_info i = T4A_RUNTIME_INFO_INIT;
+  check(t4a_runtime_info_get(rt, &i), "runtime info");
+  return {rt, static_cast<CUcontext>(i.context),
+          static_cast<CUstream>(i.stream)};
+}
+
+CUdeviceptr ptr_of(t4a_buffer b) {
+  t4a_buffer_info i = T4A_BUFFER_INFO_INIT;
+  check(t4a_buffer_info_get(b, &i), "buffer info");
+  return i.device_pointer;
+}
+
+t4a_runtime runtime_on(int32_t ordinal) {
+  t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
+  o.device_ordinal = ordinal;
+  t4a_runtime rt{};
+  check(t4a_runtime_create(&o, &rt), "runtime create");
+  return rt;
+}
+
+void raw_sync(const Side &s) {
+  check_cu(raw.cuCtxSetCurrent(s.ctx), "cuCtxSetCurrent");
+  check_cu(raw.cuStreamSynchronize(s.stream), "sync");
+}
+
+// Copies between runtimes (issue 10), each against the raw driver calls a
+// careful user would write for the same ordering, on the same streams and
+// buffers: `src` is a buffer of `rt` (device 0) holding `n` bytes.
+void cross_runtime_rows(t4a_runtime rt, t4a_buffer src, uint64_t n, int reps,
+                        int32_t devices) {
+  const Side a = side_of(rt);
+  const CUdeviceptr sp = ptr_of(src);
+
+  // Same device: a second runtime of device 0. Raw: the two events and
+  // waits around cuMemcpyDtoDAsync on the destination stream.
+  {
+    t4a_runtime rt2 = runtime_on(0);
+    const Side b = side_of(rt2);
+    t4a_buffer dst{};
+    check(t4a_buffer_alloc(rt2, n, 0, &dst), "alloc");
+    const CUdeviceptr dp = ptr_of(dst);
+    CUevent ready = nullptr, done = nullptr;
+    check_cu(raw.cuCtxSetCurrent(a.ctx), "cuCtxSetCurrent");
+    check_cu(raw.cuEventCreate(&ready, CU_EVENT_DISABLE_TIMING), "event");
+    check_cu(raw.cuEventCreate(&done, CU_EVENT_DISABLE_TIMING), "event");
+    bandwidth(
+        "xrt copy same device 256 MiB", reps, 2 * n,
+        [&] {
+          check(t4a_buffer_copy(rt2, dst, 0, src, 0, n), "copy");
+          check(t4a_runtime_synchronize(rt2), "sync");
+        },
+        [&] {
+          check_cu(raw.cuEventRecord(ready, a.stream), "record");
+          check_cu(raw.cuStreamWaitEvent(b.stream, ready, 0), "wait");
+          check_cu(raw.cuMemcpyDtoDAsync(dp, sp, n, b.stream), "copy");
+          check_cu(raw.cuEventRecord(done, b.stream), "record");
+          check_cu(raw.cuStreamWaitEvent(a.stream, done, 0), "wait");
+          check_cu(raw.cuStreamSynchronize(b.stream), "sync");
+        },
+        0.95);
+    check(t4a_runtime_synchronize(rt), "sync");
+    check_cu(raw.cuEventDestroy(ready), "event destroy");
+    check_cu(raw.cuEventDestroy(done), "event destroy");
+    check(t4a_buffer_release(dst), "release");
+    check(t4a_runtime_destroy(rt2), "destroy");
+  }
+
+  if (devices < 2) {
+    std::printf("bench: xrt peer and staged rows skipped: %d device (they "
+                "need two)\n",
+                devices);
+    return;
+  }
+
+  // Staged: a runtime on device 1 without peer access enabled. Raw: the
+  // same pipeline by hand: 8 MiB chunks through 8 pinned slots (the
+  // library's default staging budget), per chunk a D2H on the source
+  // stream, an event, a wait and an H2D on the destination stream; a slot
+  // is reused after a host wait for its H2D.
+  {
+    t4a_runtime rt1 = runtime_on(1);
+    const Side b = side_of(rt1);
+    t4a_buffer dst{};
+    check(t4a_buffer_alloc(rt1, n, 0, &dst), "alloc");
+    const CUdeviceptr dp = ptr_of(dst);
+    const size_t chunk = size_t(8) << 20;
+    const int slots = 8;
+    void *pinned = nullptr;
+    check_cu(raw.cuCtxSetCurrent(a.ctx), "cuCtxSetCurrent");
+    check_cu(
+        raw.cuMemHostAlloc(&pinned, chunk * slots, CU_MEMHOSTALLOC_PORTABLE),
+        "pinned");
+    std::vector<CUevent> d2h(slots), h2d(slots);
+    std::vector<bool> used(slots, false);
+    for (CUevent &e : d2h)
+      check_cu(raw.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "event");
+    check_cu(raw.cuCtxSetCurrent(b.ctx), "cuCtxSetCurrent");
+    for (CUevent &e : h2d)
+      check_cu(raw.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "event");
+    bandwidth(
+        "xrt copy staged 256 MiB", reps, n,
+        [&] {
+          check(t4a_buffer_copy(rt1, dst, 0, src, 0, n), "copy");
+          check(t4a_runtime_synchronize(rt1), "sync");
+        },
+        [&] {
+          int i = 0;
+          for (uint64_t off = 0; off < n; off += chunk, ++i) {
+            const int slot = i % slots;
+            const size_t len = size_t(std::min<uint64_t>(chunk, n - off));
+            auto *host = static_cast<unsigned char *>(pinned) + slot * chunk;
+            if (used[slot])
+              check_cu(raw.cuEventSynchronize(h2d[slot]), "slot wait");
+            check_cu(raw.cuCtxSetCurrent(a.ctx), "cuCtxSetCurrent");
+            check_cu(raw.cuMemcpyDtoHAsync(host, sp + off, len, a.stream),
+                     "d2h");
+            check_cu(raw.cuEventRecord(d2h[slot], a.stream), "record");
+            check_cu(raw.cuCtxSetCurrent(b.ctx), "cuCtxSetCurrent");
+            check_cu(raw.cuStreamWaitEvent(b.stream, d2h[slot], 0), "wait");
+            check_cu(raw.cuMemcpyHtoDAsync(dp + off, host, len, b.stream),
+                     "h2d");
+            check_cu(raw.cuEventRecord(h2d[slot], b.stream), "record");
+            used[slot] = true;
+          }
+          raw_sync(b);
+        },
+        0.90);
+    raw_sync(a);
+    t4a_runtime_stats s1 = T4A_RUNTIME_STATS_INIT;
+    check(t4a_runtime_stats_get(rt1, &s1), "stats");
+    if (s1.peer_copies != 0)
+      std::printf("bench: the staged row ran %llu peer copies\n",
+                  (unsigned long long)s1.peer_copies);
+    for (CUevent e : d2h) check_cu(raw.cuEventDestroy(e), "event destroy");
+    for (CUevent e : h2d) check_cu(raw.cuEventDestroy(e), "event destroy");
+    check_cu(raw.cuMemFreeHost(pinned), "free pinned");
+    check(t4a_buffer_release(dst), "release");
+    check(t4a_runtime_destroy(rt1), "destroy");
+    check_cu(raw.cuCtxSetCurrent(a.ctx), "cuCtxSetCurrent");
+  }
+
+  // Peer: after t4a_runtime_enable_peer. Raw: cuMemcpyPeerAsync on the
+  // destination stream between the same two pool allocations.
+  int32_t can01 = 0, can10 = 0;
+  check(t4a_device_can_access_peer(0, 1, &can01), "can access peer");
+  check(t4a_device_can_access_peer(1, 0, &can10), "can access peer");
+  if (!can01 || !can10) {
+    std::printf("bench: xrt peer row skipped: devices 0 and 1 are not peers "
+                "(cuDeviceCanAccessPeer %d / %d)\n",
+                can01, can10);
+    return;
+  }
+  t4a_runtime rt1 = runtime_on(1);
+  const Side b = side_of(rt1);
+  check(t4a_runtime_enable_peer(rt, rt1), "enable peer");
+  t4a_buffer dst{};
+  check(t4a_buffer_alloc(rt1, n, 0, &dst), "alloc");
+  const CUdeviceptr dp = ptr_of(dst);
+  bandwidth(
+      "xrt copy peer 256 MiB", reps, n,
+      [&] {
+        check(t4a_buffer_copy(rt1, dst, 0, src, 0, n), "copy");
+        check(t4a_runtime_synchronize(rt1), "sync");
+      },
+      [&] {
+        check_cu(raw.cuCtxSetCurrent(b.ctx), "cuCtxSetCurrent");
+        check_cu(raw.cuMemcpyPeerAsync(dp, b.ctx, sp, a.ctx, n, b.stream),
+                 "peer copy");
+        check_cu(raw.cuStreamSynchronize(b.stream), "sync");
+      },
+      0.95);
+  t4a_runtime_stats s1 = T4A_RUNTIME_STATS_INIT;
+  check(t4a_runtime_stats_get(rt1, &s1), "stats");
+  if (s1.staged_copies != 0)
+    std::printf("bench: the peer row staged %llu copies\n",
+                (unsigned long long)s1.staged_copies);
+  raw_sync(a);
+  check(t4a_buffer_release(dst), "release");
+  check(t4a_runtime_destroy(rt1), "destroy");
+  check_cu(raw.cuCtxSetCurrent(a.ctx), "cuCtxSetCurrent");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -406,6 +609,8 @@ int main(int argc, char **argv) {
         sync();
       },
       0.95);
+
+  cross_runtime_rows(rt, dbuf, n, reps, count);
 
   if (sweep) {
     // Pageable transfer bandwidth over staging threads and chunk sizes, to

@@ -660,6 +660,17 @@ T4A_API t4a_status t4a_device_can_access_peer(int32_t ordinal, int32_t peer,
 /** Default bound on the image bytes a runtime's module cache keeps. */
 #define T4A_DEFAULT_MODULE_CACHE_BYTES (UINT64_C(256) << 20)
 
+/** ::t4a_runtime_options::peer_access: peer access between devices is
+ *  enabled only by t4a_runtime_enable_peer() (the default, 0). Granting a
+ *  peer device access to a runtime's memory pool maps every allocation of
+ *  that pool into the peer as well (a cost to every later allocation), so
+ *  the library does not do it behind the caller's back. */
+#define T4A_PEER_ACCESS_EXPLICIT 0u
+/** ::t4a_runtime_options::peer_access: a copy between two runtimes of peer
+ *  devices that both have this mode enables peer access for the pair first
+ *  (as t4a_runtime_enable_peer()). */
+#define T4A_PEER_ACCESS_AUTO 1u
+
 /** @brief Options for t4a_runtime_create(). */
 typedef struct t4a_runtime_options {
   uint32_t struct_size;   /**< sizeof(t4a_runtime_options) of the caller. */
@@ -699,6 +710,18 @@ typedef struct t4a_runtime_options {
    *  keeps just the module loaded last).
    *  @since 0.1.0 */
   uint64_t module_cache_bytes;
+  /** How peer access for copies between runtimes of different devices is
+   *  enabled: #T4A_PEER_ACCESS_EXPLICIT (0, the default: only by
+   *  t4a_runtime_enable_peer()) or #T4A_PEER_ACCESS_AUTO (the first copy
+   *  between this runtime and a runtime of a peer device that also has
+   *  #T4A_PEER_ACCESS_AUTO enables it, as t4a_runtime_enable_peer() does).
+   *  Without enabled peer access such copies are staged through pinned
+   *  host memory, counted in ::t4a_runtime_stats::staged_copies (and
+   *  logged once per runtime at #T4A_LOG_WARN when the devices are peers).
+   *  Other values are rejected with #T4A_ERROR_INVALID_ARGUMENT.
+   *  @since 0.1.0 */
+  uint32_t peer_access;
+  uint32_t reserved2; /**< zero. @since 0.1.0 */
 } t4a_runtime_options;
 
 /** Initializer for ::t4a_runtime_options with the defaults: `struct_size`
@@ -706,7 +729,7 @@ typedef struct t4a_runtime_options {
  *  field, so a binding that cannot use the macro zero-fills the struct and
  *  sets `struct_size`). */
 #define T4A_RUNTIME_OPTIONS_INIT                                               \
-  { sizeof(t4a_runtime_options), 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  { sizeof(t4a_runtime_options), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /**
  * @brief Creates a runtime on one device.
@@ -943,13 +966,33 @@ typedef struct t4a_runtime_stats {
   uint64_t open_epoch_items;
   /** sealed completion epochs not yet retired now. @since 0.1.0 */
   uint64_t sealed_epochs;
+  /** copies between two runtimes of one device (t4a_buffer_copy() with
+   *  buffers of different runtimes: the event bracket) in which this
+   *  runtime's buffer was the source or the destination; both runtimes
+   *  count each copy. Zero-byte copies count in no path.
+   *  @since 0.1.0 */
+  uint64_t same_device_copies;
+  /** bytes of those copies. @since 0.1.0 */
+  uint64_t same_device_bytes;
+  /** copies with a runtime of another device through peer access
+   *  (`cuMemcpyPeerAsync`), counted by both runtimes. @since 0.1.0 */
+  uint64_t peer_copies;
+  /** bytes of those copies. @since 0.1.0 */
+  uint64_t peer_bytes;
+  /** copies with a runtime of another device staged through pinned host
+   *  memory (the devices are not peers, or peer access is not enabled),
+   *  counted by both runtimes: a non-zero value where peer copies were
+   *  expected shows the fallback. @since 0.1.0 */
+  uint64_t staged_copies;
+  /** bytes of those copies. @since 0.1.0 */
+  uint64_t staged_bytes;
 } t4a_runtime_stats;
 
 /** Initializer for ::t4a_runtime_stats. */
 #define T4A_RUNTIME_STATS_INIT                                                 \
   {                                                                            \
     sizeof(t4a_runtime_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                                  \
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                \
   }
 
 /**
@@ -963,6 +1006,37 @@ typedef struct t4a_runtime_stats {
  */
 T4A_API t4a_status t4a_runtime_stats_get(t4a_runtime runtime,
                                          t4a_runtime_stats *stats);
+/**
+ * @brief Enables peer access between the devices of two runtimes, both
+ * ways, for copies between their buffers (t4a_buffer_copy()).
+ *
+ * For runtimes of two devices that are peers (`cuDeviceCanAccessPeer`
+ * both ways): enables context peer access both ways
+ * (`cuCtxEnablePeerAccess` between the two primary contexts; already
+ * enabled is fine) and grants each device read-write access to the other
+ * runtime's memory pool (`cuMemPoolSetAccess`: pool memory is not covered
+ * by context peer access). From then on t4a_buffer_copy() between buffers
+ * of the two runtimes runs `cuMemcpyPeerAsync` (counted in
+ * ::t4a_runtime_stats::peer_copies). Every later allocation of either
+ * pool is mapped into the other device too. Idempotent: a second call for
+ * the pair (either order) makes no driver call. Two runtimes of one
+ * device (or one runtime twice) need nothing: a device always reaches its
+ * own pools, and such runtimes share the primary context; the call
+ * succeeds without a driver call. Both runtimes are admitted, in
+ * allocation-domain order.
+ * @param[in] runtime one runtime.
+ * @param[in] peer    the other runtime.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE (either handle, named);
+ *         #T4A_ERROR_UNSUPPORTED (the devices are not peers: the message
+ *         names both ordinals and which direction the driver refuses);
+ *         #T4A_ERROR_DEVICE_FAULT (either runtime broken, named);
+ *         #T4A_ERROR_REENTRANT (the thread is inside an operation of
+ *         either runtime); #T4A_ERROR_NO_DRIVER; #T4A_ERROR_DRIVER.
+ * Never waits on the host. Thread-safe.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_runtime_enable_peer(t4a_runtime runtime,
+                                           t4a_runtime peer);
 /** @} */
 
 /* ------------------------------------------------------------------------ */
@@ -1063,14 +1137,46 @@ T4A_API t4a_status t4a_buffer_fill(t4a_runtime runtime, t4a_buffer buffer,
                                    uint8_t value);
 
 /**
- * @brief Copies between two buffers of one runtime, device to device.
+ * @brief Copies between two device buffers, of one runtime or of two.
  *
- * Ordered on the runtime's stream. Overlapping ranges of one buffer are
- * rejected.
+ * `runtime` must be the runtime of `dst` (else #T4A_ERROR_WRONG_RUNTIME
+ * naming the three runtimes): the copy is ordered on the destination
+ * runtime's stream, so work enqueued on `runtime` afterwards (a kernel
+ * reading `dst`) sees the bytes without further synchronization.
+ * Overlapping ranges of one buffer are rejected.
+ *
+ * `src` may belong to another runtime (of the same device or another):
+ *  - **same runtime:** `cuMemcpyDtoDAsync` on the stream;
+ *  - **same device:** an event recorded on the source runtime's stream,
+ *    the destination stream waits for it, the copy runs on the
+ *    destination stream, an event recorded after it, and the source
+ *    stream waits for that (::t4a_runtime_stats::same_device_copies);
+ *  - **peer devices with peer access enabled** (t4a_runtime_enable_peer()
+ *    or #T4A_PEER_ACCESS_AUTO in both runtimes' options): the same event
+ *    bracket around `cuMemcpyPeerAsync` on the destination stream
+ *    (::t4a_runtime_stats::peer_copies);
+ *  - **otherwise** staged through the destination runtime's pinned
+ *    staging chunks: each chunk is copied device-to-host on the source
+ *    stream, an event is recorded after it, the destination stream waits
+ *    for it and copies the chunk host-to-device
+ *    (::t4a_runtime_stats::staged_copies). Bounded by the destination's
+ *    staging budget; waits on the host only when that is exhausted.
+ * In every case the source runtime's stream is ordered after the reads
+ * of `src`: the source may be released, or overwritten by work enqueued
+ * on its runtime, right after the call. Both runtimes are admitted, in
+ * allocation-domain order (two threads copying A to B and B to A cannot
+ * deadlock); `src` is kept alive by the destination runtime's completion
+ * epoch until the copy is proven complete.
  * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
- *         #T4A_ERROR_WRONG_RUNTIME; #T4A_ERROR_INVALID_ARGUMENT (range past
- *         either end, overflow, overlap); #T4A_ERROR_DEVICE_FAULT;
- *         #T4A_ERROR_DRIVER; #T4A_ERROR_REENTRANT. Never waits on the host.
+ *         #T4A_ERROR_WRONG_RUNTIME (`dst` not of `runtime`);
+ *         #T4A_ERROR_INVALID_ARGUMENT (range past either end, overflow,
+ *         overlap); #T4A_ERROR_DEVICE_FAULT (either runtime broken: the
+ *         message says whether the source or the destination runtime);
+ *         #T4A_ERROR_ABANDONED (a failure after part of a cross-runtime
+ *         copy was enqueued); #T4A_ERROR_OUT_OF_HOST_MEMORY (staging);
+ *         #T4A_ERROR_DRIVER; #T4A_ERROR_REENTRANT (the thread is inside an
+ *         operation of either runtime). Never waits on the host, except
+ *         for staging as above.
  * @since 0.1.0
  */
 T4A_API t4a_status t4a_buffer_copy(t4a_runtime runtime, t4a_buffer dst,
@@ -2173,8 +2279,7 @@ T4A_API t4a_status t4a_runtime_wait_stream(t4a_runtime runtime, void *stream);
  *         device.
  * @since 0.1.0
  */
-T4A_API t4a_status t4a_runtime_signal_stream(t4a_runtime runtime,
-                                             void *stream);
+T4A_API t4a_status t4a_runtime_signal_stream(t4a_runtime runtime, void *stream);
 /** @} */
 
 /* ------------------------------------------------------------------------ */

@@ -264,6 +264,8 @@ struct RuntimeOptions : t4a_runtime_options {
   }
 };
 
+class RuntimeView;
+
 namespace detail {
 /** Operations shared by the owning Runtime and the borrowing RuntimeView. */
 template <class Derived> class RuntimeOps {
@@ -292,7 +294,15 @@ public:
     if (s == T4A_SUCCESS) out = tmp;
     return s;
   }
+  /** Enables peer access with `peer`'s device, both ways
+   *  (t4a_runtime_enable_peer()); non-throwing. */
+  t4a_status enable_peer(RuntimeView peer, std::nothrow_t) const noexcept;
 #if T4A_HPP_EXCEPTIONS
+  /** Enables peer access with `peer`'s device, both ways
+   *  (t4a_runtime_enable_peer()), so that copies between their buffers
+   *  (t4a::copy() with buffers of the two runtimes) run peer to peer.
+   *  @throws Error (T4A_ERROR_UNSUPPORTED when the devices are not peers) */
+  void enable_peer(RuntimeView peer) const;
   /** Host wait for all work (t4a_runtime_synchronize()). @throws Error */
   void synchronize() const { check(t4a_runtime_synchronize(h())); }
   /** Returns unused pool memory (t4a_runtime_trim()). @throws Error */
@@ -346,6 +356,20 @@ public:
 private:
   t4a_runtime handle_{T4A_NULL_ID};
 };
+
+namespace detail {
+template <class Derived>
+t4a_status RuntimeOps<Derived>::enable_peer(RuntimeView peer,
+                                            std::nothrow_t) const noexcept {
+  return t4a_runtime_enable_peer(h(), peer.get());
+}
+#if T4A_HPP_EXCEPTIONS
+template <class Derived>
+void RuntimeOps<Derived>::enable_peer(RuntimeView peer) const {
+  check(t4a_runtime_enable_peer(h(), peer.get()));
+}
+#endif
+} // namespace detail
 
 /**
  * @brief An owned runtime (t4a_runtime_create() / t4a_runtime_destroy()).
@@ -722,7 +746,10 @@ inline void fill(RuntimeView rt, const Buffer &b, uint64_t offset,
                  uint64_t bytes, uint8_t value) {
   check(t4a_buffer_fill(rt.get(), b.get(), offset, bytes, value));
 }
-/** @brief Device-to-device copy (t4a_buffer_copy()). @throws Error */
+/** @brief Device-to-device copy (t4a_buffer_copy()): `rt` is the runtime of
+ *  `dst`; `src` may belong to another runtime, of the same device or
+ *  another (see t4a_buffer_copy() for the paths). For a t4a::DeviceArray
+ *  pass `array.buffer()` and byte offsets. @throws Error */
 inline void copy(RuntimeView rt, const Buffer &dst, uint64_t dst_offset,
                  const Buffer &src, uint64_t src_offset, uint64_t bytes) {
   check(t4a_buffer_copy(rt.get(), dst.get(), dst_offset, src.get(), src_offset,

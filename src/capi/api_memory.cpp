@@ -3,6 +3,7 @@
 #include "capi/entry.hpp"
 #include "capi/handles.hpp"
 #include "memory/buffer.hpp"
+#include "memory/cross_copy.hpp"
 #include "memory/transfer.hpp"
 
 using namespace t4a;
@@ -75,13 +76,20 @@ T4A_API t4a_status t4a_buffer_copy(t4a_runtime runtime, t4a_buffer dst,
         in(runtime, "runtime"), in(dst, "dst"), in(src, "src"),
         [&](Ref<core::Runtime> &rt, Ref<memory::Buffer> &d,
             Ref<memory::Buffer> &sb) -> t4a_status {
-          // Both owners before either range.
-          if (t4a_status s = memory::check_owner("dst", *d, *rt);
-              s != T4A_SUCCESS)
-            return s;
-          if (t4a_status s = memory::check_owner("src", *sb, *rt);
-              s != T4A_SUCCESS)
-            return s;
+          // The owner of dst before either range. src may belong to any
+          // runtime (a copy between runtimes).
+          if (&d->runtime() != rt.get())
+            return core::fail(
+                T4A_ERROR_WRONG_RUNTIME,
+                "dst belongs to runtime domain %llu (device %d), not to the "
+                "runtime given (domain %llu, device %d); a copy runs on the "
+                "runtime of dst (src belongs to runtime domain %llu, device "
+                "%d)",
+                static_cast<unsigned long long>(d->runtime().domain()),
+                d->runtime().ordinal(),
+                static_cast<unsigned long long>(rt->domain()), rt->ordinal(),
+                static_cast<unsigned long long>(sb->runtime().domain()),
+                sb->runtime().ordinal());
           if (t4a_status s =
                   memory::check_range("dst", dst_offset, bytes, d->bytes());
               s != T4A_SUCCESS)
@@ -101,7 +109,21 @@ T4A_API t4a_status t4a_buffer_copy(t4a_runtime runtime, t4a_buffer dst,
                 static_cast<unsigned long long>(dst_offset + bytes),
                 static_cast<unsigned long long>(src_offset),
                 static_cast<unsigned long long>(src_offset + bytes));
+          if (&sb->runtime() != rt.get())
+            return memory::copy_between(*rt, *d, dst_offset, *sb, src_offset,
+                                        bytes);
           return memory::copy(*rt, *d, dst_offset, *sb, src_offset, bytes);
+        });
+  });
+}
+
+T4A_API t4a_status t4a_runtime_enable_peer(t4a_runtime runtime,
+                                           t4a_runtime peer) {
+  return T4A_ENTRY({
+    return capi::call(
+        in(runtime, "runtime"), in(peer, "peer"),
+        [&](Ref<core::Runtime> &a, Ref<core::Runtime> &b) -> t4a_status {
+          return memory::enable_peer(*a, *b);
         });
   });
 }

@@ -29,6 +29,12 @@ void RuntimeCounters::fill(t4a_runtime_stats *s) const {
   s->module_evictions = module_evictions.get();
   s->leaked_modules = leaked_modules.get();
   s->completions_recorded = completions_recorded.get();
+  s->same_device_copies = same_device_copies.get();
+  s->same_device_bytes = same_device_bytes.get();
+  s->peer_copies = peer_copies.get();
+  s->peer_bytes = peer_bytes.get();
+  s->staged_copies = staged_copies.get();
+  s->staged_bytes = staged_bytes.get();
 }
 
 ProcessCounters &ProcessCounters::instance() {

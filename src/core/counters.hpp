@@ -65,6 +65,10 @@ struct RuntimeCounters {
       staging_waits, events_recorded, quarantined, leaked_allocations,
       module_loads, module_unloads, module_cache_hits, module_evictions,
       leaked_modules, completions_recorded;
+  // Copies between runtimes (memory/cross_copy.cpp), counted by both
+  // runtimes of each copy, per path.
+  Counter same_device_copies, same_device_bytes, peer_copies, peer_bytes,
+      staged_copies, staged_bytes;
   DeviceBytes device_bytes;
   Level staging_bytes;
   void fill(t4a_runtime_stats *s) const;

@@ -67,6 +67,7 @@ public:
   }
 
   int32_t ordinal() const { return ordinal_; }
+  CUdevice device() const { return device_; }
   CUcontext context() const { return ctx_; }
   CUstream stream() const { return stream_; }
   CUmemoryPool pool() const { return pool_; }

@@ -110,6 +110,10 @@ inline DrvResult device_total_mem(size_t *bytes, CUdevice d) {
 inline DrvResult device_can_access_peer(int *can, CUdevice d, CUdevice peer) {
   return T4A_CU(cuDeviceCanAccessPeer, can, d, peer);
 }
+// Makes `peer`'s memory accessible from the current context (one way).
+inline DrvResult ctx_enable_peer_access(CUcontext peer, unsigned flags) {
+  return T4A_CU(cuCtxEnablePeerAccess, peer, flags);
+}
 // Primary context management.
 inline DrvResult primary_ctx_retain(CUcontext *c, CUdevice d) {
   return T4A_CU(cuDevicePrimaryCtxRetain, c, d);
@@ -198,6 +202,15 @@ inline DrvResult memcpy_dtoh_async(void *h, CUdeviceptr d, size_t n,
 inline DrvResult memcpy_dtod_async(CUdeviceptr dst, CUdeviceptr src, size_t n,
                                    CUstream s) {
   return T4A_CU(cuMemcpyDtoDAsync, dst, src, n, s);
+}
+inline DrvResult memcpy_peer_async(CUdeviceptr dst, CUcontext dst_ctx,
+                                   CUdeviceptr src, CUcontext src_ctx, size_t n,
+                                   CUstream s) {
+  return T4A_CU(cuMemcpyPeerAsync, dst, dst_ctx, src, src_ctx, n, s);
+}
+inline DrvResult mem_pool_set_access(CUmemoryPool p, const CUmemAccessDesc *map,
+                                     size_t count) {
+  return T4A_CU(cuMemPoolSetAccess, p, map, count);
 }
 inline DrvResult mem_host_alloc(void **p, size_t n, unsigned flags) {
   return T4A_CU(cuMemHostAlloc, p, n, flags);

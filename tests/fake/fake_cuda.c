@@ -18,6 +18,10 @@
  * handle with INVALID_HANDLE. fake_cuda_live() counts live streams, pools
  * and stream-ordered allocations and the primary-context references of
  * device 0.
+ * Peers (issue 10): distinct devices are peers unless fake_cuda_set_peer()
+ * says not; cuCtxEnablePeerAccess and cuMemPoolSetAccess are recorded
+ * (fake_cuda_ctx_peer, fake_cuda_pool_access) and cuMemcpyPeerAsync
+ * refuses a copy the grants do not cover (stricter than the driver).
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
 #define _POSIX_C_SOURCE 200809L
@@ -50,6 +54,7 @@ struct CUevent_st {
 struct CUmemPoolHandle_st {
   cuuint64_t threshold;
   int device;
+  unsigned access; /* devices granted access by cuMemPoolSetAccess (bits) */
 };
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -224,8 +229,21 @@ static CUresult f_cuDeviceTotalMem(size_t *b, CUdevice d) {
   *b = (size_t)16 << 30;
   return CUDA_SUCCESS;
 }
+/* Peers (issue 10): every two distinct devices are peers unless a test
+ * said otherwise (fake_cuda_set_peer). Context peer access as enabled by
+ * cuCtxEnablePeerAccess, [from][to]. Guarded by g_mu. */
+static unsigned char g_not_peer[16][16];
+static unsigned char g_ctx_peer[16][16];
+static unsigned long g_peer_copies;
+static int can_access_peer(CUdevice d, CUdevice p) {
+  pthread_mutex_lock(&g_mu);
+  int c = d != p && !g_not_peer[d][p];
+  pthread_mutex_unlock(&g_mu);
+  return c;
+}
 static CUresult f_cuDeviceCanAccessPeer(int *c, CUdevice d, CUdevice p) {
-  *c = d != p;
+  if (d < 0 || d >= 16 || p < 0 || p >= 16) return CUDA_ERROR_INVALID_DEVICE;
+  *c = can_access_peer(d, p);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
@@ -269,6 +287,19 @@ static CUresult f_cuCtxGetDevice(CUdevice *d) {
 }
 /* Calls that need a current context fail without one, as the driver's do. */
 static int have_context(void) { return tl_current != NULL; }
+static CUresult f_cuCtxEnablePeerAccess(CUcontext peer, unsigned flags) {
+  if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (peer == NULL || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  int from = tl_current->device, to = peer->device;
+  if (from == to || !can_access_peer(from, to))
+    return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&g_mu);
+  if (g_ctx_peer[from][to]) r = CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  g_ctx_peer[from][to] = 1;
+  pthread_mutex_unlock(&g_mu);
+  return r;
+}
 
 static CUresult f_cuStreamCreate(CUstream *s, unsigned flags) {
   (void)flags;
@@ -391,6 +422,47 @@ static CUresult f_cuMemPoolTrimTo(CUmemoryPool p, size_t keep) {
   (void)keep;
   return p != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
+static CUresult f_cuMemPoolSetAccess(CUmemoryPool p, const CUmemAccessDesc *map,
+                                     size_t count) {
+  if (p == NULL || (uintptr_t)p == FAKE_GARBAGE || map == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {
+    int dev = map[i].location.id;
+    if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || dev < 0 ||
+        dev >= device_count())
+      return CUDA_ERROR_INVALID_VALUE;
+    /* The owner's access cannot be changed; another device needs to be a
+     * peer of the owner. */
+    if (dev == p->device) {
+      if (map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+        return CUDA_ERROR_INVALID_VALUE;
+      continue;
+    }
+    if (!can_access_peer(dev, p->device)) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&g_mu);
+    if (map[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+      p->access |= 1u << dev;
+    else
+      p->access &= ~(1u << dev);
+    pthread_mutex_unlock(&g_mu);
+  }
+  return CUDA_SUCCESS;
+}
+/* Which pool each live allocation came from (for the access check of
+ * cuMemcpyPeerAsync). Guarded by g_mu; a full table leaves an allocation
+ * unmodelled (its peer copies are then not checked). */
+static struct {
+  CUdeviceptr d;
+  size_t bytes;
+  CUmemoryPool pool;
+} g_allocs[FAKE_DMA_SLOTS];
+static CUmemoryPool pool_of(CUdeviceptr d) {
+  for (int i = 0; i < FAKE_DMA_SLOTS; ++i)
+    if (g_allocs[i].d != 0 && d >= g_allocs[i].d &&
+        d < g_allocs[i].d + g_allocs[i].bytes)
+      return g_allocs[i].pool;
+  return NULL;
+}
 static CUresult f_cuMemAllocFromPoolAsync(CUdeviceptr *d, size_t bytes,
                                           CUmemoryPool p, CUstream s) {
   if (p == NULL || s == NULL || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -399,12 +471,53 @@ static CUresult f_cuMemAllocFromPoolAsync(CUdeviceptr *d, size_t bytes,
   if (posix_memalign(&m, 256, bytes) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
   count(&g_live_allocations, 1);
   *d = (CUdeviceptr)(uintptr_t)m;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_DMA_SLOTS; ++i)
+    if (g_allocs[i].d == 0) {
+      g_allocs[i].d = *d;
+      g_allocs[i].bytes = bytes;
+      g_allocs[i].pool = p;
+      break;
+    }
+  pthread_mutex_unlock(&g_mu);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuMemFreeAsync(CUdeviceptr d, CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
   if (d != 0) count(&g_live_allocations, -1);
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_DMA_SLOTS; ++i)
+    if (g_allocs[i].d == d) {
+      g_allocs[i].d = 0;
+      break;
+    }
+  pthread_mutex_unlock(&g_mu);
   free((void *)(uintptr_t)d);
+  return CUDA_SUCCESS;
+}
+/* A peer copy, stricter than the driver (which would fall back to a slower
+ * path): both contexts must have peer access to each other, and the pool
+ * of each allocation must have granted the other device access, else
+ * CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, so a test sees a missing grant. */
+static CUresult f_cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dctx,
+                                    CUdeviceptr src, CUcontext sctx, size_t n,
+                                    CUstream s) {
+  if (s == NULL || dctx == NULL || sctx == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  int dd = dctx->device, sd = sctx->device;
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&g_mu);
+  if (dd != sd) {
+    CUmemoryPool dp = pool_of(d), sp = pool_of(src);
+    if (!g_ctx_peer[dd][sd] || !g_ctx_peer[sd][dd] ||
+        (dp != NULL && !(dp->access & (1u << sd))) ||
+        (sp != NULL && !(sp->access & (1u << dd))))
+      r = CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+  }
+  if (r == CUDA_SUCCESS) ++g_peer_copies;
+  pthread_mutex_unlock(&g_mu);
+  if (r != CUDA_SUCCESS) return r;
+  memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)src, n);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n,
@@ -569,22 +682,24 @@ static const struct {
         E(cuDeviceGetAttribute) E(cuDeviceTotalMem) E(cuDeviceCanAccessPeer) E(
             cuDevicePrimaryCtxRetain) E(cuDevicePrimaryCtxRelease)
             E(cuDevicePrimaryCtxGetState) E(cuCtxGetCurrent) E(
-                cuCtxSetCurrent) E(cuCtxGetDevice) E(cuStreamCreate)
-                E(cuStreamDestroy) E(cuStreamSynchronize) E(cuStreamQuery) E(
-                    cuStreamWaitEvent) E(cuStreamGetCtx) E(cuEventCreate)
-                    E(cuEventDestroy) E(cuEventRecord) E(cuEventQuery) E(
-                        cuEventSynchronize) E(cuMemPoolCreate)
+                cuCtxSetCurrent) E(cuCtxGetDevice) E(cuCtxEnablePeerAccess)
+                E(cuStreamCreate) E(cuStreamDestroy) E(cuStreamSynchronize) E(
+                    cuStreamQuery) E(cuStreamWaitEvent) E(cuStreamGetCtx)
+                    E(cuEventCreate) E(cuEventDestroy) E(cuEventRecord) E(
+                        cuEventQuery) E(cuEventSynchronize) E(cuMemPoolCreate)
                         E(cuMemPoolDestroy) E(cuMemPoolSetAttribute) E(
                             cuMemPoolGetAttribute) E(cuMemPoolTrimTo)
                             E(cuMemAllocFromPoolAsync) E(cuMemFreeAsync) E(
-                                cuMemsetD8Async) E(cuMemcpyHtoDAsync)
-                                E(cuMemcpyDtoHAsync) E(cuMemcpyDtoDAsync) E(
-                                    cuMemHostAlloc) E(cuMemFreeHost)
-                                    E(cuModuleLoadData) E(cuModuleUnload) E(
-                                        cuModuleGetFunction) E(cuFuncGetAttribute)
-                                        E(cuFuncSetAttribute) E(cuLaunchKernel) E(
-                                            cuOccupancyMaxActiveBlocksPerMultiprocessor)
-                                            E(cuOccupancyMaxPotentialBlockSize)};
+                                cuMemPoolSetAccess) E(cuMemsetD8Async)
+                                E(cuMemcpyHtoDAsync) E(cuMemcpyDtoHAsync) E(
+                                    cuMemcpyDtoDAsync) E(cuMemcpyPeerAsync)
+                                    E(cuMemHostAlloc) E(cuMemFreeHost) E(
+                                        cuModuleLoadData) E(cuModuleUnload)
+                                        E(cuModuleGetFunction) E(
+                                            cuFuncGetAttribute) E(cuFuncSetAttribute)
+                                            E(cuLaunchKernel) E(
+                                                cuOccupancyMaxActiveBlocksPerMultiprocessor)
+                                                E(cuOccupancyMaxPotentialBlockSize)};
 #undef E
 
 FAKE_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
@@ -623,8 +738,36 @@ FAKE_API void fake_cuda_last_launch(unsigned dims[6]) {
   pthread_mutex_unlock(&g_mu);
 }
 
-/* "streams", "pools", "allocations" (stream-ordered, not yet freed) or
- * "context_refs" (device 0); -1 for another name. */
+/* Makes devices `a` and `b` peers (both ways) or not; before any runtime
+ * uses them. */
+FAKE_API void fake_cuda_set_peer(int a, int b, int peer) {
+  if (a < 0 || a >= 16 || b < 0 || b >= 16) return;
+  pthread_mutex_lock(&g_mu);
+  g_not_peer[a][b] = g_not_peer[b][a] = (unsigned char)!peer;
+  pthread_mutex_unlock(&g_mu);
+}
+
+/* Whether context peer access from device `from` to `to` was enabled. */
+FAKE_API int fake_cuda_ctx_peer(int from, int to) {
+  if (from < 0 || from >= 16 || to < 0 || to >= 16) return -1;
+  pthread_mutex_lock(&g_mu);
+  int r = g_ctx_peer[from][to];
+  pthread_mutex_unlock(&g_mu);
+  return r;
+}
+
+/* The devices (bits) granted access to pool `pool` (a CUmemoryPool). */
+FAKE_API unsigned fake_cuda_pool_access(void *pool) {
+  if (pool == NULL) return 0;
+  pthread_mutex_lock(&g_mu);
+  unsigned r = ((CUmemoryPool)pool)->access;
+  pthread_mutex_unlock(&g_mu);
+  return r;
+}
+
+/* "streams", "pools", "allocations" (stream-ordered, not yet freed),
+ * "context_refs" (device 0) or "peer_copies" (peer copies that passed the
+ * access check); -1 for another name. */
 FAKE_API int fake_cuda_live(const char *what) {
   int n = -1;
   pthread_mutex_lock(&g_mu);
@@ -632,6 +775,7 @@ FAKE_API int fake_cuda_live(const char *what) {
   if (strcmp(what, "pools") == 0) n = g_live_pools;
   if (strcmp(what, "allocations") == 0) n = g_live_allocations;
   if (strcmp(what, "context_refs") == 0) n = g_primary[0].refs;
+  if (strcmp(what, "peer_copies") == 0) n = (int)g_peer_copies;
   pthread_mutex_unlock(&g_mu);
   return n;
 }

@@ -13,6 +13,9 @@
  *   create_after   a new runtime afterwards: DEVICE_FAULT, no crash
  *   other_device   (two devices) a runtime on device 1, created before a
  *                  fault on device 0
+ *   cross_runtime  a copy between two runtimes enqueued behind a fault:
+ *                  copies naming a broken runtime say which side; the
+ *                  released source is not freed (test_cross_runtime)
  *   fake           the process fault record on the fake driver of
  *                  tests/fake with injected sticky results (host lane)
  * The GPU cases exit 77 (SKIPPED) without a GPU unless T4A_REQUIRE_GPU is
@@ -206,6 +209,65 @@ static void test_same_runtime(void **state) {
   expect_process_fault(0, domain_of(rt));
 }
 
+/* (f) A cross-runtime copy and a fault (issue 10): a copy from `good` into
+ * `bad` is enqueued right behind the illegal store on `bad`, and its source
+ * released at once. Whatever the copy's own calls answered (SUCCESS, or
+ * DEVICE_FAULT if the fault had already surfaced), afterwards: copies
+ * naming a broken runtime fail with DEVICE_FAULT (700) saying which side
+ * is broken; `good` becomes broken by its own driver call (as in (b): the
+ * driver poisons every context); and the released source is never freed
+ * (its runtime's frees do not move: it is kept by `bad`'s epoch, which is
+ * never proven complete, or leaked by a broken runtime). */
+static void test_cross_runtime(void **state) {
+  (void)state;
+  const uint64_t n = (4u << 20) + 1;
+  t4a_runtime bad = make_runtime(0), good = make_runtime(0);
+  t4a_kernel k = kernel_of(bad, "poke");
+  t4a_buffer src = {0}, dst = {0}, gdst = {0};
+  ASSERT_OK(t4a_buffer_alloc(good, n, T4A_BUFFER_ZERO, &src));
+  ASSERT_OK(t4a_buffer_alloc(bad, n, 0, &dst));
+  ASSERT_OK(t4a_buffer_alloc(good, n, 0, &gdst));
+  ASSERT_OK(t4a_buffer_copy(bad, dst, 0, src, 0, n)); /* before the fault */
+  ASSERT_OK(t4a_runtime_synchronize(bad));
+  ASSERT_OK(t4a_runtime_synchronize(good));
+  t4a_runtime_stats g0 = T4A_RUNTIME_STATS_INIT;
+  ASSERT_OK(t4a_runtime_stats_get(good, &g0));
+
+  t4a_status poke = launch_poke(bad, k, 0x1);
+  t4a_status copy = t4a_buffer_copy(bad, dst, 1, src, 3, n - 7);
+  if (copy != T4A_SUCCESS && copy != T4A_ERROR_DEVICE_FAULT)
+    fail_msg("the copy behind the fault returned %s (%s); expected SUCCESS "
+             "or DEVICE_FAULT",
+             t4a_status_name(copy), last_message());
+  ASSERT_OK(t4a_buffer_release(src)); /* right after the enqueue */
+  if (poke == T4A_SUCCESS)
+    EXPECT_FAULT(t4a_runtime_synchronize(bad), ILLEGAL_ADDRESS, "device 0",
+                 "CUDA_ERROR_ILLEGAL_ADDRESS");
+  t4a_last_error_clear();
+  EXPECT_FAULT(t4a_buffer_copy(good, gdst, 0, dst, 0, 16), ILLEGAL_ADDRESS,
+               "copying between runtimes", "is broken",
+               "CUDA_ERROR_ILLEGAL_ADDRESS");
+  t4a_status gs = t4a_runtime_synchronize(good);
+  if (gs != T4A_ERROR_DEVICE_FAULT)
+    fail_msg("the other runtime's synchronize returned %s after the fault; "
+             "a runtime sharing the faulted context expects DEVICE_FAULT: %s",
+             t4a_status_name(gs), last_message());
+  t4a_last_error_clear();
+  EXPECT_FAULT(t4a_buffer_copy(bad, dst, 0, gdst, 0, 16), ILLEGAL_ADDRESS,
+               "the destination runtime", "is broken");
+  t4a_runtime_stats g1 = T4A_RUNTIME_STATS_INIT;
+  ASSERT_OK(t4a_runtime_stats_get(good, &g1));
+  if (g1.frees != g0.frees)
+    fail_msg("the source runtime freed %llu allocation(s) after the fault; "
+             "the released source must not be freed while a broken runtime "
+             "might still read it",
+             (unsigned long long)(g1.frees - g0.frees));
+  ASSERT_OK(t4a_buffer_release(dst));
+  ASSERT_OK(t4a_buffer_release(gdst));
+  ASSERT_STATUS(t4a_runtime_destroy(bad), T4A_ERROR_DEVICE_FAULT);
+  ASSERT_STATUS(t4a_runtime_destroy(good), T4A_ERROR_DEVICE_FAULT);
+}
+
 /* (b) A second runtime of the same device, created before the fault. */
 static void test_other_runtime(void **state) {
   (void)state;
@@ -371,6 +433,7 @@ static const struct {
     {"leaks", test_leaks, 1},
     {"create_after", test_create_after, 1},
     {"other_device", test_other_device, 2},
+    {"cross_runtime", test_cross_runtime, 1},
     {"fake", test_fake_record, 0},
 };
 
@@ -394,7 +457,7 @@ int main(int argc, char **argv) {
   }
   fprintf(stderr,
           "usage: %s same_runtime|other_runtime|leaks|create_after|"
-          "other_device|fake\n",
+          "other_device|cross_runtime|fake\n",
           argv[0]);
   return 2;
 }

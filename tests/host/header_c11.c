@@ -50,13 +50,15 @@ _Static_assert(sizeof(t4a_raw_info) == 4 + 4 + 2 * sizeof(void *),
  * the gaps), so a caller's zeroed struct has no indeterminate bytes and
  * the 64-bit fields are 8-byte aligned. */
 _Static_assert(sizeof(t4a_runtime_options) ==
-                   4 + 4 + 8 + 8 + 8 + 4 + 4 + 4 + 4 + 8,
+                   4 + 4 + 8 + 8 + 8 + 4 + 4 + 4 + 4 + 8 + 4 + 4,
                "t4a_runtime_options has no padding");
+_Static_assert(offsetof(t4a_runtime_options, peer_access) == 56,
+               "the peer access mode is appended");
 _Static_assert(offsetof(t4a_runtime_options, module_cache_entries) == 40,
                "the module cache fields are appended");
 _Static_assert(offsetof(t4a_runtime_options, staging_bytes) == 16,
                "the 0.1.0 foundation fields come first, unchanged");
-_Static_assert(sizeof(t4a_runtime_stats) == 4 + 4 + 28 * 8,
+_Static_assert(sizeof(t4a_runtime_stats) == 4 + 4 + 34 * 8,
                "t4a_runtime_stats has no padding");
 _Static_assert(offsetof(t4a_runtime_stats, trims) == 16,
                "the 0.1.0 foundation counters come first, unchanged");

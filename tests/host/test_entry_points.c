@@ -411,6 +411,17 @@ static t4a_status call_runtime_stats_get(uint64_t id) {
   return s;
 }
 
+/* The peer is checked after the runtime: a forged or null runtime is
+ * named even when the peer is bad too. Without a driver no runtime exists,
+ * so the peer is a forged one as well. */
+static t4a_status call_runtime_enable_peer(uint64_t id) {
+  t4a_runtime rt = {id}, none = {T4A_NULL_ID},
+              peer = {MAKE_ID(KIND_RUNTIME, 3, 9)};
+  expect_bad_handle(t4a_runtime_enable_peer(rt, none),
+                    "t4a_runtime_enable_peer", "runtime", id);
+  return t4a_runtime_enable_peer(rt, peer);
+}
+
 /* -- buffer, host buffer and download wrappers -- */
 
 /* Forged handles of each kind for the arguments a row does not vary. */
@@ -1060,6 +1071,7 @@ static const row k_rows[] = {
     RUNTIME_ROW(trim, 0),
     RUNTIME_ROW(info_get, 0),
     RUNTIME_ROW(stats_get, 0),
+    RUNTIME_ROW(enable_peer, 0),
     /* device buffers */
     HANDLE_ROW(buffer_alloc, KIND_RUNTIME, "runtime", 0),
     HANDLE_ROW(buffer_retain, KIND_BUFFER, "buffer", 0),

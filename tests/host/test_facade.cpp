@@ -1425,6 +1425,26 @@ static void test_fake_wrong_runtime(void **) {
   assert_int_equal(rt2.stats().launches, 0);
 }
 
+// Copies between runtimes through t4a::copy (issue 10): rt is the runtime
+// of dst; enable_peer on one device succeeds with nothing to do.
+static void test_fake_cross_runtime_copy(void **) {
+  t4a::Runtime rt1(t4a::RuntimeOptions{}), rt2(t4a::RuntimeOptions{});
+  const std::vector<float> host = {1, 2, 3, 4, 5};
+  t4a::DeviceArray<float> src(rt1, host);
+  t4a::DeviceArray<float> dst(rt2, 5);
+  rt2.enable_peer(rt1);
+  assert_int_equal(rt1.enable_peer(rt2, std::nothrow), T4A_SUCCESS);
+  t4a::copy(rt2, dst.buffer(), 0, src.buffer(), 0, src.bytes());
+  assert_true(dst.to_vector(rt2) == host);
+  assert_int_equal(rt2.stats().same_device_copies, 1);
+  assert_int_equal(rt1.stats().same_device_copies, 1);
+  // The source's runtime is not the destination's: refused.
+  std::string m =
+      error_of([&] { t4a::copy(rt1, dst.buffer(), 0, src.buffer(), 0, 4); },
+               T4A_ERROR_WRONG_RUNTIME);
+  expect_contains(m, "dst belongs");
+}
+
 static void test_fake_variadic_launch(void **) {
   t4a::Runtime rt(t4a::RuntimeOptions{});
   t4a::Kernel k = fake_kernel(rt);
@@ -1488,6 +1508,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest fake[] = {
         cmocka_unit_test(test_fake_device_array),
         cmocka_unit_test(test_fake_wrong_runtime),
+        cmocka_unit_test(test_fake_cross_runtime_copy),
         cmocka_unit_test(test_fake_variadic_launch),
     };
     return cmocka_run_group_tests(fake, nullptr, nullptr);

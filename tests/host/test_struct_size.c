@@ -495,7 +495,14 @@ static void test_runtime_stats_layout(void **state) {
   assert_int_equal(offsetof(t4a_runtime_stats, completions_recorded), 208);
   assert_int_equal(offsetof(t4a_runtime_stats, open_epoch_items), 216);
   assert_int_equal(offsetof(t4a_runtime_stats, sealed_epochs), 224);
-  assert_int_equal(sizeof(t4a_runtime_stats), 232);
+  /* Copies between runtimes (issue 10), per path. */
+  assert_int_equal(offsetof(t4a_runtime_stats, same_device_copies), 232);
+  assert_int_equal(offsetof(t4a_runtime_stats, same_device_bytes), 240);
+  assert_int_equal(offsetof(t4a_runtime_stats, peer_copies), 248);
+  assert_int_equal(offsetof(t4a_runtime_stats, peer_bytes), 256);
+  assert_int_equal(offsetof(t4a_runtime_stats, staged_copies), 264);
+  assert_int_equal(offsetof(t4a_runtime_stats, staged_bytes), 272);
+  assert_int_equal(sizeof(t4a_runtime_stats), 280);
   memset(&zero, 0, sizeof zero);
   zero.struct_size = sizeof zero;
   assert_memory_equal(&init, &zero, sizeof zero);
