@@ -15,7 +15,7 @@
 using namespace t4a::compile;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  Digest key{};
+  t4a::core::Digest key{};
   const uint8_t *bytes = data;
   size_t n = size;
   if (n > 0) {

@@ -17,6 +17,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -125,8 +126,8 @@ static void test_release_after_end(void **state) {
   ASSERT_OK(t4a_buffer_release(b)); /* right after end */
   ASSERT_OK(t4a_runtime_stats_get(rt, &st1));
   if (st1.open_epoch_items < st0.open_epoch_items + 1)
-    fail_msg("the registered buffer is not kept by the open epoch (%u items, "
-             "%u before)",
+    fail_msg("the registered buffer is not kept by the open epoch (%" PRIu64
+             " items, %" PRIu64 " before)",
              st1.open_epoch_items, st0.open_epoch_items);
   /* The next allocation reads back exactly what is uploaded into it. */
   uint32_t *host = malloc(n * 4);
