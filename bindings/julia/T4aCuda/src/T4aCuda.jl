@@ -27,7 +27,7 @@ using .LibT4aCuda
 const L = LibT4aCuda
 
 export T4aCudaError, CudaRuntime, DeviceArray, CompiledProgram, CudaModule, CudaKernel,
-       upload!, download!, download, compile, load_module, kernel, launch, release!,
+       upload!, download!, compile, load_module, kernel, launch, release!,
        synchronize, version, device_count
 
 # ---- errors ----
@@ -249,7 +249,8 @@ function download!(dst::Vector{T}, a::DeviceArray{T}; offset::Integer = 0) where
     return dst
 end
 
-download(a::DeviceArray{T}) where {T} = download!(Vector{T}(undef, length(a)), a)
+"""A new Vector with the array's contents (extends `Base.download`)."""
+Base.download(a::DeviceArray{T}) where {T} = download!(Vector{T}(undef, length(a)), a)
 
 # ---- compile, modules, kernels ----
 
