@@ -22,7 +22,8 @@ class Error(Exception):
         self.compiler_result = compiler_result
         self.entry_point = entry_point
         self.message = message
-        where = f"{entry_point}: " if entry_point else ""
+        where = f"{entry_point}: " if entry_point and not message.startswith(
+            entry_point) else ""
         super().__init__(f"{where}{message} [{self.status_name}]")
 
 
