@@ -80,78 +80,6 @@ def _load_library():
 
 LIB, LIBRARY_PATH = _load_library()
 
-# ---- structs ----
-STRUCTS = {}
-_STRUCT_LAYOUTS = {s["name"]: s for s in LAYOUTS["structs"]}
-
-
-def _field_type(field):
-    kind = field["kind"]
-    if kind == "handle":
-        return STRUCTS[field["type"]]
-    if kind == "array":
-        return _SCALARS[field["element_kind"]] * field["count"]
-    return _SCALARS[kind]
-
-
-def _make_struct(layout):
-    fields = []
-    for f in layout["fields"]:
-        fields.append((f["name"], _field_type(f)))
-    cls = type(layout["name"], (ctypes.Structure,), {"_fields_": fields})
-    check_struct(cls, layout)
-    return cls
-
-
-def check_struct(cls, layout):
-    """Fails (LayoutError) unless `cls` has the size, alignment and field
-    offsets and sizes that `layout` records."""
-    name = layout["name"]
-    if ctypes.sizeof(cls) != layout["size"]:
-        raise LayoutError(f"t4acuda: {name}: ctypes size {ctypes.sizeof(cls)}, "
-                          f"layouts.json says {layout['size']}")
-    if ctypes.alignment(cls) != layout["align"]:
-        raise LayoutError(f"t4acuda: {name}: ctypes alignment {ctypes.alignment(cls)}, "
-                          f"layouts.json says {layout['align']}")
-    names = [f[0] for f in cls._fields_]
-    if names != [f["name"] for f in layout["fields"]]:
-        raise LayoutError(f"t4acuda: {name}: fields {names} differ from layouts.json")
-    for f in layout["fields"]:
-        desc = getattr(cls, f["name"])
-        if desc.offset != f["offset"] or desc.size != f["size"]:
-            raise LayoutError(
-                f"t4acuda: {name}.{f['name']}: offset {desc.offset} size {desc.size}, "
-                f"layouts.json says offset {f['offset']} size {f['size']}")
-
-
-# Handles first (other structs embed them), then the rest in file order.
-for _s in LAYOUTS["structs"]:
-    if _s["handle"]:
-        STRUCTS[_s["name"]] = _make_struct(_s)
-for _s in LAYOUTS["structs"]:
-    if not _s["handle"]:
-        STRUCTS[_s["name"]] = _make_struct(_s)
-
-
-def new(name):
-    """A zero-filled `name` struct with struct_size set (all defaults)."""
-    s = STRUCTS[name]()
-    if "struct_size" in (f[0] for f in s._fields_):
-        s.struct_size = ctypes.sizeof(s)
-    return s
-
-
-# ---- constants and statuses ----
-CONSTANTS = {c["name"]: c["value"] for c in LAYOUTS["constants"]}
-STATUS = {}
-for _e in LAYOUTS["enums"]:
-    if _e["name"] == "t4a_status_code":
-        STATUS = {v["name"]: v["value"] for v in _e["values"]}
-for _e in LAYOUTS["enums"]:
-    for _v in _e["values"]:
-        CONSTANTS.setdefault(_v["name"], _v["value"])
-STATUS_NAMES = {v: k for k, v in STATUS.items()}
-
 # ---- DLPack 1.x (published ABI; written here, not generated) ----
 
 
@@ -203,6 +131,84 @@ DLPACK_STRUCTS = {
     "DLPackVersion": DLPackVersion, "DLManagedTensor": DLManagedTensor,
     "DLManagedTensorVersioned": DLManagedTensorVersioned,
 }
+
+# ---- structs ----
+STRUCTS = {}
+_STRUCT_LAYOUTS = {s["name"]: s for s in LAYOUTS["structs"]}
+
+
+def _field_type(field):
+    kind = field["kind"]
+    if kind == "handle" or (kind not in _SCALARS and field.get("type") in STRUCTS):
+        return STRUCTS[field["type"]]
+    if kind == "array":
+        return _SCALARS[field["element_kind"]] * field["count"]
+    if kind not in _SCALARS:
+        raise LayoutError(f"t4acuda: field {field['name']!r} has kind {kind!r}, which "
+                          "this package does not know (update bindings/python)")
+    return _SCALARS[kind]
+
+
+def _make_struct(layout):
+    fields = []
+    for f in layout["fields"]:
+        fields.append((f["name"], _field_type(f)))
+    cls = type(layout["name"], (ctypes.Structure,), {"_fields_": fields})
+    check_struct(cls, layout)
+    return cls
+
+
+def check_struct(cls, layout):
+    """Fails (LayoutError) unless `cls` has the size, alignment and field
+    offsets and sizes that `layout` records."""
+    name = layout["name"]
+    if ctypes.sizeof(cls) != layout["size"]:
+        raise LayoutError(f"t4acuda: {name}: ctypes size {ctypes.sizeof(cls)}, "
+                          f"layouts.json says {layout['size']}")
+    if ctypes.alignment(cls) != layout["align"]:
+        raise LayoutError(f"t4acuda: {name}: ctypes alignment {ctypes.alignment(cls)}, "
+                          f"layouts.json says {layout['align']}")
+    names = [f[0] for f in cls._fields_]
+    if names != [f["name"] for f in layout["fields"]]:
+        raise LayoutError(f"t4acuda: {name}: fields {names} differ from layouts.json")
+    for f in layout["fields"]:
+        desc = getattr(cls, f["name"])
+        if desc.offset != f["offset"] or desc.size != f["size"]:
+            raise LayoutError(
+                f"t4acuda: {name}.{f['name']}: offset {desc.offset} size {desc.size}, "
+                f"layouts.json says offset {f['offset']} size {f['size']}")
+
+
+# Handles first (other structs embed them), then the rest in file order.
+for _s in LAYOUTS["structs"]:
+    if _s["handle"]:
+        STRUCTS[_s["name"]] = _make_struct(_s)
+STRUCTS.update(DLPACK_STRUCTS)  # hand-declared; checked below when listed
+for _s in LAYOUTS["structs"]:
+    if _s["name"] in DLPACK_STRUCTS:
+        check_struct(DLPACK_STRUCTS[_s["name"]], _s)
+    elif not _s["handle"]:
+        STRUCTS[_s["name"]] = _make_struct(_s)
+
+
+def new(name):
+    """A zero-filled `name` struct with struct_size set (all defaults)."""
+    s = STRUCTS[name]()
+    if "struct_size" in (f[0] for f in s._fields_):
+        s.struct_size = ctypes.sizeof(s)
+    return s
+
+
+# ---- constants and statuses ----
+CONSTANTS = {c["name"]: c["value"] for c in LAYOUTS["constants"]}
+STATUS = {}
+for _e in LAYOUTS["enums"]:
+    if _e["name"] == "t4a_status_code":
+        STATUS = {v["name"]: v["value"] for v in _e["values"]}
+for _e in LAYOUTS["enums"]:
+    for _v in _e["values"]:
+        CONSTANTS.setdefault(_v["name"], _v["value"])
+STATUS_NAMES = {v: k for k, v in STATUS.items()}
 
 # t4a_dlpack_desc: from the file when it lists it, else the declaration of
 # t4acuda_dlpack.h (checked against the file by the layout test whenever
