@@ -1,0 +1,26 @@
+"""t4acuda from Python: ctypes over libt4acuda (see docs/python.md).
+
+The library is found through T4ACUDA_LIBRARY, else the copy bundled in
+this package, else the installed libt4acuda.so.0. Struct layouts,
+constants and function signatures come from _layouts.json (a copy of the
+repository's abi/layouts.json) and are checked at import.
+"""
+
+from . import _ffi
+from ._errors import Error, ERRORS, last_error
+from ._core import (  # noqa: F401
+    Artifact, Buffer, Completion, DevicePointer, Download, HostBuffer, Kernel, Module,
+    PreparedLaunch, RawScope, Runtime, built_cuda_version, compile, compile_stats,
+    device_can_access_peer, device_count, device_info, driver_version, f32, f64, i8, i16,
+    i32, i64, last_compile_log, last_error_clear, nvrtc_version, process_fault,
+    process_stats, set_log_callback, status_description, status_name, u8, u16, u32, u64,
+    version, version_string)
+from ._dlpack import default_runtime, from_dlpack  # noqa: F401
+
+LIBRARY_PATH = _ffi.LIBRARY_PATH
+CONSTANTS = dict(_ffi.CONSTANTS)
+__version__ = "0.1.0"
+
+for _cls in ERRORS.values():
+    globals()[_cls.__name__] = _cls
+del _cls

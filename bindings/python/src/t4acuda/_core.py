@@ -1,0 +1,976 @@
+"""Handle classes over the C API: Runtime, Buffer, HostBuffer, Download,
+Artifact, Module, Kernel, PreparedLaunch, Completion, RawScope."""
+
+import ctypes
+import sys
+import threading
+
+from . import _ffi
+from ._errors import check, error_for, python_error, Error
+
+C = _ffi.C
+S = _ffi.STRUCTS
+K = _ffi.CONSTANTS
+_byref = ctypes.byref
+
+try:
+    import numpy as _np
+except ImportError:  # numpy is needed only for the array helpers
+    _np = None
+
+
+def _need_numpy(what):
+    if _np is None:
+        raise ImportError(f"t4acuda: {what} needs NumPy (pip install numpy)")
+    return _np
+
+
+def _handle(type_name, id_):
+    h = S[type_name]()
+    h.id = id_
+    return h
+
+
+def _get_string(fn, *args):
+    """Query-then-copy of a string or bytes out of `fn(*args, buf, cap, &needed)`."""
+    needed = ctypes.c_size_t(0)
+    check(fn(*args, None, 0, _byref(needed)))
+    buf = ctypes.create_string_buffer(max(needed.value, 1))
+    check(fn(*args, buf, needed.value, _byref(needed)))
+    return buf.raw[:needed.value]
+
+
+# ---------------------------------------------------------------- versions
+
+
+def version():
+    """The loaded library's version as (major, minor, patch)."""
+    v = C.t4a_version()
+    return (v // 10000, (v // 100) % 100, v % 100)
+
+
+def version_string():
+    return C.t4a_version_string().decode()
+
+
+def built_cuda_version():
+    """The CUDA version the library was built against (e.g. 13000)."""
+    return C.t4a_built_cuda_version()
+
+
+def status_name(status):
+    return C.t4a_status_name(status).decode()
+
+
+def status_description(status):
+    return C.t4a_status_description(status).decode()
+
+
+def last_error_clear():
+    C.t4a_last_error_clear()
+
+
+def driver_version():
+    v = ctypes.c_int32(0)
+    check(C.t4a_driver_version(_byref(v)))
+    return v.value
+
+
+def nvrtc_version():
+    major, minor = ctypes.c_int32(0), ctypes.c_int32(0)
+    check(C.t4a_nvrtc_version(_byref(major), _byref(minor)))
+    return (major.value, minor.value)
+
+
+def device_count():
+    n = ctypes.c_int32(0)
+    check(C.t4a_device_count(_byref(n)))
+    return n.value
+
+
+def _struct_dict(s):
+    out = {}
+    for name, _ in s._fields_:
+        if name == "struct_size" or name.startswith("reserved"):
+            continue
+        v = getattr(s, name)
+        if isinstance(v, bytes):
+            v = v.decode("utf-8", "replace")
+        elif isinstance(v, ctypes.Array):
+            v = bytes(v) if v._type_ is ctypes.c_uint8 else list(v)
+        elif isinstance(v, ctypes.Structure) and hasattr(v, "id"):
+            v = v.id
+        out[name] = v
+    return out
+
+
+def device_info(ordinal=0):
+    info = _ffi.new("t4a_device_info")
+    check(C.t4a_device_info_get(ordinal, _byref(info)))
+    return _struct_dict(info)
+
+
+def device_can_access_peer(ordinal, peer):
+    v = ctypes.c_int32(0)
+    check(C.t4a_device_can_access_peer(ordinal, peer, _byref(v)))
+    return bool(v.value)
+
+
+def compile_stats():
+    s = _ffi.new("t4a_compile_stats")
+    check(C.t4a_compile_stats_get(_byref(s)))
+    return _struct_dict(s)
+
+
+def process_stats():
+    s = _ffi.new("t4a_process_stats")
+    check(C.t4a_process_stats_get(_byref(s)))
+    return _struct_dict(s)
+
+
+def process_fault():
+    """The process's first sticky device fault, or None."""
+    s = _ffi.new("t4a_process_fault")
+    check(C.t4a_process_fault_get(_byref(s)))
+    return _struct_dict(s) if s.has_fault else None
+
+
+_LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p)
+_log_keep = [None]
+
+
+def set_log_callback(fn, max_level=None):
+    """Routes the library's log to `fn(level, message)` (None: back to the
+    default stderr logger). The callback runs on whatever thread logs, with
+    no library lock held; exceptions in it are printed and dropped."""
+    if max_level is None:
+        max_level = K["T4A_LOG_WARN"]
+    if fn is None:
+        check(C.t4a_set_log_callback(None, None, max_level))
+        _log_keep[0] = None
+        return
+
+    def trampoline(_user, level, message):
+        try:
+            fn(level, message.decode("utf-8", "replace"))
+        except Exception:  # never let an exception unwind into C
+            import traceback
+            traceback.print_exc()
+
+    cb = _LOG_FN(trampoline)
+    check(C.t4a_set_log_callback(ctypes.cast(cb, ctypes.c_void_p), None, max_level))
+    _log_keep[0] = cb  # the library may call it until replaced
+
+
+# ---------------------------------------------------------------- scalars
+
+_SCALAR_TYPES = {
+    "i8": ctypes.c_int8, "u8": ctypes.c_uint8, "i16": ctypes.c_int16,
+    "u16": ctypes.c_uint16, "i32": ctypes.c_int32, "u32": ctypes.c_uint32,
+    "i64": ctypes.c_int64, "u64": ctypes.c_uint64, "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
+}
+
+
+def _scalar_ctor(ct, name):
+    def make(value):
+        return ct(value)
+    make.__name__ = name
+    make.__doc__ = f"A kernel argument of C type {ct.__name__[2:]}."
+    return make
+
+
+i8 = _scalar_ctor(ctypes.c_int8, "i8")
+u8 = _scalar_ctor(ctypes.c_uint8, "u8")
+i16 = _scalar_ctor(ctypes.c_int16, "i16")
+u16 = _scalar_ctor(ctypes.c_uint16, "u16")
+i32 = _scalar_ctor(ctypes.c_int32, "i32")
+u32 = _scalar_ctor(ctypes.c_uint32, "u32")
+i64 = _scalar_ctor(ctypes.c_int64, "i64")
+u64 = _scalar_ctor(ctypes.c_uint64, "u64")
+f32 = _scalar_ctor(ctypes.c_float, "f32")
+f64 = _scalar_ctor(ctypes.c_double, "f64")
+
+_NP_CTYPES = {
+    "int8": ctypes.c_int8, "uint8": ctypes.c_uint8, "int16": ctypes.c_int16,
+    "uint16": ctypes.c_uint16, "int32": ctypes.c_int32, "uint32": ctypes.c_uint32,
+    "int64": ctypes.c_int64, "uint64": ctypes.c_uint64, "float32": ctypes.c_float,
+    "float64": ctypes.c_double, "bool": ctypes.c_bool,
+}
+
+
+class DevicePointer:
+    """A raw device address passed as a kernel argument as is."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = int(value)
+
+
+def _as_scalar(arg, index):
+    """A ctypes scalar for a typed kernel argument; TypeError for a plain
+    Python number (its C type would be a guess)."""
+    if isinstance(arg, ctypes._SimpleCData):
+        return arg
+    if _np is not None and isinstance(arg, _np.generic):
+        ct = _NP_CTYPES.get(arg.dtype.name)
+        if ct is None:
+            raise TypeError(f"kernel argument {index}: NumPy scalar of dtype "
+                            f"{arg.dtype} is not a supported kernel argument")
+        return ct(arg.item())
+    if isinstance(arg, (bool, int, float)):
+        raise TypeError(
+            f"kernel argument {index}: a plain Python {type(arg).__name__} ({arg!r}) "
+            "has no C type; say which: t4acuda.f32(x), t4acuda.f64(x), t4acuda.i32(x), "
+            "t4acuda.u64(x), ... or a NumPy scalar such as numpy.float32(x)")
+    raise TypeError(f"kernel argument {index}: {type(arg).__name__} is not a kernel "
+                    "argument (Buffer, DevicePointer, t4acuda.f32(x)-style scalar or "
+                    "NumPy scalar)")
+
+
+# ---------------------------------------------------------------- objects
+
+
+class _Owned:
+    """An owned reference to one library handle; close() releases it once."""
+    _release = None  # name of the C release function
+    _type = None     # name of the handle struct
+    _h = None
+    _lock = threading.Lock()  # until _set gives the object its own
+
+    def _set(self, handle):
+        self._h = handle
+        self._lock = threading.Lock()
+
+    @property
+    def handle(self):
+        """The C handle (a ctypes struct with .id); 0 once closed."""
+        return self._h if self._h is not None else S[self._type]()
+
+    def _live(self):
+        h = self._h
+        if h is None:
+            raise python_error("T4A_ERROR_INVALID_HANDLE", type(self).__name__,
+                               f"this {type(self).__name__} was closed")
+        return h
+
+    def close(self):
+        with self._lock:
+            h, self._h = self._h, None
+        if h is not None and h.id:
+            check(getattr(C, self._release)(h))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if sys is None or sys.is_finalizing():
+            return  # the library may be unloading; the process is ending anyway
+        try:
+            self.close()
+        except Exception:  # nothing may escape __del__
+            pass
+
+    def __repr__(self):
+        hid = self._h.id if self._h is not None else 0
+        return f"<t4acuda.{type(self).__name__} id={hid:#x}>"
+
+
+class Completion(_Owned):
+    """A point in a runtime's stream (Runtime.record())."""
+    _release, _type = "t4a_completion_release", "t4a_completion"
+
+    def __init__(self, handle):
+        self._set(handle)
+
+    def poll(self):
+        """True when the work before it is done; never waits."""
+        st = C.t4a_completion_poll(self._live())
+        if st == K["T4A_NOT_READY"]:
+            return False
+        check(st)
+        return True
+
+    def wait(self):
+        check(C.t4a_completion_wait(self._live()))
+
+    def retain(self):
+        """Another owned reference to the same completion."""
+        h = self._live()
+        check(C.t4a_completion_retain(h))
+        return Completion(_handle("t4a_completion", h.id))
+
+
+class RawScope:
+    """A raw scope (Runtime.raw()): the runtime's context is current and its
+    stream (an int, a CUstream) may be used directly until end()."""
+
+    def __init__(self, runtime):
+        self.runtime = runtime
+        self._h = S["t4a_raw_scope"]()
+        info = _ffi.new("t4a_raw_info")
+        check(C.t4a_raw_begin(runtime._live(), _byref(self._h), _byref(info)))
+        self.stream = info.stream or 0
+        self.context = info.context or 0
+        self.device_ordinal = info.device_ordinal
+
+    def buffer_pointer(self, buffer):
+        p = ctypes.c_uint64(0)
+        check(C.t4a_raw_buffer(self._h, buffer._live(), _byref(p)))
+        return p.value
+
+    def end(self):
+        if self._h is not None:
+            h, self._h = self._h, None
+            check(C.t4a_raw_end(h))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.end()
+
+
+class Runtime(_Owned):
+    """One device, one stream, one memory pool (t4a_runtime_create).
+
+    close() (or leaving a `with` block) destroys it: that waits until its
+    stream has drained. __del__ destroys it too, except at interpreter
+    shutdown; objects made from it stay valid handles after it is destroyed
+    (see t4a_runtime_destroy), so close order does not matter.
+    """
+    _release, _type = "t4a_runtime_destroy", "t4a_runtime"
+
+    def __init__(self, device=0, **options):
+        opts = _ffi.new("t4a_runtime_options")
+        opts.device_ordinal = device
+        names = {f[0] for f in opts._fields_}
+        for k, v in options.items():
+            if k not in names or k == "struct_size" or k.startswith("reserved"):
+                raise TypeError(f"Runtime: unknown option {k!r} (options: "
+                                f"{sorted(n for n in names if n != 'struct_size' and not n.startswith('reserved'))})")
+            setattr(opts, k, v)
+        h = S["t4a_runtime"]()
+        check(C.t4a_runtime_create(_byref(opts), _byref(h)))
+        self._set(h)
+        self._stream = None
+
+    def synchronize(self):
+        check(C.t4a_runtime_synchronize(self._live()))
+
+    def trim(self):
+        check(C.t4a_runtime_trim(self._live()))
+
+    def info(self):
+        info = _ffi.new("t4a_runtime_info")
+        check(C.t4a_runtime_info_get(self._live(), _byref(info)))
+        return _struct_dict(info)
+
+    @property
+    def stream(self):
+        """The runtime's CUstream as an int."""
+        if self._stream is None:
+            self._stream = self.info()["stream"] or 0
+        return self._stream
+
+    @property
+    def device(self):
+        return self.info()["device_ordinal"]
+
+    def stats(self):
+        s = _ffi.new("t4a_runtime_stats")
+        check(C.t4a_runtime_stats_get(self._live(), _byref(s)))
+        return _struct_dict(s)
+
+    def enable_peer(self, peer):
+        check(C.t4a_runtime_enable_peer(self._live(), peer._live()))
+
+    # -- memory
+    def alloc(self, nbytes, zero=False, dtype=None, shape=None):
+        """A device buffer of `nbytes` bytes (zero-filled in stream order if
+        `zero`); dtype/shape describe it for download() and DLPack."""
+        h = S["t4a_buffer"]()
+        check(C.t4a_buffer_alloc(self._live(), nbytes,
+                                 K["T4A_BUFFER_ZERO"] if zero else 0, _byref(h)))
+        return Buffer(self, h, nbytes, dtype, shape)
+
+    def empty(self, shape, dtype="float32", zero=False):
+        np = _need_numpy("Runtime.empty")
+        dt = np.dtype(dtype)
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        return self.alloc(n, zero=zero, dtype=dt, shape=shape)
+
+    def upload(self, array):
+        """A new buffer holding a copy of `array` (any C-contiguous buffer)."""
+        np = _need_numpy("Runtime.upload")
+        a = np.ascontiguousarray(array)
+        buf = self.alloc(a.nbytes, dtype=a.dtype, shape=a.shape)
+        buf.upload(a)
+        return buf
+
+    def host_alloc(self, nbytes):
+        """Pinned host memory (t4a_host_buffer_alloc)."""
+        h = S["t4a_host_buffer"]()
+        check(C.t4a_host_buffer_alloc(self._live(), nbytes, _byref(h)))
+        return HostBuffer(h)
+
+    # -- modules, completions
+    def load(self, artifact):
+        h = S["t4a_module"]()
+        check(C.t4a_module_load(self._live(), artifact._live(), _byref(h)))
+        return Module(self, h)
+
+    def load_data(self, image):
+        """A module from a cubin/PTX/fatbin image (bytes)."""
+        image = bytes(image)
+        h = S["t4a_module"]()
+        check(C.t4a_module_load_data(self._live(), image, len(image), _byref(h)))
+        return Module(self, h)
+
+    def record(self):
+        h = S["t4a_completion"]()
+        check(C.t4a_runtime_record(self._live(), _byref(h)))
+        return Completion(h)
+
+    def wait(self, completion):
+        """This runtime's stream waits for `completion` (no host wait)."""
+        check(C.t4a_runtime_wait(self._live(), completion._live()))
+
+    def wait_stream(self, stream):
+        """This runtime's stream waits for the work enqueued so far on a
+        foreign CUstream (an int)."""
+        check(C.t4a_runtime_wait_stream(self._live(), ctypes.c_void_p(int(stream) or None)))
+
+    def signal_stream(self, stream):
+        """A foreign CUstream waits for this runtime's work so far."""
+        check(C.t4a_runtime_signal_stream(self._live(), ctypes.c_void_p(int(stream) or None)))
+
+    def raw(self):
+        """A raw scope (context manager): .stream, .context, .buffer_pointer()."""
+        return RawScope(self)
+
+    def from_dlpack(self, obj):
+        from ._dlpack import from_dlpack
+        return from_dlpack(obj, runtime=self)
+
+
+class Buffer(_Owned):
+    """Device memory of one runtime. dtype and shape are a description used
+    by download(), DLPack and __cuda_array_interface__ (default: bytes)."""
+    _release, _type = "t4a_buffer_release", "t4a_buffer"
+
+    def __init__(self, runtime, handle, nbytes, dtype=None, shape=None, readonly=False):
+        self._set(handle)
+        self.runtime = runtime
+        self.nbytes = nbytes
+        self.readonly = readonly
+        if dtype is None:
+            dtype, shape = "uint8", (nbytes,) if shape is None else shape
+        self.dtype = _np.dtype(dtype) if _np is not None else dtype
+        self.shape = tuple(shape) if shape is not None else (
+            nbytes // self.dtype.itemsize,)
+
+    @property
+    def device_pointer(self):
+        return self.info()["device_pointer"]
+
+    def info(self):
+        info = _ffi.new("t4a_buffer_info")
+        check(C.t4a_buffer_info_get(self._live(), _byref(info)))
+        return _struct_dict(info)
+
+    def retain(self):
+        """Another owned reference to the same device memory."""
+        h = self._live()
+        check(C.t4a_buffer_retain(h))
+        return Buffer(self.runtime, _handle("t4a_buffer", h.id), self.nbytes, self.dtype,
+                      self.shape, self.readonly)
+
+    def view(self, dtype, shape=None):
+        """The same memory (another reference) described as dtype/shape."""
+        b = self.retain()
+        np = _need_numpy("Buffer.view")
+        b.dtype = np.dtype(dtype)
+        if shape is None:
+            shape = (self.nbytes // b.dtype.itemsize,)
+        b.shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        need = int(np.prod(b.shape, dtype=np.int64)) * b.dtype.itemsize
+        if need > self.nbytes:
+            b.close()
+            raise python_error("T4A_ERROR_INVALID_ARGUMENT", "Buffer.view",
+                               f"shape {b.shape} of {b.dtype} needs {need} bytes, "
+                               f"the buffer has {self.nbytes}")
+        return b
+
+    def fill(self, value, offset=0, nbytes=None):
+        """Sets bytes to `value` (0..255), in stream order."""
+        if nbytes is None:
+            nbytes = self.nbytes - offset
+        check(C.t4a_buffer_fill(self.runtime._live(), self._live(), offset, nbytes, value))
+
+    def copy_from(self, src, nbytes=None, dst_offset=0, src_offset=0):
+        if nbytes is None:
+            nbytes = min(self.nbytes - dst_offset, src.nbytes - src_offset)
+        check(C.t4a_buffer_copy(self.runtime._live(), self._live(), dst_offset,
+                                src._live(), src_offset, nbytes))
+
+    def upload(self, src, offset=0):
+        """Copies host data (ndarray, bytes, HostBuffer) into the buffer.
+        Returns once `src` may be reused (the library stages it)."""
+        if isinstance(src, HostBuffer):
+            check(C.t4a_buffer_upload_host(self.runtime._live(), self._live(), offset,
+                                           src._live(), 0, src.nbytes))
+            return
+        np = _need_numpy("Buffer.upload")
+        a = np.ascontiguousarray(src) if not isinstance(src, (bytes, bytearray)) \
+            else np.frombuffer(src, np.uint8)
+        check(C.t4a_buffer_upload(self.runtime._live(), self._live(), offset,
+                                  a.ctypes.data_as(ctypes.c_void_p), a.nbytes))
+
+    def download(self, dtype=None, shape=None, offset=0, out=None):
+        """A new ndarray (or `out`, C-contiguous) with the buffer's bytes,
+        after the work before it on the runtime's stream."""
+        np = _need_numpy("Buffer.download")
+        if out is None:
+            dt = np.dtype(dtype) if dtype is not None else self.dtype
+            if shape is None:
+                shape = self.shape if dtype is None else ((self.nbytes - offset) // dt.itemsize,)
+            out = np.empty(shape, dt)
+        elif not out.flags.c_contiguous or not out.flags.writeable:
+            raise python_error("T4A_ERROR_INVALID_ARGUMENT", "Buffer.download",
+                               "out must be a writable C-contiguous ndarray")
+        check(C.t4a_buffer_download_sync(self.runtime._live(), self._live(), offset,
+                                         out.ctypes.data_as(ctypes.c_void_p), out.nbytes))
+        return out
+
+    def download_async(self, nbytes=None, offset=0):
+        """A Download: the copy is enqueued now; poll()/wait() deliver it."""
+        if nbytes is None:
+            nbytes = self.nbytes - offset
+        h = S["t4a_download"]()
+        check(C.t4a_buffer_download(self.runtime._live(), self._live(), offset, nbytes,
+                                    _byref(h)))
+        return Download(h)
+
+    def download_host(self, host, nbytes=None, src_offset=0, dst_offset=0):
+        """Into pinned memory, stream-ordered (no host wait)."""
+        if nbytes is None:
+            nbytes = min(self.nbytes - src_offset, host.nbytes - dst_offset)
+        check(C.t4a_buffer_download_host(self.runtime._live(), self._live(), src_offset,
+                                         host._live(), dst_offset, nbytes))
+
+    def upload_host(self, host, nbytes=None, dst_offset=0, src_offset=0):
+        """From pinned memory, stream-ordered (no host wait)."""
+        if nbytes is None:
+            nbytes = min(self.nbytes - dst_offset, host.nbytes - src_offset)
+        check(C.t4a_buffer_upload_host(self.runtime._live(), self._live(), dst_offset,
+                                       host._live(), src_offset, nbytes))
+
+    # -- interop
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        from ._dlpack import export
+        return export(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        return (_ffi.kDLCUDA, self.info()["device_ordinal"])
+
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA Array Interface v3. "stream" is the runtime's stream: the
+        consumer orders its use after the work enqueued on it so far."""
+        return {
+            "shape": tuple(self.shape),
+            "typestr": self.dtype.str,
+            "data": (self.device_pointer, bool(self.readonly)),
+            "version": 3,
+            "strides": None,
+            "stream": self.runtime.stream or None,
+        }
+
+
+class Download(_Owned):
+    """An enqueued device-to-host copy into library staging (t4a_buffer_download)."""
+    _release, _type = "t4a_download_release", "t4a_download"
+
+    def __init__(self, handle):
+        self._set(handle)
+
+    @property
+    def nbytes(self):
+        n = ctypes.c_uint64(0)
+        check(C.t4a_download_size(self._live(), _byref(n)))
+        return n.value
+
+    def _dst(self, out):
+        np = _need_numpy("Download")
+        if out is None:
+            out = np.empty(self.nbytes, np.uint8)
+        elif out.nbytes < self.nbytes or not out.flags.c_contiguous:
+            raise python_error("T4A_ERROR_INVALID_ARGUMENT", "Download",
+                               f"out has {out.nbytes} bytes, the download {self.nbytes}")
+        return out
+
+    def poll(self, out=None):
+        """The data (into `out` or a new uint8 array) when done, else None."""
+        out = self._dst(out)
+        st = C.t4a_download_poll(self._live(), out.ctypes.data_as(ctypes.c_void_p))
+        if st == K["T4A_NOT_READY"]:
+            return None
+        check(st)
+        return out
+
+    def wait(self, out=None):
+        out = self._dst(out)
+        check(C.t4a_download_wait(self._live(), out.ctypes.data_as(ctypes.c_void_p)))
+        return out
+
+
+class HostBuffer(_Owned):
+    """Pinned host memory. .array(dtype, shape) is a NumPy view (no copy)
+    that keeps this object alive; the memory is freed when both are gone
+    and close() (or __del__) released the handle... so do not close() while
+    views are in use."""
+    _release, _type = "t4a_host_buffer_release", "t4a_host_buffer"
+
+    def __init__(self, handle):
+        self._set(handle)
+        p = ctypes.c_void_p(0)
+        n = ctypes.c_uint64(0)
+        check(C.t4a_host_buffer_pointer(handle, _byref(p), _byref(n)))
+        self.pointer = p.value
+        self.nbytes = n.value
+
+    def retain(self):
+        h = self._live()
+        check(C.t4a_host_buffer_retain(h))
+        return HostBuffer(_handle("t4a_host_buffer", h.id))
+
+    def array(self, dtype="uint8", shape=None):
+        np = _need_numpy("HostBuffer.array")
+        self._live()
+        raw = (ctypes.c_uint8 * self.nbytes).from_address(self.pointer)
+        raw._t4a_owner = self  # the view keeps the host buffer alive
+        a = np.frombuffer(raw, dtype=np.dtype(dtype))
+        return a.reshape(shape) if shape is not None else a
+
+    @property
+    def numpy(self):
+        return self.array()
+
+
+class Artifact(_Owned):
+    """A compiled image (compile())."""
+    _release, _type = "t4a_artifact_release", "t4a_artifact"
+
+    def __init__(self, handle):
+        self._set(handle)
+
+    def info(self):
+        i = _ffi.new("t4a_artifact_info")
+        check(C.t4a_artifact_info_get(self._live(), _byref(i)))
+        return _struct_dict(i)
+
+    @property
+    def image(self):
+        return _get_string(C.t4a_artifact_image, self._live())
+
+    @property
+    def log(self):
+        return _get_string(C.t4a_artifact_log, self._live()).rstrip(b"\0").decode(
+            "utf-8", "replace")
+
+    @property
+    def key(self):
+        return _get_string(C.t4a_artifact_key, self._live()).rstrip(b"\0").decode()
+
+    def lowered_name(self, index):
+        return _get_string(C.t4a_artifact_lowered_name, self._live(), index).rstrip(
+            b"\0").decode()
+
+    def retain(self):
+        h = self._live()
+        check(C.t4a_artifact_retain(h))
+        return Artifact(_handle("t4a_artifact", h.id))
+
+
+def _cstr_array(items):
+    items = [s.encode() if isinstance(s, str) else bytes(s) for s in items]
+    arr = (ctypes.c_char_p * max(len(items), 1))(*items)
+    return arr, items
+
+
+def last_compile_log():
+    return _get_string(C.t4a_last_compile_log).rstrip(b"\0").decode("utf-8", "replace")
+
+
+def compile(source, options=(), name_expressions=(), headers=None, program_name=None,
+            output="cubin", runtime=None, cc=None, flags=0, cache_dir=None,
+            disk_cache_max_bytes=0):
+    """Compiles CUDA C++ with NVRTC (through both caches) into an Artifact.
+    A failed compile raises t4acuda.Compile with .log holding the full log."""
+    req = _ffi.new("t4a_compile_request")
+    keep = []
+    req.source = source.encode() if isinstance(source, str) else source
+    keep.append(req.source)
+    if output not in ("cubin", "ptx"):
+        raise ValueError(f"compile: output must be 'cubin' or 'ptx', not {output!r}")
+    req.output = K["T4A_COMPILE_PTX"] if output == "ptx" else K["T4A_COMPILE_CUBIN"]
+    if program_name:
+        req.program_name = program_name.encode()
+    if options:
+        arr, k = _cstr_array(options)
+        keep += [arr, k]
+        req.options = ctypes.cast(arr, ctypes.c_void_p)
+        req.option_count = len(k)
+    if name_expressions:
+        arr, k = _cstr_array(name_expressions)
+        keep += [arr, k]
+        req.name_expressions = ctypes.cast(arr, ctypes.c_void_p)
+        req.name_expression_count = len(k)
+    if headers:
+        names, k1 = _cstr_array(list(headers.keys()))
+        srcs, k2 = _cstr_array(list(headers.values()))
+        keep += [names, srcs, k1, k2]
+        req.header_names = ctypes.cast(names, ctypes.c_void_p)
+        req.header_sources = ctypes.cast(srcs, ctypes.c_void_p)
+        req.header_count = len(k1)
+    if cc is not None:
+        req.cc_major, req.cc_minor = cc
+    if runtime is not None:
+        req.runtime = runtime._live()
+    req.flags = flags
+    req.disk_cache_max_bytes = disk_cache_max_bytes
+    if cache_dir is not None:
+        req.cache_dir = str(cache_dir).encode()
+    h = S["t4a_artifact"]()
+    st = C.t4a_compile(_byref(req), _byref(h))
+    if st != 0:
+        err = error_for(st, "t4a_compile")
+        err.log = last_compile_log() if st == _ffi.STATUS["T4A_ERROR_COMPILE"] else ""
+        raise err
+    return Artifact(h)
+
+
+class Module(_Owned):
+    _release, _type = "t4a_module_release", "t4a_module"
+
+    def __init__(self, runtime, handle):
+        self._set(handle)
+        self.runtime = runtime
+
+    def kernel(self, name):
+        h = S["t4a_kernel"]()
+        check(C.t4a_kernel_get(self._live(), name.encode(), _byref(h)))
+        return Kernel(self, h, name)
+
+    __getitem__ = kernel
+
+    def retain(self):
+        h = self._live()
+        check(C.t4a_module_retain(h))
+        return Module(self.runtime, _handle("t4a_module", h.id))
+
+
+def _dims(v, what):
+    if isinstance(v, int):
+        v = (v,)
+    v = tuple(v)
+    if not 1 <= len(v) <= 3 or not all(isinstance(x, int) and x >= 0 for x in v):
+        raise python_error("T4A_ERROR_INVALID_ARGUMENT", "Kernel.launch",
+                           f"{what} must be 1 to 3 non-negative ints, not {v!r}")
+    return v + (1,) * (3 - len(v))
+
+
+class Kernel(_Owned):
+    """A kernel of a loaded module. launch() checks argument count and
+    sizes against the kernel's parameters before calling t4a_launch."""
+    _release, _type = "t4a_kernel_release", "t4a_kernel"
+
+    def __init__(self, module, handle, name=""):
+        self._set(handle)
+        self.module = module
+        self.runtime = module.runtime
+        self.name = name
+        self._params = None
+
+    def info(self):
+        i = _ffi.new("t4a_kernel_info")
+        check(C.t4a_kernel_info_get(self._live(), _byref(i)))
+        return _struct_dict(i)
+
+    def param(self, index):
+        """(offset, size) of parameter `index`."""
+        off, size = ctypes.c_uint64(0), ctypes.c_uint64(0)
+        check(C.t4a_kernel_param(self._live(), index, _byref(off), _byref(size)))
+        return off.value, size.value
+
+    @property
+    def param_sizes(self):
+        """Sizes of the parameters, or None when the driver cannot tell."""
+        if self._params is None:
+            n = self.info()["param_count"]
+            self._params = False if n == K["T4A_PARAMS_UNKNOWN"] else tuple(
+                self.param(i)[1] for i in range(n))
+        return self._params if self._params is not False else None
+
+    def occupancy(self, block_size, dynamic_shared=0):
+        n = ctypes.c_int32(0)
+        check(C.t4a_kernel_occupancy(self._live(), block_size, dynamic_shared, _byref(n)))
+        return n.value
+
+    def suggest_block_size(self, dynamic_shared=0):
+        """(block_size, min_grid_size)."""
+        b, g = ctypes.c_int32(0), ctypes.c_int32(0)
+        check(C.t4a_kernel_suggest_block_size(self._live(), dynamic_shared, _byref(b),
+                                              _byref(g)))
+        return b.value, g.value
+
+    def retain(self):
+        h = self._live()
+        check(C.t4a_kernel_retain(h))
+        return Kernel(self.module, _handle("t4a_kernel", h.id), self.name)
+
+    def _check_sizes(self, sizes):
+        expected = self.param_sizes
+        if expected is None:
+            return
+        if len(sizes) != len(expected):
+            raise python_error(
+                "T4A_ERROR_INVALID_ARGUMENT", "Kernel.launch",
+                f"kernel {self.name!r} takes {len(expected)} arguments, {len(sizes)} given")
+        for i, (got, want) in enumerate(zip(sizes, expected)):
+            if got is not None and got != want:
+                raise python_error(
+                    "T4A_ERROR_INVALID_ARGUMENT", "Kernel.launch",
+                    f"kernel {self.name!r} argument {i}: {got} bytes given, the parameter "
+                    f"has {want} (a float parameter takes t4acuda.f32, not f64)")
+
+    def launch(self, grid, block, *args, shared=0):
+        """Enqueues the kernel on its runtime's stream. Arguments: Buffer
+        (its device address), DevicePointer, t4acuda.f32(x)-style or NumPy
+        scalars; a plain Python int or float is refused."""
+        n = len(args)
+        arr = (S["t4a_arg"] * max(n, 1))()
+        keep = []
+        sizes = []
+        for i, a in enumerate(args):
+            slot = arr[i]
+            if isinstance(a, Buffer):
+                slot.kind = K["T4A_ARG_BUFFER"]
+                slot.buffer = a._live()
+                sizes.append(8)
+            elif isinstance(a, DevicePointer):
+                slot.kind = K["T4A_ARG_DEVICE_POINTER"]
+                slot.device_pointer = a.value
+                sizes.append(8)
+            else:
+                s = _as_scalar(a, i)
+                keep.append(s)
+                slot.kind = K["T4A_ARG_SCALAR"]
+                slot.value = ctypes.addressof(s)
+                slot.size = ctypes.sizeof(s)
+                sizes.append(ctypes.sizeof(s))
+        self._check_sizes(sizes)
+        desc = _ffi.new("t4a_launch_desc")
+        desc.kernel = self._live()
+        desc.grid[:] = _dims(grid, "grid")
+        desc.block[:] = _dims(block, "block")
+        desc.dynamic_shared_bytes = shared
+        desc.arg_count = n
+        desc.args = ctypes.addressof(arr)
+        check(C.t4a_launch(self.runtime._live(), _byref(desc)))
+
+    def prepare(self, grid, block, *argtypes, shared=0):
+        """A PreparedLaunch: argtypes are "buffer", "pointer" or a scalar
+        type (t4acuda.f32, "f32", numpy.float32, ...)."""
+        return PreparedLaunch(self, grid, block, argtypes, shared)
+
+
+def _argtype(t, i):
+    if t in ("buffer", Buffer):
+        return "buffer"
+    if t in ("pointer", DevicePointer):
+        return "pointer"
+    if isinstance(t, str) and t in _SCALAR_TYPES:
+        return _SCALAR_TYPES[t]
+    if callable(t) and getattr(t, "__name__", None) in _SCALAR_TYPES and \
+            getattr(t, "__module__", "") == __name__:
+        return _SCALAR_TYPES[t.__name__]
+    if isinstance(t, type) and issubclass(t, ctypes._SimpleCData):
+        return t
+    if _np is not None:
+        try:
+            ct = _NP_CTYPES.get(_np.dtype(t).name)
+        except TypeError:
+            ct = None
+        if ct is not None and t not in (float, int, bool):
+            return ct
+    raise TypeError(f"prepare: argument type {i} ({t!r}) is not 'buffer', 'pointer', "
+                    "or an explicit scalar type (t4acuda.f32, 'i32', numpy.float32, ...)")
+
+
+class PreparedLaunch:
+    """A launch whose descriptor and argument array are built once; calling
+    it only stores the values (types were fixed at prepare()) and calls
+    t4a_launch. Not thread-safe: one per thread."""
+
+    def __init__(self, kernel, grid, block, argtypes, shared):
+        self.kernel = kernel
+        n = len(argtypes)
+        self._types = [_argtype(t, i) for i, t in enumerate(argtypes)]
+        self._args = (S["t4a_arg"] * max(n, 1))()
+        self._vals = []
+        sizes = []
+        for i, t in enumerate(self._types):
+            slot = self._args[i]
+            if t == "buffer":
+                slot.kind = K["T4A_ARG_BUFFER"]
+                self._vals.append(None)
+                sizes.append(8)
+            elif t == "pointer":
+                slot.kind = K["T4A_ARG_DEVICE_POINTER"]
+                self._vals.append(None)
+                sizes.append(8)
+            else:
+                v = t()
+                slot.kind = K["T4A_ARG_SCALAR"]
+                slot.value = ctypes.addressof(v)
+                slot.size = ctypes.sizeof(v)
+                self._vals.append(v)
+                sizes.append(ctypes.sizeof(v))
+        kernel._check_sizes(sizes)
+        self._desc = _ffi.new("t4a_launch_desc")
+        self._desc.kernel = kernel._live()
+        self._desc.grid[:] = _dims(grid, "grid")
+        self._desc.block[:] = _dims(block, "block")
+        self._desc.dynamic_shared_bytes = shared
+        self._desc.arg_count = n
+        self._desc.args = ctypes.addressof(self._args)
+        self._desc_ref = _byref(self._desc)
+        self._rt = kernel.runtime._live()
+        self._launch = C.t4a_launch
+        self._n = n
+        self._slots = [self._args[i] for i in range(n)]
+        self._keep = [None] * n
+
+    def __call__(self, *args):
+        if len(args) != self._n:
+            raise TypeError(f"prepared launch takes {self._n} arguments, {len(args)} given")
+        for i, a in enumerate(args):
+            v = self._vals[i]
+            if v is not None:
+                v.value = a.value if isinstance(a, ctypes._SimpleCData) else a
+            elif self._types[i] == "buffer":
+                self._slots[i].buffer.id = a._h.id
+                self._keep[i] = a  # alive until the next call replaces it
+            else:
+                self._slots[i].device_pointer = a.value if isinstance(a, DevicePointer) else a
+        st = self._launch(self._rt, self._desc_ref)
+        if st:
+            check(st)
+
+    launch = __call__

@@ -1,0 +1,178 @@
+"""DLPack both ways: Buffer.__dlpack__ (export) and from_dlpack (import).
+
+Capsules follow the Python DLPack protocol: "dltensor_versioned" holds a
+DLManagedTensorVersioned (DLPack >= 1.0), "dltensor" a legacy
+DLManagedTensor. A consumer renames the capsule "used_dltensor..." when it
+takes the tensor; the capsule's destructor calls the deleter only while the
+capsule still has its unused name.
+"""
+
+import ctypes
+import threading
+
+from . import _ffi
+from ._errors import check, python_error
+from ._core import Buffer, Runtime, _np
+
+C = _ffi.C
+_V_NAME = b"dltensor_versioned"
+_V_USED = b"used_dltensor_versioned"
+_L_NAME = b"dltensor"
+_L_USED = b"used_dltensor"
+
+# The C API functions taking a raw PyObject* (the capsule may be mid-
+# destruction, so it is never wrapped as a Python object there).
+_api = ctypes.pythonapi
+_IsValid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", _api))
+_GetPointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _api))
+_SetName = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_SetName", _api))
+_New = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
+                         ctypes.c_void_p)(("PyCapsule_New", _api))
+_IsValidObj = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", _api))
+_GetPointerObj = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _api))
+
+_PV = ctypes.POINTER(_ffi.DLManagedTensorVersioned)
+_PL = ctypes.POINTER(_ffi.DLManagedTensor)
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def _capsule_destructor(capsule):
+    # Only an unconsumed capsule still owns its tensor.
+    if _IsValid(capsule, _V_NAME):
+        t = ctypes.cast(_GetPointer(capsule, _V_NAME), _PV)
+    elif _IsValid(capsule, _L_NAME):
+        t = ctypes.cast(_GetPointer(capsule, _L_NAME), _PL)
+    else:
+        return
+    if t and t.contents.deleter:
+        t.contents.deleter(t)
+
+
+_DESTRUCTOR = ctypes.cast(_capsule_destructor, ctypes.c_void_p)
+
+_DL_CODES = {"i": _ffi.kDLInt, "u": _ffi.kDLUInt, "f": _ffi.kDLFloat,
+             "b": _ffi.kDLBool, "c": _ffi.kDLComplex}
+_NP_KINDS = {v: k for k, v in _DL_CODES.items()}
+
+
+def _have(name):
+    if name not in _ffi.DECLARED:
+        raise python_error("T4A_ERROR_UNSUPPORTED", name,
+                           f"the loaded library ({_ffi.LIBRARY_PATH}) has no DLPack "
+                           f"support ({name} is not exported)")
+
+
+def export(buf, stream, max_version, dl_device, copy):
+    """Buffer.__dlpack__."""
+    dev = buf.__dlpack_device__()
+    if dl_device is not None and tuple(dl_device) != dev:
+        raise BufferError(f"Buffer.__dlpack__: dl_device {tuple(dl_device)} asked, the "
+                          f"buffer is on {dev}; t4acuda does not copy across devices")
+    if copy:
+        raise BufferError("Buffer.__dlpack__: copy=True is not supported (t4acuda "
+                          "exports the buffer itself); copy it first with Buffer.copy_from")
+    if stream is None:
+        stream = 1  # CUDA: None means the legacy default stream
+    versioned = max_version is not None and tuple(max_version) >= (1, 0)
+    fn = "t4a_buffer_to_dlpack" if versioned else "t4a_buffer_to_dlpack_legacy"
+    _have(fn)
+    desc = _ffi.new("t4a_dlpack_desc")
+    dt = buf.dtype
+    code = _DL_CODES.get(dt.kind)
+    if code is None:
+        raise BufferError(f"Buffer.__dlpack__: dtype {dt} has no DLPack code")
+    desc.dtype_code = code
+    desc.dtype_bits = dt.itemsize * 8
+    desc.dtype_lanes = 1
+    shape = (ctypes.c_int64 * max(len(buf.shape), 1))(*buf.shape)
+    desc.ndim = len(buf.shape)
+    desc.shape = ctypes.addressof(shape)
+    if buf.readonly:
+        desc.flags = _ffi.CONSTANTS["T4A_DLPACK_READ_ONLY"]
+    out = ctypes.c_void_p()
+    check(getattr(C, fn)(buf.runtime._live(), buf._live(), ctypes.byref(desc), int(stream),
+                         ctypes.byref(out)))
+    return _New(out.value, _V_NAME if versioned else _L_NAME, _DESTRUCTOR.value)
+
+
+_defaults = {}
+_defaults_lock = threading.Lock()
+
+
+def default_runtime(device=0):
+    """The process's shared runtime of `device` (made on first use; used by
+    from_dlpack when no runtime is given). Never destroyed before exit."""
+    with _defaults_lock:
+        rt = _defaults.get(device)
+        if rt is None:
+            rt = _defaults[device] = Runtime(device)
+        return rt
+
+
+def _np_dtype(dt):
+    kind = _NP_KINDS.get(dt.code)
+    if _np is None or kind is None or dt.lanes != 1 or dt.bits % 8:
+        return None
+    try:
+        return _np.dtype(f"{kind}{dt.bits // 8}" if kind != "b" else "bool")
+    except TypeError:
+        return None
+
+
+def from_dlpack(obj, runtime=None):
+    """A Buffer over a CUDA tensor of another library (no copy).
+
+    Inside a raw scope of the runtime, the producer is asked for the tensor
+    with the runtime's stream as the consumer stream (so its pending work is
+    ordered before the runtime's stream, no host wait); the scope ends, and
+    t4a_buffer_from_dlpack takes the tensor (its deleter runs exactly once,
+    after the buffer's last use). Legacy capsules import read-only."""
+    if not hasattr(obj, "__dlpack__") or not hasattr(obj, "__dlpack_device__"):
+        raise TypeError(f"from_dlpack: {type(obj).__name__} has no __dlpack__/"
+                        "__dlpack_device__")
+    dev_type, dev_id = obj.__dlpack_device__()
+    if int(dev_type) != _ffi.kDLCUDA:
+        raise python_error("T4A_ERROR_INVALID_ARGUMENT", "from_dlpack",
+                           f"the tensor is on DLPack device type {int(dev_type)}, not "
+                           f"CUDA ({_ffi.kDLCUDA})")
+    if runtime is None:
+        runtime = default_runtime(int(dev_id))
+    with runtime.raw() as scope:
+        stream = scope.stream
+        try:
+            cap = obj.__dlpack__(stream=stream, max_version=(1, 0))
+        except TypeError:  # a producer older than DLPack 1.0's protocol
+            cap = obj.__dlpack__(stream=stream)
+    out = _ffi.STRUCTS["t4a_buffer"]()
+    if _IsValidObj(cap, _V_NAME):
+        _have("t4a_buffer_from_dlpack")
+        ptr = _GetPointerObj(cap, _V_NAME)
+        t = ctypes.cast(ptr, _PV).contents
+        readonly = bool(t.flags & _ffi.DLPACK_FLAG_BITMASK_READ_ONLY)
+        tensor = t.dl_tensor
+        used, fn = _V_USED, C.t4a_buffer_from_dlpack
+    elif _IsValidObj(cap, _L_NAME):
+        _have("t4a_buffer_from_dlpack_legacy")
+        ptr = _GetPointerObj(cap, _L_NAME)
+        tensor = ctypes.cast(ptr, _PL).contents.dl_tensor
+        readonly = True
+        used, fn = _L_USED, C.t4a_buffer_from_dlpack_legacy
+    else:
+        raise BufferError("from_dlpack: __dlpack__ did not return an unconsumed "
+                          "'dltensor_versioned' or 'dltensor' capsule")
+    shape = tuple(tensor.shape[i] for i in range(tensor.ndim))
+    dtype = _np_dtype(tensor.dtype)
+    # Consumed from here on: the library owns the tensor in every case.
+    if _SetName(cap, used) != 0:
+        raise BufferError("from_dlpack: could not mark the capsule consumed")
+    check(fn(runtime._live(), ptr, ctypes.byref(out)))
+    info = _ffi.new("t4a_buffer_info")
+    check(C.t4a_buffer_info_get(out, ctypes.byref(info)))
+    if dtype is None:
+        dtype, shape = "uint8", (info.bytes,)
+    return Buffer(runtime, out, info.bytes, dtype, shape, readonly=readonly)

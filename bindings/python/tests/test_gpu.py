@@ -1,0 +1,226 @@
+"""GPU tests of the Python package (run by scripts/gpu-lane phase python):
+NumPy round trips, DLPack both ways with PyTorch and CuPy ordered by
+streams only, the import deleter under 8 threads, read-only imports.
+Skipped without a GPU; with T4A_REQUIRE_GPU set, a missing GPU (or a
+missing peer library: torch, cupy) fails instead."""
+
+import ctypes
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import t4acuda
+from t4acuda import _ffi
+
+REQUIRE = bool(os.environ.get("T4A_REQUIRE_GPU"))
+
+
+def _gpu_reason():
+    if "fake" in os.path.basename(os.environ.get("T4A_CUDA_DRIVER_PATH", "")):
+        return "the fake libcuda is loaded"
+    try:
+        if t4acuda.device_count() < 1:
+            return "no CUDA device"
+    except t4acuda.Error as e:
+        return f"no usable driver: {e}"
+    return None
+
+
+_reason = _gpu_reason()
+if _reason:
+    if REQUIRE:
+        raise RuntimeError(f"T4A_REQUIRE_GPU is set but {_reason}")
+    pytest.skip(_reason, allow_module_level=True)
+
+
+def need(module):
+    if REQUIRE:
+        return __import__(module)
+    return pytest.importorskip(module)
+
+
+KERNELS = r"""
+extern "C" __global__ void scale(float *y, float a, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * y[i];
+}
+extern "C" __global__ void iota(float *y, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = (float)i;
+}
+extern "C" __global__ void spin_iota(float *y, unsigned n, long long cycles) {
+  long long t0 = clock64();
+  while (clock64() - t0 < cycles) {}
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = (float)i;
+}
+"""
+N = 1 << 20
+SPIN = 20_000_000  # ~10 ms: a missing stream order shows as wrong data
+
+
+@pytest.fixture(scope="module")
+def rt():
+    r = t4acuda.Runtime()
+    yield r
+    r.close()
+
+
+@pytest.fixture(scope="module")
+def mod(rt):
+    art = t4acuda.compile(KERNELS, runtime=rt)
+    m = rt.load(art)
+    yield m
+    m.close()
+    art.close()
+
+
+def test_numpy_round_trips(rt):
+    for dt in (np.uint8, np.int32, np.float32, np.float64, np.complex64):
+        a = (np.arange(12345) * 7 % 251).astype(dt)
+        b = rt.upload(a)
+        assert np.array_equal(b.download(), a)
+        b.close()
+    hb = rt.host_alloc(N * 4)
+    hb.array(np.float32)[:] = np.arange(N, dtype=np.float32)
+    d = rt.alloc(N * 4)
+    d.upload_host(hb)
+    hb.array(np.float32)[:] = 0
+    d.download_host(hb)
+    rt.synchronize()
+    assert np.array_equal(hb.array(np.float32), np.arange(N, dtype=np.float32))
+
+
+def test_launch_typed_and_size_checked(rt, mod):
+    k = mod.kernel("scale")
+    assert k.param_sizes == (8, 4, 4)
+    y = rt.upload(np.ones(N, np.float32))
+    with pytest.raises(t4acuda.InvalidArgument, match="argument 1: 8 bytes"):
+        k.launch(N // 256, 256, y, t4acuda.f64(2.0), t4acuda.u32(N))
+    with pytest.raises(TypeError):
+        k.launch(N // 256, 256, y, 2.0, t4acuda.u32(N))
+    k.launch(N // 256, 256, y, t4acuda.f32(2.0), np.uint32(N))
+    p = k.prepare(N // 256, 256, "buffer", "f32", "u32")
+    p(y, 3.0, N)
+    assert np.array_equal(y.download(), np.full(N, 6.0, np.float32))
+
+
+def test_torch_both_ways_stream_ordered(rt, mod):
+    torch = need("torch")
+    spin = mod.kernel("spin_iota")
+    # t4acuda writes (slowly), torch reads: torch.from_dlpack(buf) on
+    # torch's current stream, ordered by the event the export enqueues.
+    buf = rt.alloc(N * 4, dtype=np.float32, shape=(N,))
+    spin.launch(N // 256, 256, buf, t4acuda.u32(N), t4acuda.i64(SPIN))
+    t = torch.from_dlpack(buf)
+    assert t.is_cuda and t.dtype == torch.float32 and t.shape == (N,)
+    s = (t * 2).sum()  # on torch's stream, after the event
+    assert s.item() == float(N * (N - 1))
+    # torch writes, t4acuda reads: from_dlpack asks torch to order its
+    # stream before the runtime's stream.
+    src = torch.empty(N, device="cuda", dtype=torch.float32)
+    torch.cuda._sleep(SPIN)
+    src.copy_(torch.arange(N, device="cuda", dtype=torch.float32))
+    b = t4acuda.from_dlpack(src, runtime=rt)
+    mod.kernel("scale").launch(N // 256, 256, b, t4acuda.f32(0.5), t4acuda.u32(N))
+    got = b.download()
+    assert np.array_equal(got, np.arange(N, dtype=np.float32) * 0.5)
+    torch.cuda.synchronize()
+    assert torch.equal(src.cpu(), torch.arange(N, dtype=torch.float32) * 0.5)
+    b.close()
+    del t, src
+
+
+def test_cupy_both_ways_stream_ordered(rt, mod):
+    cp = need("cupy")
+    spin = mod.kernel("spin_iota")
+    buf = rt.alloc(N * 4, dtype=np.float32, shape=(N,))
+    spin.launch(N // 256, 256, buf, t4acuda.u32(N), t4acuda.i64(SPIN))
+    a = cp.from_dlpack(buf)
+    assert float((a * 2).sum()) == float(N * (N - 1))
+    # __cuda_array_interface__ (v3, with the runtime's stream)
+    spin.launch(N // 256, 256, buf, t4acuda.u32(N), t4acuda.i64(SPIN))
+    c = cp.asarray(buf)
+    assert int(c[N - 1]) == N - 1 and float(c.sum()) == float(N * (N - 1) // 2)
+    src = cp.arange(N, dtype=cp.float32)
+    b = t4acuda.from_dlpack(src, runtime=rt)
+    mod.kernel("scale").launch(N // 256, 256, b, t4acuda.f32(4.0), t4acuda.u32(N))
+    assert np.array_equal(b.download(), np.arange(N, dtype=np.float32) * 4)
+    b.close()
+
+
+class _Producer:
+    def __init__(self, ptr, n, counter, lock, readonly=False):
+        self._shape = (ctypes.c_int64 * 1)(n)
+
+        @ctypes.CFUNCTYPE(None, ctypes.POINTER(_ffi.DLManagedTensorVersioned))
+        def deleter(_t):
+            with lock:
+                counter[0] += 1
+        self._deleter = deleter
+        t = _ffi.DLManagedTensorVersioned()
+        t.version.major = 1
+        t.deleter = deleter
+        t.flags = _ffi.DLPACK_FLAG_BITMASK_READ_ONLY if readonly else 0
+        t.dl_tensor.data = ptr
+        t.dl_tensor.device = _ffi.DLDevice(_ffi.kDLCUDA, 0)
+        t.dl_tensor.ndim = 1
+        t.dl_tensor.dtype = _ffi.DLDataType(_ffi.kDLFloat, 32, 1)
+        t.dl_tensor.shape = self._shape
+        self._t = t
+
+    def __dlpack_device__(self):
+        return (_ffi.kDLCUDA, 0)
+
+    def __dlpack__(self, stream=None, max_version=None, **_):
+        from t4acuda._dlpack import _New
+        return _New(ctypes.addressof(self._t), b"dltensor_versioned", None)
+
+
+def test_import_deleter_exactly_once_under_8_threads(rt):
+    backing = rt.upload(np.arange(1024, dtype=np.float32))
+    counter, lock = [0], threading.Lock()
+    per_thread = 200
+    producers = [[_Producer(backing.device_pointer, 1024, counter, lock)
+                  for _ in range(per_thread)] for _ in range(8)]
+    errors = []
+
+    def work(ps):
+        try:
+            for p in ps:
+                b = t4acuda.from_dlpack(p, runtime=rt)
+                assert b.nbytes == 4096
+                b.close()
+        except Exception as e:  # reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(ps,)) for ps in producers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    rt.synchronize()
+    assert counter[0] == 8 * per_thread
+    backing.close()
+
+
+def test_read_only_import_rejects_writes(rt):
+    backing = rt.upload(np.arange(64, dtype=np.float32))
+    counter, lock = [0], threading.Lock()
+    b = t4acuda.from_dlpack(_Producer(backing.device_pointer, 64, counter, lock,
+                                      readonly=True), runtime=rt)
+    assert b.readonly
+    for write in (lambda: b.fill(0), lambda: b.upload(np.zeros(64, np.float32)),
+                  lambda: b.copy_from(backing)):
+        with pytest.raises(t4acuda.InvalidArgument, match="read-only"):
+            write()
+    other = rt.alloc(256)
+    other.copy_from(b)
+    assert np.array_equal(other.download(np.float32), np.arange(64, dtype=np.float32))
+    b.close()
+    rt.synchronize()
+    assert counter[0] == 1
+    backing.close()
+    other.close()

@@ -1,0 +1,407 @@
+"""Host tests of the Python package (ctest label bindings): no GPU; the
+fake libcuda (T4A_CUDA_DRIVER_PATH) stands in for the driver, NVRTC is
+the real one."""
+
+import ctypes
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import t4acuda
+from t4acuda import _ffi
+
+FAKE = os.environ.get("T4A_CUDA_DRIVER_PATH", "")
+needs_fake = pytest.mark.skipif(
+    "fake" not in os.path.basename(FAKE),
+    reason="needs the fake libcuda in T4A_CUDA_DRIVER_PATH (ctest sets it)")
+needs_dlpack = pytest.mark.skipif(
+    "t4a_buffer_from_dlpack" not in _ffi.DECLARED,
+    reason="the library under test exports no DLPack functions")
+
+
+def run_py(code, **env):
+    e = dict(os.environ)
+    e.update(env)
+    return subprocess.run([sys.executable, "-c", code], env=e, capture_output=True,
+                          text=True, timeout=120)
+
+
+# ---- import, versions, exceptions
+
+def test_version_matches_constants():
+    c = t4acuda.CONSTANTS
+    assert t4acuda.version() == (c["T4A_VERSION_MAJOR"], c["T4A_VERSION_MINOR"],
+                                 c["T4A_VERSION_PATCH"])
+    assert t4acuda.version_string() == c["T4A_VERSION_STRING"]
+    assert t4acuda.built_cuda_version() > 0
+
+
+def test_one_exception_class_per_status(source_dir):
+    layouts = json.loads((source_dir / "abi" / "layouts.json").read_text())
+    statuses = next(e for e in layouts["enums"] if e["name"] == "t4a_status_code")
+    for v in statuses["values"]:
+        if v["value"] == 0:
+            continue
+        name = "".join(p.capitalize() for p in
+                       re.sub(r"^T4A_(ERROR_)?", "", v["name"]).split("_"))
+        cls = getattr(t4acuda, name)
+        assert issubclass(cls, t4acuda.Error)
+        assert cls.status == v["value"]
+        assert t4acuda.status_name(v["value"]) == v["name"]
+    assert t4acuda.NoDriver and t4acuda.InvalidArgument and t4acuda.InvalidHandle
+
+
+def test_no_driver_raises_nodriver_with_message():
+    r = run_py(
+        "import t4acuda\n"
+        "try:\n"
+        "    t4acuda.Runtime()\n"
+        "except t4acuda.NoDriver as e:\n"
+        "    print('STATUS', e.status, e.status_name)\n"
+        "    print('ENTRY', e.entry_point)\n"
+        "    print('MESSAGE', e.message)\n"
+        "else:\n"
+        "    print('NO ERROR')\n",
+        T4A_CUDA_DRIVER_PATH="/nonexistent/libcuda.so.1")
+    assert r.returncode == 0, r.stderr
+    assert f"STATUS {t4acuda.NoDriver.status} T4A_ERROR_NO_DRIVER" in r.stdout
+    assert "ENTRY t4a_runtime_create" in r.stdout
+    msg = re.search(r"MESSAGE (.*)", r.stdout).group(1)
+    assert "/nonexistent/libcuda.so.1" in msg, msg
+
+
+def test_library_override_that_does_not_load_is_named():
+    r = run_py("import t4acuda", T4ACUDA_LIBRARY="/nonexistent/libt4acuda.so.0")
+    assert r.returncode != 0
+    assert "T4ACUDA_LIBRARY='/nonexistent/libt4acuda.so.0'" in r.stderr
+
+
+def test_forged_handles_raise_invalidhandle():
+    forged = t4acuda._core._handle("t4a_buffer", 0x123456789)
+    b = t4acuda.Buffer(None, forged, 16)
+    with pytest.raises(t4acuda.InvalidHandle) as e:
+        b.info()
+    assert e.value.entry_point == "t4a_buffer_info_get"
+    assert e.value.message
+    c = t4acuda.Completion(t4acuda._core._handle("t4a_completion", 0xdead0001))
+    with pytest.raises(t4acuda.InvalidHandle):
+        c.poll()
+    with pytest.raises(t4acuda.InvalidHandle):
+        c.close()
+    with pytest.raises(t4acuda.InvalidHandle):
+        b.close()
+
+
+# ---- layouts
+
+def test_bundled_layouts_identical_to_abi(source_dir):
+    bundled = source_dir / "bindings/python/src/t4acuda/_layouts.json"
+    assert bundled.read_bytes() == (source_dir / "abi/layouts.json").read_bytes(), (
+        "bindings/python/src/t4acuda/_layouts.json differs from abi/layouts.json: "
+        "copy it (cp abi/layouts.json bindings/python/src/t4acuda/_layouts.json)")
+
+
+def test_struct_layouts_match_abi(source_dir):
+    layouts = json.loads((source_dir / "abi" / "layouts.json").read_text())
+    for s in layouts["structs"]:
+        cls = _ffi.STRUCTS[s["name"]]
+        _ffi.check_struct(cls, s)
+        inst = _ffi.new(s["name"])
+        for f in s["fields"]:
+            if f["name"] == "struct_size":
+                assert inst.struct_size == f["init"] == s["size"]
+    for c in layouts["constants"]:
+        assert t4acuda.CONSTANTS[c["name"]] == c["value"]
+
+
+def test_layout_check_fails_on_a_changed_layout():
+    layouts = json.loads(json.dumps(_ffi.LAYOUTS))
+    s = next(x for x in layouts["structs"] if x["name"] == "t4a_launch_desc")
+    s["fields"][2]["offset"] += 8
+    with pytest.raises(_ffi.LayoutError, match="t4a_launch_desc.kernel"):
+        _ffi.check_struct(_ffi.STRUCTS["t4a_launch_desc"], s)
+    s = json.loads(json.dumps(next(x for x in _ffi.LAYOUTS["structs"]
+                                   if x["name"] == "t4a_runtime_options")))
+    s["size"] += 8
+    with pytest.raises(_ffi.LayoutError, match="t4a_runtime_options"):
+        _ffi.check_struct(_ffi.STRUCTS["t4a_runtime_options"], s)
+
+
+def test_dlpack_desc_matches_abi_when_listed(source_dir):
+    layouts = json.loads((source_dir / "abi" / "layouts.json").read_text())
+    s = next((x for x in layouts["structs"] if x["name"] == "t4a_dlpack_desc"), None)
+    if s is None:
+        # Before the DLPack header is in the layouts: the hand declaration.
+        assert ctypes.sizeof(_ffi.STRUCTS["t4a_dlpack_desc"]) == 40
+        return
+    _ffi.check_struct(_ffi.STRUCTS["t4a_dlpack_desc"], s)
+
+
+def test_dlpack_structs_have_the_published_layout():
+    assert ctypes.sizeof(_ffi.DLTensor) == 48
+    assert _ffi.DLManagedTensorVersioned.dl_tensor.offset == 32
+    assert ctypes.sizeof(_ffi.DLManagedTensorVersioned) == 80
+    assert ctypes.sizeof(_ffi.DLManagedTensor) == 64
+
+
+# ---- every export wrapped
+
+def exported_functions(path):
+    out = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True,
+                         text=True, check=True).stdout
+    return sorted({line.split()[-1].split("@")[0] for line in out.splitlines()
+                   if re.search(r" T t4a_", line)})
+
+
+def unwrapped(exports, package_dir):
+    """Exports with no declaration or no use in the package's Python code."""
+    text = ""
+    for name in os.listdir(package_dir):
+        if name.endswith(".py") and name != "_ffi.py":
+            with open(os.path.join(package_dir, name), encoding="utf-8") as f:
+                text += f.read()
+    missing = []
+    for e in exports:
+        if e not in _ffi.FUNCTIONS or not re.search(r"\b" + e + r"\b", text):
+            missing.append(e)
+    return missing
+
+
+def test_every_export_wrapped():
+    exports = exported_functions(t4acuda.LIBRARY_PATH)
+    assert "t4a_launch" in exports
+    # Test builds export a test-only seam (t4a_testing_*): not public API.
+    public = [e for e in exports if not e.startswith("t4a_testing_")]
+    pkg = os.path.dirname(t4acuda.__file__)
+    assert unwrapped(public, pkg) == []
+    assert unwrapped(public + ["t4a_not_wrapped_anywhere"], pkg) == [
+        "t4a_not_wrapped_anywhere"]
+    # And every function the layouts list is exported by this library.
+    for name, fn in _ffi.FUNCTIONS.items():
+        if not fn.get("declared_here"):
+            assert name in exports, name
+
+
+# ---- compile (real NVRTC, no GPU)
+
+SAXPY = r"""
+template <typename T>
+__global__ void axpy(T a, const T *x, T *y, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+extern "C" __global__ void fill_f32(float *y, float v, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = v;
+}
+"""
+
+
+def test_compile_without_gpu(tmp_path):
+    art = t4acuda.compile(SAXPY, options=["-std=c++17"], cc=(8, 0),
+                          name_expressions=["axpy<float>", "axpy<double>"],
+                          cache_dir=tmp_path)
+    info = art.info()
+    assert info["cc_major"] == 8 and info["cc_minor"] == 0
+    assert info["name_expression_count"] == 2
+    assert art.image[:4] == b"\x7fELF"
+    assert info["image_bytes"] == len(art.image)
+    assert art.lowered_name(0).startswith("_Z") and "axpy" in art.lowered_name(0)
+    assert art.lowered_name(0) != art.lowered_name(1)
+    assert re.fullmatch(r"[0-9a-f]{64}", art.key)
+    ptx = t4acuda.compile(SAXPY, output="ptx", cc=(8, 0), cache_dir=tmp_path)
+    assert b".entry fill_f32" in ptx.image
+    art.close()
+    ptx.close()
+
+
+def test_compile_error_carries_the_log(tmp_path):
+    with pytest.raises(t4acuda.Compile) as e:
+        t4acuda.compile("__global__ void k() { undeclared_thing(); }", cc=(8, 0),
+                        cache_dir=tmp_path)
+    assert "undeclared_thing" in e.value.log
+    assert e.value.entry_point == "t4a_compile"
+
+
+# ---- on the fake driver
+
+@pytest.fixture
+def rt():
+    with t4acuda.Runtime() as r:
+        yield r
+
+
+@needs_fake
+def test_numpy_round_trip_fake(rt):
+    a = np.arange(1000, dtype=np.float32).reshape(10, 100)
+    buf = rt.upload(a)
+    assert buf.nbytes == a.nbytes and buf.shape == (10, 100)
+    b = buf.download()
+    assert b.dtype == np.float32 and b.shape == (10, 100)
+    assert np.array_equal(a, b)
+    assert np.array_equal(buf.download(np.uint8), a.view(np.uint8).ravel())
+    buf.fill(0xab, offset=4, nbytes=4)
+    assert buf.download(np.uint8)[4:8].tolist() == [0xab] * 4
+    other = rt.alloc(a.nbytes, zero=True)
+    assert not other.download(np.uint8).any()
+    other.copy_from(buf)
+    assert np.array_equal(other.download(np.float32, (10, 100)), buf.download())
+    d = buf.download_async()
+    assert d.nbytes == a.nbytes
+    got = d.wait()
+    assert bytes(got) == buf.download().tobytes()
+    d.close()
+    with pytest.raises(t4acuda.InvalidArgument):
+        buf.upload(np.zeros(2000, np.float32))  # past the end
+    buf.close()
+    other.close()
+
+
+@needs_fake
+def test_host_buffer_is_a_numpy_view_without_copy(rt):
+    hb = rt.host_alloc(4096)
+    view = hb.array(np.uint32)
+    assert view.ctypes.data == hb.pointer and view.size == 1024
+    view[:] = np.arange(1024, dtype=np.uint32)
+    dev = rt.alloc(4096)
+    dev.upload_host(hb)
+    assert np.array_equal(dev.download(np.uint32), np.arange(1024, dtype=np.uint32))
+    dev.fill(7)
+    dev.download_host(hb)
+    rt.synchronize()
+    assert (hb.array(np.uint8) == 7).all()
+    dev.close()
+    hb.close()
+
+
+@needs_fake
+def test_untyped_scalars_rejected_and_sizes_checked(rt):
+    art = t4acuda.compile(SAXPY, cc=(8, 0))
+    mod = rt.load(art)
+    k = mod.kernel("fill_f32")
+    buf = rt.alloc(64)
+    with pytest.raises(TypeError, match="plain Python float"):
+        k.launch(1, 16, buf, 1.5, t4acuda.u32(16))
+    with pytest.raises(TypeError, match="plain Python int"):
+        k.launch(1, 16, buf, t4acuda.f32(1.5), 16)
+    # The fake driver cannot tell parameter sizes: the binding's own check
+    # runs with sizes given explicitly.
+    k._params = (8, 4, 4)
+    with pytest.raises(t4acuda.InvalidArgument, match="argument 1: 8 bytes given"):
+        k.launch(1, 16, buf, t4acuda.f64(1.5), t4acuda.u32(16))
+    with pytest.raises(t4acuda.InvalidArgument, match="takes 3 arguments, 2 given"):
+        k.launch(1, 16, buf, t4acuda.f32(1.5))
+    before = rt.stats()["launches"]
+    k.launch(1, 16, buf, t4acuda.f32(1.5), np.uint32(16))
+    p = k.prepare(1, 16, "buffer", t4acuda.f32, np.uint32)
+    p(buf, 2.5, 16)
+    with pytest.raises(TypeError, match="prepare"):
+        k.prepare(1, 16, "buffer", float, "u32")
+    with pytest.raises(t4acuda.InvalidArgument, match="grid"):
+        k.launch(0, 16, buf, t4acuda.f32(1.5), t4acuda.u32(16))
+    assert rt.stats()["launches"] == before + 2
+    k.close()
+    mod.close()
+    art.close()
+    buf.close()
+
+
+@needs_fake
+def test_completion_and_raw_scope(rt):
+    c = rt.record()
+    assert c.poll() is True
+    c.wait()
+    rt.wait(c)
+    c.close()
+    buf = rt.alloc(16)
+    with rt.raw() as scope:
+        assert scope.stream != 0
+        assert scope.buffer_pointer(buf) == buf.device_pointer
+    cai = buf.__cuda_array_interface__
+    assert cai["version"] == 3 and cai["data"][0] == buf.device_pointer
+    assert cai["stream"] == rt.stream and cai["typestr"] == "|u1"
+    buf.close()
+
+
+# ---- DLPack on the fake driver (once the library exports it)
+
+@needs_fake
+@needs_dlpack
+def test_dlpack_export_capsule_deleter_runs_once(rt):
+    buf = rt.upload(np.arange(16, dtype=np.int32))
+    assert buf.__dlpack_device__() == (2, 0)
+    before = rt.stats()["frees"]
+    cap = buf.__dlpack__(stream=-1, max_version=(1, 0))
+    assert "dltensor_versioned" in repr(cap)
+    legacy = buf.__dlpack__(stream=-1)
+    assert "'dltensor'" in repr(legacy)
+    with pytest.raises(t4acuda.InvalidArgument):
+        buf.__dlpack__(stream=0, max_version=(1, 0))
+    buf.close()
+    rt.synchronize()
+    assert rt.stats()["frees"] == before  # the capsules keep it alive
+    del cap, legacy
+    rt.synchronize()
+    assert rt.stats()["frees"] == before + 1
+
+
+class _Producer:
+    """A DLPack producer over device memory made by hand, whose deleter
+    counts its calls."""
+
+    def __init__(self, ptr, n, major=1, readonly=False):
+        self.calls = 0
+        self._shape = (ctypes.c_int64 * 1)(n)
+
+        @ctypes.CFUNCTYPE(None, ctypes.POINTER(_ffi.DLManagedTensorVersioned))
+        def deleter(_t):
+            self.calls += 1
+        self._deleter = deleter
+        t = _ffi.DLManagedTensorVersioned()
+        t.version.major, t.version.minor = major, 0
+        t.deleter = deleter
+        t.flags = _ffi.DLPACK_FLAG_BITMASK_READ_ONLY if readonly else 0
+        t.dl_tensor.data = ptr
+        t.dl_tensor.device = _ffi.DLDevice(_ffi.kDLCUDA, 0)
+        t.dl_tensor.ndim = 1
+        t.dl_tensor.dtype = _ffi.DLDataType(_ffi.kDLFloat, 32, 1)
+        t.dl_tensor.shape = self._shape
+        self._t = t
+
+    def __dlpack_device__(self):
+        return (_ffi.kDLCUDA, 0)
+
+    def __dlpack__(self, stream=None, max_version=None, **_):
+        from t4acuda._dlpack import _New
+        return _New(ctypes.addressof(self._t), b"dltensor_versioned", None)
+
+
+@needs_fake
+@needs_dlpack
+def test_from_dlpack_imports_and_calls_deleter_once(rt):
+    backing = rt.upload(np.arange(8, dtype=np.float32))
+    p = _Producer(backing.device_pointer, 8)
+    b = t4acuda.from_dlpack(p, runtime=rt)
+    assert b.shape == (8,) and b.dtype == np.float32 and not b.readonly
+    assert np.array_equal(b.download(), np.arange(8, dtype=np.float32))
+    assert p.calls == 0
+    b.close()
+    rt.synchronize()
+    assert p.calls == 1
+    bad = _Producer(backing.device_pointer, 8, major=2)
+    with pytest.raises(t4acuda.Error):
+        t4acuda.from_dlpack(bad, runtime=rt)
+    rt.synchronize()
+    assert bad.calls == 1
+    ro = _Producer(backing.device_pointer, 8, readonly=True)
+    rb = t4acuda.from_dlpack(ro, runtime=rt)
+    assert rb.readonly
+    with pytest.raises(t4acuda.InvalidArgument, match="read-only"):
+        rb.fill(0)
+    rb.close()
+    backing.close()
