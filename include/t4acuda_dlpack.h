@@ -54,27 +54,24 @@ typedef struct DLPackVersion {
   uint32_t minor; /**< compatible additions bump it. */
 } DLPackVersion;
 
-/** @brief Where a tensor's memory lives (the values are the DLPack ABI). */
-#ifdef __cplusplus
-typedef enum : int32_t {
-#else
-typedef enum {
-#endif
-  kDLCPU = 1,         /**< host memory. */
-  kDLCUDA = 2,        /**< CUDA device memory. */
-  kDLCUDAHost = 3,    /**< pinned host memory (cuMemHostAlloc). */
-  kDLOpenCL = 4,      /**< OpenCL. */
-  kDLVulkan = 7,      /**< Vulkan. */
-  kDLMetal = 8,       /**< Metal. */
-  kDLVPI = 9,         /**< Verilator. */
-  kDLROCM = 10,       /**< ROCm device memory. */
-  kDLROCMHost = 11,   /**< ROCm pinned host memory. */
-  kDLExtDev = 12,     /**< reserved for extensions. */
+/** @brief Where a tensor's memory lives (the values are the DLPack ABI;
+ *  int-sized in C and C++ alike). */
+typedef enum DLDeviceType {
+  kDLCPU = 1,          /**< host memory. */
+  kDLCUDA = 2,         /**< CUDA device memory. */
+  kDLCUDAHost = 3,     /**< pinned host memory (cuMemHostAlloc). */
+  kDLOpenCL = 4,       /**< OpenCL. */
+  kDLVulkan = 7,       /**< Vulkan. */
+  kDLMetal = 8,        /**< Metal. */
+  kDLVPI = 9,          /**< Verilator. */
+  kDLROCM = 10,        /**< ROCm device memory. */
+  kDLROCMHost = 11,    /**< ROCm pinned host memory. */
+  kDLExtDev = 12,      /**< reserved for extensions. */
   kDLCUDAManaged = 13, /**< CUDA managed (unified) memory. */
-  kDLOneAPI = 14,     /**< oneAPI unified shared memory. */
-  kDLWebGPU = 15,     /**< WebGPU. */
-  kDLHexagon = 16,    /**< Hexagon DSP. */
-  kDLMAIA = 17        /**< Microsoft MAIA. */
+  kDLOneAPI = 14,      /**< oneAPI unified shared memory. */
+  kDLWebGPU = 15,      /**< WebGPU. */
+  kDLHexagon = 16,     /**< Hexagon DSP. */
+  kDLMAIA = 17         /**< Microsoft MAIA. */
 } DLDeviceType;
 
 /** @brief A device: its type and ordinal. */
@@ -84,7 +81,7 @@ typedef struct DLDevice {
 } DLDevice;
 
 /** @brief Element type codes (`DLDataType::code`). */
-typedef enum {
+typedef enum DLDataTypeCode {
   kDLInt = 0U,          /**< signed integer. */
   kDLUInt = 1U,         /**< unsigned integer. */
   kDLFloat = 2U,        /**< IEEE floating point. */
@@ -106,10 +103,10 @@ typedef struct DLTensor {
   /** base pointer of the allocation; the first element is at
    *  `(char *)data + byte_offset`. */
   void *data;
-  DLDevice device;   /**< where `data` lives. */
-  int32_t ndim;      /**< number of dimensions. */
-  DLDataType dtype;  /**< element type. */
-  int64_t *shape;    /**< `ndim` extents. */
+  DLDevice device;  /**< where `data` lives. */
+  int32_t ndim;     /**< number of dimensions. */
+  DLDataType dtype; /**< element type. */
+  int64_t *shape;   /**< `ndim` extents. */
   /** `ndim` strides in elements, or NULL for compact row-major. */
   int64_t *strides;
   uint64_t byte_offset; /**< offset of the first element from `data`. */
@@ -129,7 +126,7 @@ typedef struct DLManagedTensorVersioned {
   void *manager_ctx;     /**< the producer's context. */
   /** Called once by the consumer when it is done (may be NULL). */
   void (*deleter)(struct DLManagedTensorVersioned *self);
-  uint64_t flags; /**< DLPACK_FLAG_BITMASK_* bits. */
+  uint64_t flags;     /**< DLPACK_FLAG_BITMASK_* bits. */
   DLTensor dl_tensor; /**< the view. */
 } DLManagedTensorVersioned;
 
@@ -226,6 +223,12 @@ T4A_API t4a_status t4a_buffer_to_dlpack(t4a_runtime runtime, t4a_buffer buffer,
  * @brief t4a_buffer_to_dlpack() producing a legacy `DLManagedTensor`
  *        (no version, no flags: read-only is not expressible, so
  *        #T4A_DLPACK_READ_ONLY and read-only buffers are refused).
+ * @param[in]  runtime         the buffer's runtime.
+ * @param[in]  buffer          the buffer (of `runtime`, not read-only).
+ * @param[in]  desc            the view; NULL: 1-D uint8 over the buffer.
+ * @param[in]  consumer_stream as for t4a_buffer_to_dlpack().
+ * @param[out] out             the new legacy tensor.
+ * @return as t4a_buffer_to_dlpack().
  * @since 0.1.0
  */
 T4A_API t4a_status t4a_buffer_to_dlpack_legacy(t4a_runtime runtime,
@@ -279,6 +282,10 @@ T4A_API t4a_status t4a_buffer_from_dlpack(t4a_runtime runtime,
  * @brief t4a_buffer_from_dlpack() for a legacy `DLManagedTensor`: always
  *        imported read-only (a legacy tensor has no flags to say it may be
  *        written).
+ * @param[in]  runtime the runtime; the tensor must be on its device.
+ * @param[in]  tensor  the tensor (ownership taken; NULL is refused).
+ * @param[out] out     the new (read-only) buffer handle.
+ * @return as t4a_buffer_from_dlpack().
  * @since 0.1.0
  */
 T4A_API t4a_status t4a_buffer_from_dlpack_legacy(t4a_runtime runtime,

@@ -18,19 +18,18 @@ t4a_status to_dlpack(t4a_runtime runtime, t4a_buffer buffer,
                      const t4a_dlpack_desc *desc, int64_t consumer_stream,
                      Out **out) {
   return capi::call(
-      in(runtime, "runtime"), in(buffer, "buffer"),
-      capi::not_null(out, "out"),
+      in(runtime, "runtime"), in(buffer, "buffer"), capi::not_null(out, "out"),
       [&](Ref<core::Runtime> &rt, Ref<memory::Buffer> &b) -> t4a_status {
         if (t4a_status s = memory::check_owner("buffer", *b, *rt);
             s != T4A_SUCCESS)
           return s;
         memory::reap_foreign(*rt); // no lock held here
         if constexpr (std::is_same_v<Out, DLManagedTensor>)
-          return memory::export_dlpack(*rt, std::move(b), desc,
-                                       consumer_stream, nullptr, out);
+          return memory::export_dlpack(*rt, std::move(b), desc, consumer_stream,
+                                       nullptr, out);
         else
-          return memory::export_dlpack(*rt, std::move(b), desc,
-                                       consumer_stream, out, nullptr);
+          return memory::export_dlpack(*rt, std::move(b), desc, consumer_stream,
+                                       out, nullptr);
       });
 }
 

@@ -22,11 +22,14 @@
 namespace t4a::core {
 // Where each field of t4a_dlpack_desc begins (core/struct_io.hpp).
 template <> struct FieldStarts<t4a_dlpack_desc> {
-  static constexpr size_t at[] = {
-      offsetof(t4a_dlpack_desc, flags),       offsetof(t4a_dlpack_desc, dtype_code),
-      offsetof(t4a_dlpack_desc, dtype_bits),  offsetof(t4a_dlpack_desc, dtype_lanes),
-      offsetof(t4a_dlpack_desc, ndim),        offsetof(t4a_dlpack_desc, shape),
-      offsetof(t4a_dlpack_desc, strides),     offsetof(t4a_dlpack_desc, byte_offset)};
+  static constexpr size_t at[] = {offsetof(t4a_dlpack_desc, flags),
+                                  offsetof(t4a_dlpack_desc, dtype_code),
+                                  offsetof(t4a_dlpack_desc, dtype_bits),
+                                  offsetof(t4a_dlpack_desc, dtype_lanes),
+                                  offsetof(t4a_dlpack_desc, ndim),
+                                  offsetof(t4a_dlpack_desc, shape),
+                                  offsetof(t4a_dlpack_desc, strides),
+                                  offsetof(t4a_dlpack_desc, byte_offset)};
 };
 } // namespace t4a::core
 
@@ -374,9 +377,8 @@ t4a_status order_consumer(core::Runtime &rt, int64_t code, CUstream s) {
   if (code > 2) {
     CUcontext ctx = nullptr;
     if (DrvResult r = cu::stream_get_ctx(s, &ctx); !r) {
-      std::string what =
-          core::format("finding the context of consumer_stream %p",
-                       static_cast<void *>(s));
+      std::string what = core::format(
+          "finding the context of consumer_stream %p", static_cast<void *>(s));
       return rt.fail_op(r, what.c_str());
     }
     if (ctx != rt.context())
@@ -498,8 +500,7 @@ t4a_status export_dlpack(core::Runtime &rt, core::Ref<Buffer> b,
                     "desc->shape and desc->strides reach byte %llu (%lld "
                     "elements of %llu bytes from desc->byte_offset %llu), "
                     "past the end of the buffer (%llu bytes)",
-                    static_cast<ull>(d.byte_offset) +
-                        static_cast<ull>(above),
+                    static_cast<ull>(d.byte_offset) + static_cast<ull>(above),
                     static_cast<ll>(sp.hi + 1), static_cast<ull>(elem),
                     static_cast<ull>(d.byte_offset),
                     static_cast<ull>(b->bytes()));
@@ -513,8 +514,7 @@ t4a_status export_dlpack(core::Runtime &rt, core::Ref<Buffer> b,
   if (consumer_stream > 2)
     s = reinterpret_cast<CUstream>(static_cast<uintptr_t>(consumer_stream));
   x->consumer = s;
-  if (t4a_status st = order_consumer(rt, consumer_stream, s);
-      st != T4A_SUCCESS)
+  if (t4a_status st = order_consumer(rt, consumer_stream, s); st != T4A_SUCCESS)
     return st;
 
   DLTensor t{};
@@ -559,8 +559,7 @@ t4a_status import_dlpack(core::Ref<core::Runtime> rt, const DLTensor &t,
                 "supported (the tensor's deleter was called)",
                 version->major, version->minor);
   const char *pre = "tensor->dl_tensor.";
-  if (t.device.device_type != kDLCUDA &&
-      t.device.device_type != kDLCUDAManaged)
+  if (t.device.device_type != kDLCUDA && t.device.device_type != kDLCUDAManaged)
     return fail(T4A_ERROR_INVALID_ARGUMENT,
                 "%sdevice.device_type is %d; only kDLCUDA (2) and "
                 "kDLCUDAManaged (13) tensors can be imported",
@@ -578,8 +577,8 @@ t4a_status import_dlpack(core::Ref<core::Runtime> rt, const DLTensor &t,
     return fail(T4A_ERROR_INVALID_ARGUMENT, "%sndim is %d; it must be 0..%d",
                 pre, t.ndim, T4A_DLPACK_MAX_NDIM);
   if (t.ndim > 0 && t.shape == nullptr)
-    return fail(T4A_ERROR_INVALID_ARGUMENT, "%sshape is NULL with ndim %d",
-                pre, t.ndim);
+    return fail(T4A_ERROR_INVALID_ARGUMENT, "%sshape is NULL with ndim %d", pre,
+                t.ndim);
   int64_t strides[T4A_DLPACK_MAX_NDIM] = {};
   if (t.strides != nullptr) {
     for (int32_t i = 0; i < t.ndim; ++i) strides[i] = t.strides[i];

@@ -120,7 +120,8 @@ static void synth_init(synth *s, void *data, int64_t n) {
   s->legacy.deleter = synth_delete_legacy;
 }
 
-/* ---- export ---------------------------------------------------------------- */
+/* ---- export ----------------------------------------------------------------
+ */
 
 static void test_export_round_trip(void **state) {
   (void)state;
@@ -256,8 +257,9 @@ static void test_export_validation(void **state) {
   d.byte_offset = 0;
   strides[0] = -4;
   d.strides = strides;
-  expect_export_error(rt, b, &d, -1, "desc->strides: negative strides reach "
-                                     "48 bytes below the first element");
+  expect_export_error(rt, b, &d, -1,
+                      "desc->strides: negative strides reach "
+                      "48 bytes below the first element");
   d.byte_offset = 48; /* then it fits */
   ASSERT_OK(t4a_buffer_to_dlpack(rt, b, &d, -1, &t));
   t->deleter(t);
@@ -427,7 +429,8 @@ static void test_deleters_after_destroy(void **state) {
   assert_int_equal(atomic_load(&s.deleted), 1);
 }
 
-/* ---- import ---------------------------------------------------------------- */
+/* ---- import ----------------------------------------------------------------
+ */
 
 static void expect_import_error(t4a_runtime rt, synth *s, const char *needle) {
   t4a_buffer out = {UINT64_C(0x77)};
@@ -448,8 +451,9 @@ static void test_import_validation(void **state) {
   synth_init(&s, mem, sizeof mem);
 
   s.t.version.major = 2;
-  expect_import_error(rt, &s, "tensor->version is 2.0; only DLPack major "
-                              "version 1 is supported");
+  expect_import_error(rt, &s,
+                      "tensor->version is 2.0; only DLPack major "
+                      "version 1 is supported");
   s.t.version.major = 0;
   expect_import_error(rt, &s, "tensor->version is 0.0");
   s.t.version.major = 1;
@@ -457,8 +461,9 @@ static void test_import_validation(void **state) {
   expect_import_error(rt, &s, "tensor->dl_tensor.device.device_type is 1");
   s.t.dl_tensor.device.device_type = kDLCUDA;
   s.t.dl_tensor.device.device_id = 1;
-  expect_import_error(rt, &s, "tensor->dl_tensor.device.device_id is 1, but "
-                              "the runtime is of device 0");
+  expect_import_error(rt, &s,
+                      "tensor->dl_tensor.device.device_id is 1, but "
+                      "the runtime is of device 0");
   s.t.dl_tensor.device.device_id = 0;
   s.t.dl_tensor.data = NULL;
   expect_import_error(rt, &s, "tensor->dl_tensor.data is NULL");
@@ -518,7 +523,8 @@ static void test_import_read_only(void **state) {
   ASSERT_OK(t4a_buffer_alloc(rt, 128, T4A_BUFFER_ZERO, &other));
   ASSERT_OK(t4a_host_buffer_alloc(rt, 128, &hb));
   t4a_buffer_info i = buffer_info(ro);
-  assert_int_equal(i.flags, T4A_BUFFER_INFO_READ_ONLY | T4A_BUFFER_INFO_IMPORTED);
+  assert_int_equal(i.flags,
+                   T4A_BUFFER_INFO_READ_ONLY | T4A_BUFFER_INFO_IMPORTED);
   assert_int_equal(buffer_info(other).flags, 0);
 
   unsigned char host[128];
