@@ -31,6 +31,8 @@
 #include "t4acuda.h"
 
 #ifndef DLPACK_DLPACK_H_
+/** dlpack.h's include guard: defined here too, so that a later
+ *  `#include <dlpack/dlpack.h>` does not redefine the structures. */
 #define DLPACK_DLPACK_H_
 
 #ifdef __cplusplus
