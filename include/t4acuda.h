@@ -1106,11 +1106,22 @@ typedef struct t4a_buffer_info {
   t4a_runtime runtime;    /**< the owning runtime (not retained). */
   int32_t device_ordinal; /**< the owning runtime's device. */
   uint32_t reserved1;     /**< zero. */
+  /** #T4A_BUFFER_INFO_READ_ONLY, #T4A_BUFFER_INFO_IMPORTED bits.
+   *  @since 0.1.0 */
+  uint32_t flags;
+  uint32_t reserved2; /**< zero. */
 } t4a_buffer_info;
+
+/** ::t4a_buffer_info flag: the buffer refuses writes (a read-only DLPack
+ *  import, t4acuda_dlpack.h). */
+#define T4A_BUFFER_INFO_READ_ONLY 0x1u
+/** ::t4a_buffer_info flag: the buffer wraps memory imported through
+ *  DLPack (t4acuda_dlpack.h), freed by its producer's deleter. */
+#define T4A_BUFFER_INFO_IMPORTED 0x2u
 
 /** Initializer for ::t4a_buffer_info. */
 #define T4A_BUFFER_INFO_INIT                                                   \
-  { sizeof(t4a_buffer_info), 0, 0, 0, {0}, 0, 0 }
+  { sizeof(t4a_buffer_info), 0, 0, 0, {0}, 0, 0, 0, 0 }
 
 /**
  * @brief Size, device pointer and owning runtime of a buffer.

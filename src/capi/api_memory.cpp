@@ -50,6 +50,9 @@ T4A_API t4a_status t4a_buffer_info_get(t4a_buffer buffer,
                         full.device_pointer = b->ptr();
                         full.runtime.id = b->runtime().handle_id();
                         full.device_ordinal = b->runtime().ordinal();
+                        full.flags =
+                            (b->read_only() ? T4A_BUFFER_INFO_READ_ONLY : 0u) |
+                            (b->imported() ? T4A_BUFFER_INFO_IMPORTED : 0u);
                         core::write_struct(info, full);
                         return T4A_SUCCESS;
                       });
@@ -63,6 +66,9 @@ T4A_API t4a_status t4a_buffer_fill(t4a_runtime runtime, t4a_buffer buffer,
     return capi::call_on_range(
         runtime, buffer, "buffer", offset, bytes,
         [&](core::Runtime &rt, memory::Buffer &b) -> t4a_status {
+          if (t4a_status s = memory::check_writable("buffer", b);
+              s != T4A_SUCCESS)
+            return s;
           return memory::fill(rt, b, offset, bytes, value);
         });
   });
@@ -92,6 +98,9 @@ T4A_API t4a_status t4a_buffer_copy(t4a_runtime runtime, t4a_buffer dst,
                 sb->runtime().ordinal());
           if (t4a_status s =
                   memory::check_range("dst", dst_offset, bytes, d->bytes());
+              s != T4A_SUCCESS)
+            return s;
+          if (t4a_status s = memory::check_writable("dst", *d);
               s != T4A_SUCCESS)
             return s;
           if (t4a_status s =

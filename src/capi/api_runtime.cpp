@@ -7,6 +7,7 @@
 #include "core/raw_scope.hpp"
 #include "core/runtime.hpp"
 #include "core/struct_io.hpp"
+#include "memory/dlpack.hpp"
 
 using namespace t4a;
 using capi::in;
@@ -89,7 +90,12 @@ T4A_API t4a_status t4a_runtime_synchronize(t4a_runtime runtime) {
   return T4A_ENTRY({
     return capi::call(
         in(runtime, "runtime"), [](Ref<core::Runtime> &rt) -> t4a_status {
-          return rt->synchronize("synchronizing the runtime's stream");
+          // Imported DLPack buffers released before the drain began are
+          // proven done by it: their deleters run here, no lock held.
+          uint64_t mark = memory::mark_foreign(*rt);
+          t4a_status s = rt->synchronize("synchronizing the runtime's stream");
+          if (s == T4A_SUCCESS) memory::release_foreign_through(*rt, mark);
+          return s;
         });
   });
 }

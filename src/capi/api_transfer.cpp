@@ -40,6 +40,8 @@ T4A_API t4a_status t4a_buffer_upload(t4a_runtime runtime, t4a_buffer dst,
         runtime, dst, "dst", offset, bytes,
         [&](core::Runtime &rt, memory::Buffer &b) -> t4a_status {
           if (src == nullptr && bytes > 0) return capi::null_arg("src");
+          if (t4a_status s = memory::check_writable("dst", b); s != T4A_SUCCESS)
+            return s;
           return memory::upload(rt, b, offset, src, bytes);
         });
   });
@@ -148,6 +150,9 @@ T4A_API t4a_status t4a_buffer_upload_host(t4a_runtime runtime, t4a_buffer dst,
               in(src, "src"), [&](Ref<memory::HostBuffer> &h) -> t4a_status {
                 if (t4a_status s =
                         check_host_range("src", *h, src_offset, bytes);
+                    s != T4A_SUCCESS)
+                  return s;
+                if (t4a_status s = memory::check_writable("dst", b);
                     s != T4A_SUCCESS)
                   return s;
                 return memory::upload_host(rt, b, dst_offset, *h, src_offset,

@@ -139,8 +139,25 @@ t4a_status Buffer::alloc(core::Ref<core::Runtime> runtime, uint64_t bytes,
   return T4A_SUCCESS;
 }
 
+core::Ref<Buffer> Buffer::adopt_foreign(core::Ref<core::Runtime> rt,
+                                        CUdeviceptr ptr, uint64_t bytes,
+                                        bool read_only,
+                                        core::Ref<core::Object> owner) {
+  auto b = core::Ref<Buffer>::adopt(new Buffer(std::move(rt)));
+  b->ptr_ = ptr;
+  b->bytes_ = bytes;
+  b->read_only_ = read_only;
+  b->foreign_ = std::move(owner);
+  return b;
+}
+
 void Buffer::quarantine() {
   if (quarantined_ || ptr_ == 0) return;
+  if (foreign_) { // never released: the foreign deleter is not called
+    quarantined_ = true;
+    rt_->counters().quarantined.add();
+    return;
+  }
   quarantined_ = true;
   rt_->counters().quarantined.add();
   rt_->counters().device_bytes.free(bytes_);
@@ -149,7 +166,30 @@ void Buffer::quarantine() {
 }
 
 Buffer::~Buffer() {
+  if (foreign_) {
+    if (quarantined_) {
+      // A failure after enqueue touched it: never handed back.
+      core::logf(T4A_LOG_WARN,
+                 "an imported buffer (%#llx, %llu bytes) is quarantined: its "
+                 "DLPack deleter is never called",
+                 static_cast<unsigned long long>(ptr_),
+                 static_cast<unsigned long long>(bytes_));
+      (void)foreign_.detach();
+      return;
+    }
+    release_foreign(*rt_, std::move(foreign_));
+    return;
+  }
   if (!quarantined_) device_free(*rt_, ptr_, bytes_);
+}
+
+t4a_status check_writable(const char *arg, const Buffer &b) {
+  if (!b.read_only()) return T4A_SUCCESS;
+  return fail(T4A_ERROR_INVALID_ARGUMENT,
+              "%s is a read-only import (a DLPack tensor flagged "
+              "DLPACK_FLAG_BITMASK_READ_ONLY, or a legacy DLManagedTensor, "
+              "which always imports read-only): it cannot be written",
+              arg);
 }
 
 t4a_status check_range(const char *arg, uint64_t offset, uint64_t bytes,

@@ -6,6 +6,12 @@
 // their work in stream order. When completion can no longer be proven (the
 // runtime is broken or a drain failed) or the buffer is quarantined, the
 // memory is leaked and counted instead.
+//
+// An imported buffer (DLPack, memory/dlpack.hpp) wraps memory it does not
+// own: its last reference hands the foreign owner to the runtime's pending
+// foreign releases (release_foreign) instead of freeing, and the foreign
+// deleter runs once the runtime's work so far is proven complete, outside
+// every library lock. A read-only import refuses writes (check_writable).
 #pragma once
 
 #include <cuda.h>
@@ -23,11 +29,19 @@ public:
   // Admits one allocation on `rt`, whose reference the buffer keeps.
   static t4a_status alloc(core::Ref<core::Runtime> rt, uint64_t bytes,
                           uint32_t flags, core::Ref<Buffer> *out);
+  // Wraps foreign memory [ptr, ptr + bytes) of `rt`'s device; `owner`'s
+  // last reference releases it (memory/dlpack.hpp).
+  static core::Ref<Buffer> adopt_foreign(core::Ref<core::Runtime> rt,
+                                         CUdeviceptr ptr, uint64_t bytes,
+                                         bool read_only,
+                                         core::Ref<core::Object> owner);
   ~Buffer() override;
 
   core::Runtime &runtime() const { return *rt_; }
   CUdeviceptr ptr() const { return ptr_; }
   uint64_t bytes() const { return bytes_; }
+  bool read_only() const { return read_only_; }
+  bool imported() const { return static_cast<bool>(foreign_); }
   // Never free this memory (a failure after enqueue touched it).
   void quarantine();
 
@@ -42,7 +56,14 @@ private:
   CUdeviceptr ptr_ = 0;
   uint64_t bytes_ = 0;
   bool quarantined_ = false;
+  bool read_only_ = false;
+  core::Ref<core::Object> foreign_; // the foreign owner of an import
 };
+
+// An imported buffer's last reference: keeps `owner` until the runtime's
+// work enqueued so far is complete, then drops it outside every library
+// lock (memory/dlpack.cpp). Runs no user code itself.
+void release_foreign(core::Runtime &rt, core::Ref<core::Object> owner);
 
 // Device memory used internally (download snapshots), with the same
 // free-or-leak rule as a buffer; allocated and freed on the runtime stream.
@@ -54,6 +75,8 @@ void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes);
 // goes past `size`.
 t4a_status check_range(const char *arg, uint64_t offset, uint64_t bytes,
                        uint64_t size);
+// INVALID_ARGUMENT naming `arg` when the buffer is a read-only import.
+t4a_status check_writable(const char *arg, const Buffer &b);
 // WRONG_RUNTIME naming `arg` when the buffer belongs to another runtime.
 t4a_status check_owner(const char *arg, const Buffer &b,
                        const core::Runtime &rt);

@@ -340,16 +340,51 @@ static CUresult f_cuStreamSynchronize(CUstream s) {
 static CUresult f_cuStreamQuery(CUstream s) {
   return s != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
+/* The default streams (CU_STREAM_LEGACY 0x1, CU_STREAM_PER_THREAD 0x2)
+ * name one stream object per device here: the current context's. */
+static struct CUstream_st g_default_streams[16];
+static CUstream resolve_stream(CUstream s) {
+  if ((uintptr_t)s != 1 && (uintptr_t)s != 2) return s;
+  if (tl_current == NULL) return NULL;
+  CUstream d = &g_default_streams[tl_current->device & 15];
+  d->ctx = tl_current;
+  return d;
+}
+/* cuStreamWaitEvent calls per waiting stream as given (the special handles
+ * 0x1 and 0x2 count as themselves): fake_cuda_stream_waits. */
+#define FAKE_WAIT_SLOTS 64
+static struct {
+  CUstream s;
+  unsigned long n;
+} g_waits[FAKE_WAIT_SLOTS];
 static CUresult f_cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) {
   (void)f;
-  return s != NULL && e != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (s == NULL || e == NULL) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_WAIT_SLOTS; ++i)
+    if (g_waits[i].s == s || g_waits[i].s == NULL) {
+      g_waits[i].s = s;
+      ++g_waits[i].n;
+      break;
+    }
+  pthread_mutex_unlock(&g_mu);
+  return CUDA_SUCCESS;
+}
+/* How many cuStreamWaitEvent calls made `stream` wait. */
+FAKE_API unsigned long fake_cuda_stream_waits(void *stream) {
+  unsigned long n = 0;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_WAIT_SLOTS; ++i)
+    if (g_waits[i].s == (CUstream)stream) n = g_waits[i].n;
+  pthread_mutex_unlock(&g_mu);
+  return n;
 }
 /* The context a stream was created in; the NULL stream is the current
  * context's legacy stream, as in the driver. */
 static CUresult f_cuStreamGetCtx(CUstream s, CUcontext *c) {
   if ((uintptr_t)s == FAKE_GARBAGE) return CUDA_ERROR_INVALID_HANDLE;
   if (c == NULL) return CUDA_ERROR_INVALID_VALUE;
-  if (s == NULL) {
+  if (s == NULL || (uintptr_t)s == 1 || (uintptr_t)s == 2) {
     if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
     *c = tl_current;
     return CUDA_SUCCESS;
@@ -368,6 +403,10 @@ static CUresult f_cuEventDestroy(CUevent e) {
   return CUDA_SUCCESS;
 }
 static CUresult f_cuEventRecord(CUevent e, CUstream s) {
+  if ((uintptr_t)s == 1 || (uintptr_t)s == 2) {
+    s = resolve_stream(s);
+    if (s == NULL) return CUDA_ERROR_INVALID_CONTEXT;
+  }
   if (e == NULL || s == NULL) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&g_mu);
   e->recorded = 1;

@@ -6,7 +6,8 @@
  * with T4A_EXPERIMENTAL defined (the experimental section compiles too).
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
-#include "t4acuda.h" /* first: it must need nothing before it */
+#include "t4acuda.h"        /* first: it must need nothing before it */
+#include "t4acuda_dlpack.h" /* the DLPack header, also strict C11 */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -62,8 +63,29 @@ _Static_assert(sizeof(t4a_runtime_stats) == 4 + 4 + 34 * 8,
                "t4a_runtime_stats has no padding");
 _Static_assert(offsetof(t4a_runtime_stats, trims) == 16,
                "the 0.1.0 foundation counters come first, unchanged");
-_Static_assert(sizeof(t4a_buffer_info) == 4 + 4 + 8 + 8 + 8 + 4 + 4,
+_Static_assert(sizeof(t4a_buffer_info) == 4 + 4 + 8 + 8 + 8 + 4 + 4 + 4 + 4,
                "t4a_buffer_info has no padding");
+_Static_assert(offsetof(t4a_buffer_info, flags) == 40, "flags appended");
+/* DLPack 1.x ABI (LP64): the published sizes and offsets. */
+_Static_assert(sizeof(DLPackVersion) == 8, "DLPackVersion");
+_Static_assert(sizeof(DLDevice) == 8 && sizeof(DLDeviceType) == 4, "DLDevice");
+_Static_assert(sizeof(DLDataType) == 4, "DLDataType");
+_Static_assert(sizeof(DLTensor) == 48 && offsetof(DLTensor, byte_offset) == 40,
+               "DLTensor");
+_Static_assert(sizeof(DLManagedTensor) == 64 &&
+                   offsetof(DLManagedTensor, deleter) == 56,
+               "DLManagedTensor");
+_Static_assert(sizeof(DLManagedTensorVersioned) == 80 &&
+                   offsetof(DLManagedTensorVersioned, flags) == 24 &&
+                   offsetof(DLManagedTensorVersioned, dl_tensor) == 32,
+               "DLManagedTensorVersioned");
+_Static_assert(kDLCUDA == 2 && kDLCUDAManaged == 13 && kDLBool == 6 &&
+                   kDLBfloat == 4,
+               "DLPack enum values");
+_Static_assert(DLPACK_FLAG_BITMASK_READ_ONLY == 1 &&
+                   DLPACK_FLAG_BITMASK_IS_COPIED == 2,
+               "DLPack flags");
+_Static_assert(sizeof(t4a_dlpack_desc) == 40, "t4a_dlpack_desc");
 _Static_assert(offsetof(t4a_buffer_info, runtime) == 24, "layout");
 _Static_assert(sizeof(t4a_process_stats) == 4 + 4 + 6 * 8,
                "t4a_process_stats has no padding");
@@ -98,6 +120,7 @@ static const t4a_buffer_info k_buffer_info = T4A_BUFFER_INFO_INIT;
 static const t4a_process_stats k_process_stats = T4A_PROCESS_STATS_INIT;
 static const t4a_process_fault k_process_fault = T4A_PROCESS_FAULT_INIT;
 static const t4a_raw_info k_raw_info = T4A_RAW_INFO_INIT;
+static const t4a_dlpack_desc k_dlpack_desc = T4A_DLPACK_DESC_INIT;
 static const t4a_compile_request k_compile_request = T4A_COMPILE_REQUEST_INIT;
 static const t4a_artifact_info k_artifact_info = T4A_ARTIFACT_INFO_INIT;
 static const t4a_compile_stats k_compile_stats = T4A_COMPILE_STATS_INIT;
@@ -237,6 +260,9 @@ static void test_init_macros(void **state) {
   assert_int_equal(process_fault.struct_size, sizeof(t4a_process_fault));
   assert_int_equal(raw_info.struct_size, sizeof(t4a_raw_info));
   assert_int_equal(k_raw_info.struct_size, sizeof(t4a_raw_info));
+  assert_int_equal(k_dlpack_desc.struct_size, sizeof(t4a_dlpack_desc));
+  assert_int_equal(k_dlpack_desc.ndim, 0);
+  assert_null(k_dlpack_desc.shape);
   assert_null(raw_info.context);
   assert_null(raw_info.stream);
   assert_int_equal(process_fault.has_fault, 0);

@@ -10,6 +10,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #include "t4acuda.h" // first: it must need nothing before it
 #include "t4acuda.hpp"
+#include "t4acuda_dlpack.h" // the DLPack header in C++ too
 
 #include <array>
 #include <cstdint>
@@ -44,6 +45,9 @@ static_assert(T4A_EXPERIMENTAL_REVISION >= 1, "experimental revision");
 
 // Every initializer as a constant initializer at namespace scope.
 static const t4a_error_info k_error_info = T4A_ERROR_INFO_INIT;
+static const t4a_dlpack_desc k_dlpack_desc = T4A_DLPACK_DESC_INIT;
+static_assert(sizeof(DLManagedTensorVersioned) == 80, "DLPack ABI");
+static_assert(sizeof(DLDeviceType) == 4, "DLPack enums are int-sized");
 static const t4a_device_info k_device_info = T4A_DEVICE_INFO_INIT;
 static const t4a_runtime_options k_runtime_options = T4A_RUNTIME_OPTIONS_INIT;
 static const t4a_runtime_info k_runtime_info = T4A_RUNTIME_INFO_INIT;
@@ -141,6 +145,7 @@ int main() {
   check(k_process_fault.struct_size == sizeof(t4a_process_fault),
         "process_fault");
   check(k_raw_info.struct_size == sizeof(t4a_raw_info), "raw_info");
+  check(k_dlpack_desc.struct_size == sizeof(t4a_dlpack_desc), "dlpack_desc");
   check(k_compile_request.struct_size == sizeof(t4a_compile_request),
         "compile_request");
   check(k_artifact_info.struct_size == sizeof(t4a_artifact_info),

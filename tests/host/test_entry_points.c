@@ -33,6 +33,7 @@
 
 #include "host_support.h"
 #include "t4acuda.h"
+#include "t4acuda_dlpack.h"
 #if defined(T4A_TEST_HAVE_TESTING)
 #include "t4acuda_testing.h"
 #endif
@@ -1034,6 +1035,69 @@ static t4a_status call_object_value(uint64_t id) {
 }
 #endif
 
+/* -- DLPack: the tensor's deleter runs exactly once on every failure -- */
+
+static int g_dl_deleted;
+static void dl_delete(DLManagedTensorVersioned *t) {
+  (void)t;
+  ++g_dl_deleted;
+}
+static void dl_delete_legacy(DLManagedTensor *t) {
+  (void)t;
+  ++g_dl_deleted;
+}
+
+static t4a_status call_buffer_to_dlpack(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_buffer b = {FORGED_BUFFER_A};
+  DLManagedTensorVersioned *sentinel = (DLManagedTensorVersioned *)&rt;
+  DLManagedTensorVersioned *out = sentinel;
+  t4a_status s = t4a_buffer_to_dlpack(rt, b, NULL, -1, &out);
+  if (s != T4A_SUCCESS) assert_ptr_equal(out, sentinel);
+  return s;
+}
+
+static t4a_status call_buffer_to_dlpack_legacy(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_buffer b = {FORGED_BUFFER_A};
+  DLManagedTensor *sentinel = (DLManagedTensor *)&rt;
+  DLManagedTensor *out = sentinel;
+  t4a_status s = t4a_buffer_to_dlpack_legacy(rt, b, NULL, 1, &out);
+  if (s != T4A_SUCCESS) assert_ptr_equal(out, sentinel);
+  return s;
+}
+
+static t4a_status call_buffer_from_dlpack(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_buffer out = {SENTINEL_ID};
+  DLManagedTensorVersioned t;
+  memset(&t, 0, sizeof t);
+  t.version.major = 1;
+  t.deleter = dl_delete;
+  int before = g_dl_deleted;
+  t4a_status s = t4a_buffer_from_dlpack(rt, &t, &out);
+  if (s != T4A_SUCCESS) {
+    assert_int_equal(out.id, SENTINEL_ID);
+    assert_int_equal(g_dl_deleted, before + 1);
+  }
+  return s;
+}
+
+static t4a_status call_buffer_from_dlpack_legacy(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_buffer out = {SENTINEL_ID};
+  DLManagedTensor t;
+  memset(&t, 0, sizeof t);
+  t.deleter = dl_delete_legacy;
+  int before = g_dl_deleted;
+  t4a_status s = t4a_buffer_from_dlpack_legacy(rt, &t, &out);
+  if (s != T4A_SUCCESS) {
+    assert_int_equal(out.id, SENTINEL_ID);
+    assert_int_equal(g_dl_deleted, before + 1);
+  }
+  return s;
+}
+
 #define ROW(name, cat, check)                                                  \
   { #name, cat, check, NULL, 0, NULL, 0 }
 #define RUNTIME_ROW(verb, null_ok)                                             \
@@ -1124,6 +1188,11 @@ static const row k_rows[] = {
     HANDLE_ROW(completion_wait, KIND_COMPLETION, "completion", 0),
     HANDLE_ROW(completion_retain, KIND_COMPLETION, "completion", 0),
     HANDLE_ROW(completion_release, KIND_COMPLETION, "completion", 1),
+    /* DLPack (t4acuda_dlpack.h) */
+    HANDLE_ROW(buffer_to_dlpack, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(buffer_to_dlpack_legacy, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(buffer_from_dlpack, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(buffer_from_dlpack_legacy, KIND_RUNTIME, "runtime", 0),
     /* raw seam */
     HANDLE_ROW(raw_begin, KIND_RUNTIME, "runtime", 0),
     HANDLE_ROW(raw_buffer, KIND_RAW_SCOPE, "scope", 0),

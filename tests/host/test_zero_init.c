@@ -2,9 +2,9 @@
  * Host lane (fake driver): zero bytes mean the default. A binding that
  * cannot see the T4A_<NAME>_INIT macros (Python, Rust, Julia) zero-fills a
  * struct and sets struct_size; that must behave exactly like the macro:
- *   - every _INIT macro of t4acuda.h is struct_size followed by zero bytes
- *     (compared byte for byte with a zero-filled struct; the test fails
- *     when the header gains an _INIT macro this file does not use);
+ *   - every _INIT macro of t4acuda.h and t4acuda_dlpack.h is struct_size
+ * followed by zero bytes (compared byte for byte with a zero-filled struct; the
+ * test fails when the header gains an _INIT macro this file does not use);
  *   - t4a_runtime_options: a zero-filled struct, the INIT macro, NULL and
  *     the documented defaults spelled out create the same runtime: the
  *     pool release threshold the fake driver's pool holds (keep all),
@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "t4acuda.h"
+#include "t4acuda_dlpack.h"
 #include "test_assert.h"
 
 #if !defined(T4A_FAKE_CUDA_PATH)
@@ -66,6 +67,7 @@ static void test_every_init_is_zero_fill(void **state) {
   EXPECT_INIT_IS_ZERO_FILL(t4a_process_stats, T4A_PROCESS_STATS_INIT);
   EXPECT_INIT_IS_ZERO_FILL(t4a_process_fault, T4A_PROCESS_FAULT_INIT);
   EXPECT_INIT_IS_ZERO_FILL(t4a_raw_info, T4A_RAW_INFO_INIT);
+  EXPECT_INIT_IS_ZERO_FILL(t4a_dlpack_desc, T4A_DLPACK_DESC_INIT);
   /* t4a_arg has no struct_size (its layout is frozen): all zero bytes */
   {
     static const t4a_arg init = T4A_ARG_INIT;
@@ -91,26 +93,32 @@ static char *read_file(const char *path) {
 
 static void test_every_init_macro_covered(void **state) {
   (void)state;
-  char *header = read_file(T4A_TEST_SOURCE_DIR "/include/t4acuda.h");
   char *self = read_file(T4A_TEST_SOURCE_DIR "/tests/host/test_zero_init.c");
   int found = 0;
-  for (const char *p = header; (p = strstr(p, "#define T4A_")) != NULL;) {
-    p += strlen("#define ");
-    size_t len = strcspn(p, " \t\n(");
-    if (len > 5 && strncmp(p + len - 5, "_INIT", 5) == 0) {
-      char name[128];
-      assert_true(len < sizeof name);
-      memcpy(name, p, len);
-      name[len] = '\0';
-      char use[160];
-      snprintf(use, sizeof use, ", %s)", name);
-      if (strstr(self, use) == NULL && strcmp(name, "T4A_ARG_INIT") != 0)
-        fail_msg("%s is not checked by EXPECT_INIT_IS_ZERO_FILL here", name);
-      ++found;
+  static const char *const headers[] = {"/include/t4acuda.h",
+                                        "/include/t4acuda_dlpack.h"};
+  for (size_t h = 0; h < sizeof headers / sizeof headers[0]; ++h) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s%s", T4A_TEST_SOURCE_DIR, headers[h]);
+    char *header = read_file(path);
+    for (const char *p = header; (p = strstr(p, "#define T4A_")) != NULL;) {
+      p += strlen("#define ");
+      size_t len = strcspn(p, " \t\n(");
+      if (len > 5 && strncmp(p + len - 5, "_INIT", 5) == 0) {
+        char name[128];
+        assert_true(len < sizeof name);
+        memcpy(name, p, len);
+        name[len] = '\0';
+        char use[160];
+        snprintf(use, sizeof use, ", %s)", name);
+        if (strstr(self, use) == NULL && strcmp(name, "T4A_ARG_INIT") != 0)
+          fail_msg("%s is not checked by EXPECT_INIT_IS_ZERO_FILL here", name);
+        ++found;
+      }
     }
+    free(header);
   }
-  assert_true(found >= 14);
-  free(header);
+  assert_true(found >= 15);
   free(self);
 }
 

@@ -337,9 +337,9 @@ def test_dlpack_export_capsule_deleter_runs_once(rt):
     assert buf.__dlpack_device__() == (2, 0)
     before = rt.stats()["frees"]
     cap = buf.__dlpack__(stream=-1, max_version=(1, 0))
-    assert "dltensor_versioned" in repr(cap)
+    assert '"dltensor_versioned"' in repr(cap)
     legacy = buf.__dlpack__(stream=-1)
-    assert "'dltensor'" in repr(legacy)
+    assert '"dltensor"' in repr(legacy)
     with pytest.raises(t4acuda.InvalidArgument):
         buf.__dlpack__(stream=0, max_version=(1, 0))
     buf.close()

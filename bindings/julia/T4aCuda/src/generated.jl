@@ -14,7 +14,7 @@ const libt4acuda = get(ENV, "T4ACUDA_LIBRARY", "libt4acuda.so.0")
 
 # ---- structs ----
 
-# C t4a_error_info: 24 bytes, align 8
+# C t4a_error_info: 24 bytes, align 8; t4acuda.h
 struct ErrorInfo
     struct_size::UInt32  # offset 0, C uint32_t
     status::Int32  # offset 4, C t4a_status
@@ -25,52 +25,52 @@ end
 ErrorInfo(; struct_size = UInt32(24), status = Int32(0), driver_result = Int32(0), compiler_result = Int32(0), entry_point = Ptr{Cchar}(0)) =
     ErrorInfo(struct_size, status, driver_result, compiler_result, entry_point)
 
-# C t4a_runtime: 8 bytes, align 8; handle, passed by value
+# C t4a_runtime: 8 bytes, align 8; handle, passed by value; t4acuda.h
 struct Runtime
     id::UInt64  # offset 0, C uint64_t
 end
 
-# C t4a_buffer: 8 bytes, align 8; handle, passed by value
+# C t4a_buffer: 8 bytes, align 8; handle, passed by value; t4acuda.h
 struct Buffer
     id::UInt64  # offset 0, C uint64_t
 end
 
-# C t4a_host_buffer: 8 bytes, align 8; handle, passed by value
+# C t4a_host_buffer: 8 bytes, align 8; handle, passed by value; t4acuda.h
 struct HostBuffer
     id::UInt64  # offset 0, C uint64_t
 end
 
-# C t4a_download: 8 bytes, align 8; handle, passed by value
+# C t4a_download: 8 bytes, align 8; handle, passed by value; t4acuda.h
 struct Download
     id::UInt64  # offset 0, C uint64_t
 end
 
-# C t4a_artifact: 8 bytes, align 8; handle, passed by value
+# C t4a_artifact: 8 bytes, align 8; handle, passed by value; t4acuda.h
 struct Artifact
     id::UInt64  # offset 0, C uint64_t
 end
 
-# C t4a_module: 8 bytes, align 8; handle, passed by value
+# C t4a_module: 8 bytes, align 8; handle, passed by value; t4acuda.h
 struct T4aModule
     id::UInt64  # offset 0, C uint64_t
 end
 
-# C t4a_kernel: 8 bytes, align 8; handle, passed by value
+# C t4a_kernel: 8 bytes, align 8; handle, passed by value; t4acuda.h
 struct Kernel
     id::UInt64  # offset 0, C uint64_t
 end
 
-# C t4a_completion: 8 bytes, align 8; handle, passed by value
+# C t4a_completion: 8 bytes, align 8; handle, passed by value; t4acuda.h
 struct Completion
     id::UInt64  # offset 0, C uint64_t
 end
 
-# C t4a_raw_scope: 8 bytes, align 8; handle, passed by value
+# C t4a_raw_scope: 8 bytes, align 8; handle, passed by value; t4acuda.h
 struct RawScope
     id::UInt64  # offset 0, C uint64_t
 end
 
-# C t4a_device_info: 376 bytes, align 8
+# C t4a_device_info: 376 bytes, align 8; t4acuda.h
 struct DeviceInfo
     struct_size::UInt32  # offset 0, C uint32_t
     ordinal::Int32  # offset 4, C int32_t
@@ -99,7 +99,7 @@ end
 DeviceInfo(; struct_size = UInt32(376), ordinal = Int32(0), name = ntuple(_ -> Cchar(0), 256), uuid = ntuple(_ -> UInt8(0), 16), cc_major = Int32(0), cc_minor = Int32(0), multiprocessor_count = Int32(0), clock_rate_khz = Int32(0), total_memory_bytes = UInt64(0), warp_size = Int32(0), max_threads_per_block = Int32(0), max_block_dim = ntuple(_ -> Int32(0), 3), max_grid_dim = ntuple(_ -> Int32(0), 3), max_shared_per_block = Int32(0), max_shared_per_block_optin = Int32(0), max_registers_per_block = Int32(0), max_threads_per_multiprocessor = Int32(0), pci_domain_id = Int32(0), pci_bus_id = Int32(0), pci_device_id = Int32(0), memory_pools_supported = Int32(0), cooperative_launch = Int32(0), unified_addressing = Int32(0)) =
     DeviceInfo(struct_size, ordinal, name, uuid, cc_major, cc_minor, multiprocessor_count, clock_rate_khz, total_memory_bytes, warp_size, max_threads_per_block, max_block_dim, max_grid_dim, max_shared_per_block, max_shared_per_block_optin, max_registers_per_block, max_threads_per_multiprocessor, pci_domain_id, pci_bus_id, pci_device_id, memory_pools_supported, cooperative_launch, unified_addressing)
 
-# C t4a_runtime_options: 64 bytes, align 8
+# C t4a_runtime_options: 64 bytes, align 8; t4acuda.h
 struct RuntimeOptions
     struct_size::UInt32  # offset 0, C uint32_t
     device_ordinal::Int32  # offset 4, C int32_t
@@ -117,7 +117,7 @@ end
 RuntimeOptions(; struct_size = UInt32(64), device_ordinal = Int32(0), pool_release_threshold = UInt64(0), staging_bytes = UInt64(0), staging_chunk_bytes = UInt64(0), staging_threads = Int32(0), reserved0 = UInt32(0), module_cache_entries = UInt32(0), reserved1 = UInt32(0), module_cache_bytes = UInt64(0), peer_access = UInt32(0), reserved2 = UInt32(0)) =
     RuntimeOptions(struct_size, device_ordinal, pool_release_threshold, staging_bytes, staging_chunk_bytes, staging_threads, reserved0, module_cache_entries, reserved1, module_cache_bytes, peer_access, reserved2)
 
-# C t4a_runtime_info: 48 bytes, align 8
+# C t4a_runtime_info: 48 bytes, align 8; t4acuda.h
 struct RuntimeInfo
     struct_size::UInt32  # offset 0, C uint32_t
     device_ordinal::Int32  # offset 4, C int32_t
@@ -130,7 +130,7 @@ end
 RuntimeInfo(; struct_size = UInt32(48), device_ordinal = Int32(0), domain_id = UInt64(0), context = Ptr{Cvoid}(0), stream = Ptr{Cvoid}(0), memory_pool = Ptr{Cvoid}(0), pool_release_threshold = UInt64(0)) =
     RuntimeInfo(struct_size, device_ordinal, domain_id, context, stream, memory_pool, pool_release_threshold)
 
-# C t4a_runtime_stats: 280 bytes, align 8
+# C t4a_runtime_stats: 280 bytes, align 8; t4acuda.h
 struct RuntimeStats
     struct_size::UInt32  # offset 0, C uint32_t
     reserved0::UInt32  # offset 4, C uint32_t
@@ -172,7 +172,7 @@ end
 RuntimeStats(; struct_size = UInt32(280), reserved0 = UInt32(0), host_waits = UInt64(0), trims = UInt64(0), allocations = UInt64(0), frees = UInt64(0), zero_fills = UInt64(0), fills = UInt64(0), device_copies = UInt64(0), bytes_allocated = UInt64(0), bytes_allocated_peak = UInt64(0), uploads = UInt64(0), downloads = UInt64(0), bytes_uploaded = UInt64(0), bytes_downloaded = UInt64(0), staging_bytes_in_use = UInt64(0), staging_bytes_peak = UInt64(0), staging_waits = UInt64(0), events_recorded = UInt64(0), quarantined = UInt64(0), leaked_allocations = UInt64(0), launches = UInt64(0), module_loads = UInt64(0), module_unloads = UInt64(0), module_cache_hits = UInt64(0), module_evictions = UInt64(0), leaked_modules = UInt64(0), completions_recorded = UInt64(0), open_epoch_items = UInt64(0), sealed_epochs = UInt64(0), same_device_copies = UInt64(0), same_device_bytes = UInt64(0), peer_copies = UInt64(0), peer_bytes = UInt64(0), staged_copies = UInt64(0), staged_bytes = UInt64(0)) =
     RuntimeStats(struct_size, reserved0, host_waits, trims, allocations, frees, zero_fills, fills, device_copies, bytes_allocated, bytes_allocated_peak, uploads, downloads, bytes_uploaded, bytes_downloaded, staging_bytes_in_use, staging_bytes_peak, staging_waits, events_recorded, quarantined, leaked_allocations, launches, module_loads, module_unloads, module_cache_hits, module_evictions, leaked_modules, completions_recorded, open_epoch_items, sealed_epochs, same_device_copies, same_device_bytes, peer_copies, peer_bytes, staged_copies, staged_bytes)
 
-# C t4a_buffer_info: 40 bytes, align 8
+# C t4a_buffer_info: 48 bytes, align 8; t4acuda.h
 struct BufferInfo
     struct_size::UInt32  # offset 0, C uint32_t
     reserved0::UInt32  # offset 4, C uint32_t
@@ -181,11 +181,13 @@ struct BufferInfo
     runtime::Runtime  # offset 24, C t4a_runtime
     device_ordinal::Int32  # offset 32, C int32_t
     reserved1::UInt32  # offset 36, C uint32_t
+    flags::UInt32  # offset 40, C uint32_t
+    reserved2::UInt32  # offset 44, C uint32_t
 end
-BufferInfo(; struct_size = UInt32(40), reserved0 = UInt32(0), bytes = UInt64(0), device_pointer = UInt64(0), runtime = Runtime(0), device_ordinal = Int32(0), reserved1 = UInt32(0)) =
-    BufferInfo(struct_size, reserved0, bytes, device_pointer, runtime, device_ordinal, reserved1)
+BufferInfo(; struct_size = UInt32(48), reserved0 = UInt32(0), bytes = UInt64(0), device_pointer = UInt64(0), runtime = Runtime(0), device_ordinal = Int32(0), reserved1 = UInt32(0), flags = UInt32(0), reserved2 = UInt32(0)) =
+    BufferInfo(struct_size, reserved0, bytes, device_pointer, runtime, device_ordinal, reserved1, flags, reserved2)
 
-# C t4a_compile_request: 104 bytes, align 8
+# C t4a_compile_request: 104 bytes, align 8; t4acuda.h
 struct CompileRequest
     struct_size::UInt32  # offset 0, C uint32_t
     output::UInt32  # offset 4, C uint32_t
@@ -208,7 +210,7 @@ end
 CompileRequest(; struct_size = UInt32(104), output = UInt32(0), source = Ptr{Cchar}(0), program_name = Ptr{Cchar}(0), header_names = Ptr{Ptr{Cchar}}(0), header_sources = Ptr{Ptr{Cchar}}(0), header_count = UInt32(0), option_count = UInt32(0), options = Ptr{Ptr{Cchar}}(0), name_expressions = Ptr{Ptr{Cchar}}(0), name_expression_count = UInt32(0), cc_major = Int32(0), cc_minor = Int32(0), flags = UInt32(0), runtime = Runtime(0), disk_cache_max_bytes = UInt64(0), cache_dir = Ptr{Cchar}(0)) =
     CompileRequest(struct_size, output, source, program_name, header_names, header_sources, header_count, option_count, options, name_expressions, name_expression_count, cc_major, cc_minor, flags, runtime, disk_cache_max_bytes, cache_dir)
 
-# C t4a_artifact_info: 40 bytes, align 8
+# C t4a_artifact_info: 40 bytes, align 8; t4acuda.h
 struct ArtifactInfo
     struct_size::UInt32  # offset 0, C uint32_t
     output::UInt32  # offset 4, C uint32_t
@@ -222,7 +224,7 @@ end
 ArtifactInfo(; struct_size = UInt32(40), output = UInt32(0), cc_major = Int32(0), cc_minor = Int32(0), image_bytes = UInt64(0), log_bytes = UInt64(0), name_expression_count = UInt32(0), reserved0 = UInt32(0)) =
     ArtifactInfo(struct_size, output, cc_major, cc_minor, image_bytes, log_bytes, name_expression_count, reserved0)
 
-# C t4a_compile_stats: 80 bytes, align 8
+# C t4a_compile_stats: 80 bytes, align 8; t4acuda.h
 struct CompileStats
     struct_size::UInt32  # offset 0, C uint32_t
     reserved0::UInt32  # offset 4, C uint32_t
@@ -239,7 +241,7 @@ end
 CompileStats(; struct_size = UInt32(80), reserved0 = UInt32(0), requests = UInt64(0), memory_hits = UInt64(0), disk_hits = UInt64(0), nvrtc_invocations = UInt64(0), nvrtc_successes = UInt64(0), disk_corrupt_entries = UInt64(0), disk_writes = UInt64(0), disk_evictions = UInt64(0), memory_evictions = UInt64(0)) =
     CompileStats(struct_size, reserved0, requests, memory_hits, disk_hits, nvrtc_invocations, nvrtc_successes, disk_corrupt_entries, disk_writes, disk_evictions, memory_evictions)
 
-# C t4a_kernel_info: 56 bytes, align 8
+# C t4a_kernel_info: 56 bytes, align 8; t4acuda.h
 struct KernelInfo
     struct_size::UInt32  # offset 0, C uint32_t
     param_count::Int32  # offset 4, C int32_t
@@ -257,7 +259,7 @@ end
 KernelInfo(; struct_size = UInt32(56), param_count = Int32(0), param_bytes = UInt64(0), registers = Int32(0), max_threads_per_block = Int32(0), static_shared_bytes = Int32(0), local_bytes = Int32(0), const_bytes = Int32(0), ptx_version = Int32(0), binary_version = Int32(0), max_dynamic_shared_bytes = Int32(0), reserved0 = UInt32(0)) =
     KernelInfo(struct_size, param_count, param_bytes, registers, max_threads_per_block, static_shared_bytes, local_bytes, const_bytes, ptx_version, binary_version, max_dynamic_shared_bytes, reserved0)
 
-# C t4a_arg: 48 bytes, align 8
+# C t4a_arg: 48 bytes, align 8; t4acuda.h
 struct Arg
     kind::UInt32  # offset 0, C uint32_t
     reserved0::UInt32  # offset 4, C uint32_t
@@ -270,7 +272,7 @@ end
 Arg(; kind = UInt32(0), reserved0 = UInt32(0), buffer = Buffer(0), offset = UInt64(0), value = Ptr{Cvoid}(0), size = UInt64(0), device_pointer = UInt64(0)) =
     Arg(kind, reserved0, buffer, offset, value, size, device_pointer)
 
-# C t4a_launch_desc: 56 bytes, align 8
+# C t4a_launch_desc: 56 bytes, align 8; t4acuda.h
 struct LaunchDesc
     struct_size::UInt32  # offset 0, C uint32_t
     flags::UInt32  # offset 4, C uint32_t
@@ -284,7 +286,7 @@ end
 LaunchDesc(; struct_size = UInt32(56), flags = UInt32(0), kernel = Kernel(0), grid = ntuple(_ -> UInt32(0), 3), block = ntuple(_ -> UInt32(0), 3), dynamic_shared_bytes = UInt32(0), arg_count = UInt32(0), args = Ptr{Arg}(0)) =
     LaunchDesc(struct_size, flags, kernel, grid, block, dynamic_shared_bytes, arg_count, args)
 
-# C t4a_raw_info: 24 bytes, align 8
+# C t4a_raw_info: 24 bytes, align 8; t4acuda.h
 struct RawInfo
     struct_size::UInt32  # offset 0, C uint32_t
     device_ordinal::Int32  # offset 4, C int32_t
@@ -294,7 +296,7 @@ end
 RawInfo(; struct_size = UInt32(24), device_ordinal = Int32(0), context = Ptr{Cvoid}(0), stream = Ptr{Cvoid}(0)) =
     RawInfo(struct_size, device_ordinal, context, stream)
 
-# C t4a_process_stats: 56 bytes, align 8
+# C t4a_process_stats: 56 bytes, align 8; t4acuda.h
 struct ProcessStats
     struct_size::UInt32  # offset 0, C uint32_t
     reserved0::UInt32  # offset 4, C uint32_t
@@ -308,7 +310,7 @@ end
 ProcessStats(; struct_size = UInt32(56), reserved0 = UInt32(0), runtimes_live = UInt64(0), runtimes_leaked = UInt64(0), leaked_device_allocations = UInt64(0), leaked_device_bytes = UInt64(0), leaked_staging_bytes = UInt64(0), leaked_host_buffers = UInt64(0)) =
     ProcessStats(struct_size, reserved0, runtimes_live, runtimes_leaked, leaked_device_allocations, leaked_device_bytes, leaked_staging_bytes, leaked_host_buffers)
 
-# C t4a_process_fault: 280 bytes, align 8
+# C t4a_process_fault: 280 bytes, align 8; t4acuda.h
 struct ProcessFault
     struct_size::UInt32  # offset 0, C uint32_t
     has_fault::Int32  # offset 4, C int32_t
@@ -319,6 +321,79 @@ struct ProcessFault
 end
 ProcessFault(; struct_size = UInt32(280), has_fault = Int32(0), device_ordinal = Int32(0), driver_result = Int32(0), domain_id = UInt64(0), operation = ntuple(_ -> Cchar(0), 256)) =
     ProcessFault(struct_size, has_fault, device_ordinal, driver_result, domain_id, operation)
+
+# C DLPackVersion: 8 bytes, align 4; t4acuda_dlpack.h
+struct DLPackVersion
+    major::UInt32  # offset 0, C uint32_t
+    minor::UInt32  # offset 4, C uint32_t
+end
+DLPackVersion(; major = UInt32(0), minor = UInt32(0)) =
+    DLPackVersion(major, minor)
+
+# C DLDevice: 8 bytes, align 4; t4acuda_dlpack.h
+struct DLDevice
+    device_type::Int32  # offset 0, C DLDeviceType
+    device_id::Int32  # offset 4, C int32_t
+end
+DLDevice(; device_type = Int32(0), device_id = Int32(0)) =
+    DLDevice(device_type, device_id)
+
+# C DLDataType: 4 bytes, align 2; t4acuda_dlpack.h
+struct DLDataType
+    code::UInt8  # offset 0, C uint8_t
+    bits::UInt8  # offset 1, C uint8_t
+    lanes::UInt16  # offset 2, C uint16_t
+end
+DLDataType(; code = UInt8(0), bits = UInt8(0), lanes = UInt16(0)) =
+    DLDataType(code, bits, lanes)
+
+# C DLTensor: 48 bytes, align 8; t4acuda_dlpack.h
+struct DLTensor
+    data::Ptr{Cvoid}  # offset 0, C void *
+    device::DLDevice  # offset 8, C DLDevice
+    ndim::Int32  # offset 16, C int32_t
+    dtype::DLDataType  # offset 20, C DLDataType
+    shape::Ptr{Int64}  # offset 24, C int64_t *
+    strides::Ptr{Int64}  # offset 32, C int64_t *
+    byte_offset::UInt64  # offset 40, C uint64_t
+end
+DLTensor(; data = Ptr{Cvoid}(0), device = DLDevice(), ndim = Int32(0), dtype = DLDataType(), shape = Ptr{Int64}(0), strides = Ptr{Int64}(0), byte_offset = UInt64(0)) =
+    DLTensor(data, device, ndim, dtype, shape, strides, byte_offset)
+
+# C DLManagedTensor: 64 bytes, align 8; t4acuda_dlpack.h
+struct DLManagedTensor
+    dl_tensor::DLTensor  # offset 0, C DLTensor
+    manager_ctx::Ptr{Cvoid}  # offset 48, C void *
+    deleter::Ptr{Cvoid}  # offset 56, C void (*)(struct DLManagedTensor *)
+end
+DLManagedTensor(; dl_tensor = DLTensor(), manager_ctx = Ptr{Cvoid}(0), deleter = Ptr{Cvoid}(0)) =
+    DLManagedTensor(dl_tensor, manager_ctx, deleter)
+
+# C DLManagedTensorVersioned: 80 bytes, align 8; t4acuda_dlpack.h
+struct DLManagedTensorVersioned
+    version::DLPackVersion  # offset 0, C DLPackVersion
+    manager_ctx::Ptr{Cvoid}  # offset 8, C void *
+    deleter::Ptr{Cvoid}  # offset 16, C void (*)(struct DLManagedTensorVersioned *)
+    flags::UInt64  # offset 24, C uint64_t
+    dl_tensor::DLTensor  # offset 32, C DLTensor
+end
+DLManagedTensorVersioned(; version = DLPackVersion(), manager_ctx = Ptr{Cvoid}(0), deleter = Ptr{Cvoid}(0), flags = UInt64(0), dl_tensor = DLTensor()) =
+    DLManagedTensorVersioned(version, manager_ctx, deleter, flags, dl_tensor)
+
+# C t4a_dlpack_desc: 40 bytes, align 8; t4acuda_dlpack.h
+struct DlpackDesc
+    struct_size::UInt32  # offset 0, C uint32_t
+    flags::UInt32  # offset 4, C uint32_t
+    dtype_code::UInt8  # offset 8, C uint8_t
+    dtype_bits::UInt8  # offset 9, C uint8_t
+    dtype_lanes::UInt16  # offset 10, C uint16_t
+    ndim::Int32  # offset 12, C int32_t
+    shape::Ptr{Int64}  # offset 16, C const int64_t *
+    strides::Ptr{Int64}  # offset 24, C const int64_t *
+    byte_offset::UInt64  # offset 32, C uint64_t
+end
+DlpackDesc(; struct_size = UInt32(40), flags = UInt32(0), dtype_code = UInt8(0), dtype_bits = UInt8(0), dtype_lanes = UInt16(0), ndim = Int32(0), shape = Ptr{Int64}(0), strides = Ptr{Int64}(0), byte_offset = UInt64(0)) =
+    DlpackDesc(struct_size, flags, dtype_code, dtype_bits, dtype_lanes, ndim, shape, strides, byte_offset)
 
 # ---- enums ----
 
@@ -350,6 +425,32 @@ const T4A_LOG_WARN = Int32(2)
 const T4A_LOG_INFO = Int32(3)
 const T4A_LOG_DEBUG = Int32(4)
 
+# enum DLDeviceType (typedef DLDeviceType)
+const kDLCPU = Int32(1)
+const kDLCUDA = Int32(2)
+const kDLCUDAHost = Int32(3)
+const kDLOpenCL = Int32(4)
+const kDLVulkan = Int32(7)
+const kDLMetal = Int32(8)
+const kDLVPI = Int32(9)
+const kDLROCM = Int32(10)
+const kDLROCMHost = Int32(11)
+const kDLExtDev = Int32(12)
+const kDLCUDAManaged = Int32(13)
+const kDLOneAPI = Int32(14)
+const kDLWebGPU = Int32(15)
+const kDLHexagon = Int32(16)
+const kDLMAIA = Int32(17)
+
+# enum DLDataTypeCode (typedef DLDataTypeCode)
+const kDLInt = Int32(0)
+const kDLUInt = Int32(1)
+const kDLFloat = Int32(2)
+const kDLOpaqueHandle = Int32(3)
+const kDLBfloat = Int32(4)
+const kDLComplex = Int32(5)
+const kDLBool = Int32(6)
+
 # ---- constants ----
 
 const T4A_VERSION_MAJOR = Int32(0)
@@ -369,6 +470,8 @@ const T4A_DEFAULT_MODULE_CACHE_BYTES = UInt64(268435456)
 const T4A_PEER_ACCESS_EXPLICIT = UInt32(0)
 const T4A_PEER_ACCESS_AUTO = UInt32(1)
 const T4A_BUFFER_ZERO = UInt32(1)
+const T4A_BUFFER_INFO_READ_ONLY = UInt32(1)
+const T4A_BUFFER_INFO_IMPORTED = UInt32(2)
 const T4A_COMPILE_CUBIN = UInt32(0)
 const T4A_COMPILE_PTX = UInt32(1)
 const T4A_COMPILE_NO_MEMORY_CACHE = UInt32(1)
@@ -384,6 +487,15 @@ const T4A_ARG_DEVICE_POINTER = UInt32(3)
 const T4A_MAX_PARAM_BYTES = UInt32(32764)
 const T4A_PROCESS_FAULT_OPERATION_BYTES = Int32(256)
 const T4A_EXPERIMENTAL_REVISION = Int32(1)  # experimental
+const DLPACK_MAJOR_VERSION = Int32(1)
+const DLPACK_MINOR_VERSION = Int32(0)
+const DLPACK_FLAG_BITMASK_READ_ONLY = UInt64(1)
+const DLPACK_FLAG_BITMASK_IS_COPIED = UInt64(2)
+const T4A_DLPACK_READ_ONLY = UInt32(1)
+const T4A_DLPACK_STREAM_NONE = Int32(-1)
+const T4A_DLPACK_STREAM_LEGACY = Int32(1)
+const T4A_DLPACK_STREAM_PER_THREAD = Int32(2)
+const T4A_DLPACK_MAX_NDIM = Int32(32)
 
 # ---- functions ----
 
@@ -686,5 +798,21 @@ t4a_process_stats_get(stats) =
 # t4a_status t4a_process_fault_get(t4a_process_fault * fault)
 t4a_process_fault_get(fault) =
     ccall((:t4a_process_fault_get, libt4acuda), Int32, (Ptr{ProcessFault},), fault)
+
+# t4a_status t4a_buffer_to_dlpack(t4a_runtime runtime, t4a_buffer buffer, const t4a_dlpack_desc * desc, int64_t consumer_stream, DLManagedTensorVersioned * * out)
+t4a_buffer_to_dlpack(runtime, buffer, desc, consumer_stream, out) =
+    ccall((:t4a_buffer_to_dlpack, libt4acuda), Int32, (Runtime, Buffer, Ptr{DlpackDesc}, Int64, Ptr{Ptr{DLManagedTensorVersioned}}), runtime, buffer, desc, consumer_stream, out)
+
+# t4a_status t4a_buffer_to_dlpack_legacy(t4a_runtime runtime, t4a_buffer buffer, const t4a_dlpack_desc * desc, int64_t consumer_stream, DLManagedTensor * * out)
+t4a_buffer_to_dlpack_legacy(runtime, buffer, desc, consumer_stream, out) =
+    ccall((:t4a_buffer_to_dlpack_legacy, libt4acuda), Int32, (Runtime, Buffer, Ptr{DlpackDesc}, Int64, Ptr{Ptr{DLManagedTensor}}), runtime, buffer, desc, consumer_stream, out)
+
+# t4a_status t4a_buffer_from_dlpack(t4a_runtime runtime, DLManagedTensorVersioned * tensor, t4a_buffer * out)
+t4a_buffer_from_dlpack(runtime, tensor, out) =
+    ccall((:t4a_buffer_from_dlpack, libt4acuda), Int32, (Runtime, Ptr{DLManagedTensorVersioned}, Ptr{Buffer}), runtime, tensor, out)
+
+# t4a_status t4a_buffer_from_dlpack_legacy(t4a_runtime runtime, DLManagedTensor * tensor, t4a_buffer * out)
+t4a_buffer_from_dlpack_legacy(runtime, tensor, out) =
+    ccall((:t4a_buffer_from_dlpack_legacy, libt4acuda), Int32, (Runtime, Ptr{DLManagedTensor}, Ptr{Buffer}), runtime, tensor, out)
 
 end # module LibT4aCuda
