@@ -1,0 +1,1 @@
+//! Safe API (in progress).
