@@ -99,13 +99,37 @@ c_consts! {
     pub const kDLFloat: u8 = 2;
     pub const kDLBfloat: u8 = 4;
     pub const kDLBool: u8 = 6;
+    pub const DLPACK_MAJOR_VERSION: u32 = 1;
+    pub const DLPACK_MINOR_VERSION: u32 = 0;
+    pub const T4A_DLPACK_STREAM_NONE: i64 = -1;
+    pub const T4A_DLPACK_STREAM_LEGACY: i64 = 1;
+    pub const T4A_DLPACK_STREAM_PER_THREAD: i64 = 2;
+    pub const T4A_DLPACK_MAX_NDIM: i32 = 32;
+    /// t4a_buffer_info::flags: the buffer refuses writes (a read-only
+    /// DLPack import).
+    pub const T4A_BUFFER_INFO_READ_ONLY: u32 = 0x1;
+    /// t4a_buffer_info::flags: the buffer wraps memory imported through
+    /// DLPack.
+    pub const T4A_BUFFER_INFO_IMPORTED: u32 = 0x2;
 }
 
-/// Names declared here for `include/t4acuda_dlpack.h`, which
-/// `abi/layouts.json` may not list (it is generated from t4acuda.h): the
-/// layout test accepts these names missing from it, and checks them when
-/// it lists them.
+/// Names declared here for the DLPack change (`include/t4acuda_dlpack.h`,
+/// and the `flags` that change adds to ::t4a_buffer_info), which
+/// `abi/layouts.json` may not list yet (it is generated from t4acuda.h
+/// only, and a branch may predate the change): the layout test accepts
+/// these names missing from it, and checks each one it lists. A field is
+/// written `struct.field`; such fields must be trailing.
 pub const DLPACK_NAMES: &[&str] = &[
+    "DLPACK_MAJOR_VERSION",
+    "DLPACK_MINOR_VERSION",
+    "T4A_DLPACK_STREAM_NONE",
+    "T4A_DLPACK_STREAM_LEGACY",
+    "T4A_DLPACK_STREAM_PER_THREAD",
+    "T4A_DLPACK_MAX_NDIM",
+    "T4A_BUFFER_INFO_READ_ONLY",
+    "T4A_BUFFER_INFO_IMPORTED",
+    "t4a_buffer_info.flags",
+    "t4a_buffer_info.reserved2",
     "T4A_DLPACK_READ_ONLY",
     "DLPACK_FLAG_BITMASK_READ_ONLY",
     "DLPACK_FLAG_BITMASK_IS_COPIED",
@@ -255,6 +279,10 @@ c_structs! {
         pub runtime: t4a_runtime,
         pub device_ordinal: i32,
         pub reserved1: u32,
+        /// `T4A_BUFFER_INFO_*` bits (libraries with DLPack; older ones
+        /// leave the zero of init(): a zero tail is accepted).
+        pub flags: u32,
+        pub reserved2: u32,
     }
 
     pub struct t4a_compile_request {
