@@ -11,9 +11,10 @@ fn pkg_config_libdir() -> Result<String, String> {
         .output()
         .map_err(|e| format!("could not run pkg-config: {e}"))?;
     if !out.status.success() {
+        let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
         return Err(format!(
-            "pkg-config --variable=libdir t4acuda failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
+            "pkg-config --variable=libdir t4acuda failed ({})",
+            if why.is_empty() { "no t4acuda.pc on the pkg-config path".to_string() } else { why }
         ));
     }
     let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
