@@ -86,6 +86,7 @@ macro_rules! versioned {
                 };
                 (name, bytes.to_vec())
             }
+            #[allow(clippy::vec_init_then_push)]
             let mut out = Vec::new();
             $( out.push(image(stringify!($name), &$name::init())); )*
             $( out.push(image(stringify!($zname), &$zname::init())); )*
@@ -110,13 +111,21 @@ macro_rules! c_consts {
 }
 
 macro_rules! kind_or_struct {
-    () => { "struct" };
-    ($k:literal) => { $k };
+    () => {
+        "struct"
+    };
+    ($k:literal) => {
+        $k
+    };
 }
 
 macro_rules! ret_ty {
-    () => { () };
-    ($r:ty) => { $r };
+    () => {
+        ()
+    };
+    ($r:ty) => {
+        $r
+    };
 }
 
 /// Declares the functions: the `extern "C"` block (feature `link`), the

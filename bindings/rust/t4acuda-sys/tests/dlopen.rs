@@ -24,7 +24,9 @@ fn loads_the_library_and_calls_it() {
     let api = unsafe { Api::load(&path) }.unwrap_or_else(|e| panic!("{e}"));
     let v = unsafe { (api.t4a_version)() };
     assert_eq!(v as i32, t4acuda_sys::T4A_VERSION_NUMBER);
-    let name = unsafe { std::ffi::CStr::from_ptr((api.t4a_status_name)(t4acuda_sys::T4A_ERROR_NO_DRIVER)) };
+    let name = unsafe {
+        std::ffi::CStr::from_ptr((api.t4a_status_name)(t4acuda_sys::T4A_ERROR_NO_DRIVER))
+    };
     assert_eq!(name.to_str().unwrap(), "T4A_ERROR_NO_DRIVER");
     // Handles cross threads with the table.
     let api = std::sync::Arc::new(api);
@@ -34,7 +36,8 @@ fn loads_the_library_and_calls_it() {
 
 #[test]
 fn a_missing_file_is_an_error_with_the_loader_text() {
-    let err = unsafe { Api::load("/nonexistent/libt4acuda.so") }.err().expect("loaded a missing file");
+    let err =
+        unsafe { Api::load("/nonexistent/libt4acuda.so") }.err().expect("loaded a missing file");
     assert!(err.0.contains("/nonexistent/libt4acuda.so"), "{err}");
     assert!(err.0.contains("No such file"), "no loader text in: {err}");
 }

@@ -14,8 +14,10 @@
 //!  * every function the built library exports (`nm -D --defined-only`,
 //!    when nm and the library are there) is declared, except the test-only
 //!    `t4a_testing_*` seam of test builds.
+//!
 //! The JSON is read with the small parser below (std only).
-//! T4A_LAYOUTS_JSON overrides the file (the planted-mismatch test uses it).
+//! T4A_LAYOUTS_JSON overrides the file (the GPU lane sets it: the path
+//! compiled in is the developer machine's).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -208,7 +210,8 @@ fn parse(text: &str) -> Json {
 
 #[test]
 fn json_reader_reads_what_it_must() {
-    let v = parse(r#"{"a": [1, -2, 18446744073709551615], "b": "x\"\u0041", "c": null, "d": true}"#);
+    let v =
+        parse(r#"{"a": [1, -2, 18446744073709551615], "b": "x\"\u0041", "c": null, "d": true}"#);
     let a = v.arr("a");
     assert!(matches!(a[2], Json::Num(n) if n == u64::MAX as i128));
     assert!(matches!(a[1], Json::Num(-2)));
@@ -329,7 +332,10 @@ fn compare_structs(doc: &Json) -> Vec<String> {
         // `_INIT` values: init() must hold them.
         if !matches!(js.get("init_macro"), None | Some(Json::Null)) {
             let Some(bytes) = inits.get(name) else {
-                errs.push(format!("struct {name}: has {} in C but no init() here", js.str("init_macro")));
+                errs.push(format!(
+                    "struct {name}: has {} in C but no init() here",
+                    js.str("init_macro")
+                ));
                 continue;
             };
             for j in jf {
@@ -376,7 +382,9 @@ fn compare_functions(doc: &Json) -> Vec<String> {
         let name = jf.str("name");
         listed.push(name.to_string());
         let Some(f) = mine.get(name) else {
-            errs.push(format!("function {name}: exported by the header, not declared in t4acuda-sys"));
+            errs.push(format!(
+                "function {name}: exported by the header, not declared in t4acuda-sys"
+            ));
             continue;
         };
         let jp = jf.arr("params");
@@ -396,7 +404,13 @@ fn compare_functions(doc: &Json) -> Vec<String> {
             check_type(&mut errs, &what, j, p.kind, &p.c_type);
         }
         let r = jf.get("returns").expect("returns");
-        check_type(&mut errs, &format!("function {name} return"), r, f.returns.kind, &f.returns.c_type);
+        check_type(
+            &mut errs,
+            &format!("function {name} return"),
+            r,
+            f.returns.kind,
+            &f.returns.c_type,
+        );
     }
     for name in mine.keys() {
         if !listed.iter().any(|l| l == name) && !is_dlpack(name) {
@@ -426,8 +440,12 @@ fn compare_constants(doc: &Json) -> Vec<String> {
     }
     for (name, v) in &want {
         match mine.get(name.as_str()) {
-            None => errs.push(format!("constant {name}: in layouts.json, not declared in t4acuda-sys")),
-            Some(m) if m != v => errs.push(format!("constant {name}: {m:?} here, {v:?} in layouts.json")),
+            None => {
+                errs.push(format!("constant {name}: in layouts.json, not declared in t4acuda-sys"))
+            }
+            Some(m) if m != v => {
+                errs.push(format!("constant {name}: {m:?} here, {v:?} in layouts.json"))
+            }
             _ => {}
         }
     }
@@ -526,15 +544,19 @@ fn every_export_is_declared() {
         eprintln!("every_export_is_declared: {} not found: skipped", lib.display());
         return;
     }
-    let out = match std::process::Command::new("nm").arg("-D").arg("--defined-only").arg(&lib).output() {
-        Ok(o) if o.status.success() => o,
-        Ok(o) => panic!("nm -D {} failed: {}", lib.display(), String::from_utf8_lossy(&o.stderr)),
-        Err(e) => {
-            eprintln!("every_export_is_declared: nm not available ({e}): skipped");
-            return;
-        }
-    };
-    let declared: Vec<String> = t4acuda_sys::function_sigs().into_iter().map(|f| f.name.to_string()).collect();
+    let out =
+        match std::process::Command::new("nm").arg("-D").arg("--defined-only").arg(&lib).output() {
+            Ok(o) if o.status.success() => o,
+            Ok(o) => {
+                panic!("nm -D {} failed: {}", lib.display(), String::from_utf8_lossy(&o.stderr))
+            }
+            Err(e) => {
+                eprintln!("every_export_is_declared: nm not available ({e}): skipped");
+                return;
+            }
+        };
+    let declared: Vec<String> =
+        t4acuda_sys::function_sigs().into_iter().map(|f| f.name.to_string()).collect();
     let mut missing = Vec::new();
     let mut exports = 0;
     for line in String::from_utf8_lossy(&out.stdout).lines() {
@@ -552,5 +574,9 @@ fn every_export_is_declared() {
         }
     }
     assert!(exports >= 75, "{} exports only {exports} t4a_ functions", lib.display());
-    assert!(missing.is_empty(), "{} exports functions t4acuda-sys does not declare: {missing:?}", lib.display());
+    assert!(
+        missing.is_empty(),
+        "{} exports functions t4acuda-sys does not declare: {missing:?}",
+        lib.display()
+    );
 }

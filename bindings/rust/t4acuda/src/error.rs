@@ -128,10 +128,13 @@ impl Error {
         let mut needed = 0usize;
         let mut message = String::new();
         // SAFETY: query-then-copy into a buffer of the size asked for.
-        if unsafe { sys::t4a_last_error_message(std::ptr::null_mut(), 0, &mut needed) } == sys::T4A_SUCCESS {
+        if unsafe { sys::t4a_last_error_message(std::ptr::null_mut(), 0, &mut needed) }
+            == sys::T4A_SUCCESS
+        {
             let mut buf = vec![0u8; needed.max(1)];
-            if unsafe { sys::t4a_last_error_message(buf.as_mut_ptr().cast(), buf.len(), &mut needed) }
-                == sys::T4A_SUCCESS
+            if unsafe {
+                sys::t4a_last_error_message(buf.as_mut_ptr().cast(), buf.len(), &mut needed)
+            } == sys::T4A_SUCCESS
             {
                 let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
                 message = String::from_utf8_lossy(&buf[..end]).into_owned();
@@ -157,7 +160,10 @@ impl Error {
 
     /// Host memory for `bytes` bytes could not be reserved.
     pub(crate) fn host_oom(bytes: usize) -> Error {
-        Error::plain(Status::OutOfHostMemory, format!("cannot reserve {bytes} bytes of host memory"))
+        Error::plain(
+            Status::OutOfHostMemory,
+            format!("cannot reserve {bytes} bytes of host memory"),
+        )
     }
 }
 

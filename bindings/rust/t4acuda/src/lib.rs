@@ -21,8 +21,8 @@ use std::ops::Range;
 use t4acuda_sys as sys;
 
 mod error;
-pub use error::{Error, Result, Status};
 use error::check;
+pub use error::{Error, Result, Status};
 
 /// Plain old data: any bit pattern is a valid value and there is no
 /// padding, so values can be copied to and from device memory as bytes.
@@ -191,7 +191,13 @@ impl Runtime {
     /// waiting for them.
     pub fn download<T: Pod>(&self, src: &Buffer, offset: u64, out: &mut [T]) -> Result<()> {
         check(unsafe {
-            sys::t4a_buffer_download_sync(self.h, src.h, offset, out.as_mut_ptr().cast(), bytes_of(out))
+            sys::t4a_buffer_download_sync(
+                self.h,
+                src.h,
+                offset,
+                out.as_mut_ptr().cast(),
+                bytes_of(out),
+            )
         })
     }
 
@@ -213,7 +219,12 @@ impl Runtime {
     /// Starts an asynchronous download of `count` `T`s of `src` from byte
     /// `offset` (a snapshot ordered on the stream); [`Download::wait`]
     /// delivers it.
-    pub fn download_async<T: Pod>(&self, src: &Buffer, offset: u64, count: usize) -> Result<Download<T>> {
+    pub fn download_async<T: Pod>(
+        &self,
+        src: &Buffer,
+        offset: u64,
+        count: usize,
+    ) -> Result<Download<T>> {
         let bytes = (count as u64)
             .checked_mul(std::mem::size_of::<T>() as u64)
             .ok_or_else(|| Error::invalid(format!("download_async: {count} elements overflow")))?;
@@ -228,7 +239,14 @@ impl Runtime {
     }
 
     /// Copies `bytes` bytes between device buffers.
-    pub fn copy(&self, dst: &Buffer, dst_offset: u64, src: &Buffer, src_offset: u64, bytes: u64) -> Result<()> {
+    pub fn copy(
+        &self,
+        dst: &Buffer,
+        dst_offset: u64,
+        src: &Buffer,
+        src_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
         check(unsafe { sys::t4a_buffer_copy(self.h, dst.h, dst_offset, src.h, src_offset, bytes) })
     }
 
@@ -244,14 +262,32 @@ impl Runtime {
 
     /// Enqueues a DMA from a host buffer (asynchronous: do not change the
     /// host bytes until the runtime has synchronized).
-    pub fn upload_host(&self, dst: &Buffer, dst_offset: u64, src: &HostBuffer, src_offset: u64, bytes: u64) -> Result<()> {
-        check(unsafe { sys::t4a_buffer_upload_host(self.h, dst.h, dst_offset, src.h, src_offset, bytes) })
+    pub fn upload_host(
+        &self,
+        dst: &Buffer,
+        dst_offset: u64,
+        src: &HostBuffer,
+        src_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
+        check(unsafe {
+            sys::t4a_buffer_upload_host(self.h, dst.h, dst_offset, src.h, src_offset, bytes)
+        })
     }
 
     /// Enqueues a DMA into a host buffer (asynchronous: read it after the
     /// runtime has synchronized).
-    pub fn download_host(&self, src: &Buffer, src_offset: u64, dst: &HostBuffer, dst_offset: u64, bytes: u64) -> Result<()> {
-        check(unsafe { sys::t4a_buffer_download_host(self.h, src.h, src_offset, dst.h, dst_offset, bytes) })
+    pub fn download_host(
+        &self,
+        src: &Buffer,
+        src_offset: u64,
+        dst: &HostBuffer,
+        dst_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
+        check(unsafe {
+            sys::t4a_buffer_download_host(self.h, src.h, src_offset, dst.h, dst_offset, bytes)
+        })
     }
 
     /// Loads a compiled artifact (through the runtime's module cache).
@@ -264,7 +300,9 @@ impl Runtime {
     /// Loads a CUBIN, PTX or fatbin image.
     pub fn load_data(&self, image: &[u8]) -> Result<Module> {
         let mut h = sys::t4a_module::NULL;
-        check(unsafe { sys::t4a_module_load_data(self.h, image.as_ptr().cast(), image.len(), &mut h) })?;
+        check(unsafe {
+            sys::t4a_module_load_data(self.h, image.as_ptr().cast(), image.len(), &mut h)
+        })?;
         Ok(Module { h })
     }
 
@@ -272,12 +310,23 @@ impl Runtime {
     /// in parameter order. Each scalar's size is compared with the
     /// kernel's parameter by the C layer (INVALID_ARGUMENT when they
     /// differ); nothing is enqueued on a rejection.
-    pub fn launch(&self, kernel: &Kernel, grid: impl Into<Dim3>, block: impl Into<Dim3>, args: &[&dyn KernelArg]) -> Result<()> {
+    pub fn launch(
+        &self,
+        kernel: &Kernel,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
         self.launch_with(kernel, &LaunchConfig::new(grid, block), args)
     }
 
     /// As [`Runtime::launch`], with dynamic shared memory.
-    pub fn launch_with(&self, kernel: &Kernel, config: &LaunchConfig, args: &[&dyn KernelArg]) -> Result<()> {
+    pub fn launch_with(
+        &self,
+        kernel: &Kernel,
+        config: &LaunchConfig,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
         const STACK: usize = 32;
         let mut stack = [sys::t4a_arg::init(); STACK];
         let mut heap = Vec::new();
@@ -559,7 +608,9 @@ impl Artifact {
         let mut needed = 0usize;
         check(unsafe { sys::t4a_artifact_image(self.h, std::ptr::null_mut(), 0, &mut needed) })?;
         let mut v = vec![0u8; needed];
-        check(unsafe { sys::t4a_artifact_image(self.h, v.as_mut_ptr().cast(), v.len(), &mut needed) })?;
+        check(unsafe {
+            sys::t4a_artifact_image(self.h, v.as_mut_ptr().cast(), v.len(), &mut needed)
+        })?;
         v.truncate(needed);
         Ok(v)
     }
@@ -580,7 +631,8 @@ impl Artifact {
 impl Module {
     /// The kernel named `name` (a lowered name for templates).
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
-        let c = CString::new(name).map_err(|_| Error::invalid(format!("kernel name {name:?} contains a NUL byte")))?;
+        let c = CString::new(name)
+            .map_err(|_| Error::invalid(format!("kernel name {name:?} contains a NUL byte")))?;
         let mut h = sys::t4a_kernel::NULL;
         check(unsafe { sys::t4a_kernel_get(self.h, c.as_ptr(), &mut h) })?;
         Ok(Kernel { h })
@@ -603,7 +655,9 @@ impl Kernel {
     /// A block size with the best occupancy (block_size, min_grid_size).
     pub fn suggest_block_size(&self, dynamic_shared: u64) -> Result<(i32, i32)> {
         let (mut b, mut g) = (0, 0);
-        check(unsafe { sys::t4a_kernel_suggest_block_size(self.h, dynamic_shared, &mut b, &mut g) })?;
+        check(unsafe {
+            sys::t4a_kernel_suggest_block_size(self.h, dynamic_shared, &mut b, &mut g)
+        })?;
         Ok((b, g))
     }
 }
@@ -863,18 +917,26 @@ impl<'rt> Compile<'rt> {
     /// whole log: [`last_compile_log`]).
     pub fn build(&self) -> Result<Artifact> {
         fn c(s: &str, what: &str) -> Result<CString> {
-            CString::new(s).map_err(|_| Error::invalid(format!("compile: {what} {s:?} contains a NUL byte")))
+            CString::new(s)
+                .map_err(|_| Error::invalid(format!("compile: {what} {s:?} contains a NUL byte")))
         }
         let source = c(&self.source, "source")?;
         let name = self.program_name.as_deref().map(|n| c(n, "program name")).transpose()?;
         let cache_dir = self.cache_dir.as_deref().map(|n| c(n, "cache dir")).transpose()?;
         let options = self.options.iter().map(|o| c(o, "option")).collect::<Result<Vec<_>>>()?;
-        let exprs = self.name_expressions.iter().map(|o| c(o, "name expression")).collect::<Result<Vec<_>>>()?;
-        let hnames = self.headers.iter().map(|h| c(&h.0, "header name")).collect::<Result<Vec<_>>>()?;
+        let exprs = self
+            .name_expressions
+            .iter()
+            .map(|o| c(o, "name expression"))
+            .collect::<Result<Vec<_>>>()?;
+        let hnames =
+            self.headers.iter().map(|h| c(&h.0, "header name")).collect::<Result<Vec<_>>>()?;
         let hsrcs = self.headers.iter().map(|h| c(&h.1, "header")).collect::<Result<Vec<_>>>()?;
         let ptrs = |v: &[CString]| v.iter().map(|s| s.as_ptr()).collect::<Vec<*const c_char>>();
         let (op, ep, hn, hs) = (ptrs(&options), ptrs(&exprs), ptrs(&hnames), ptrs(&hsrcs));
-        let count = |n: usize| u32::try_from(n).map_err(|_| Error::invalid(format!("compile: {n} entries")));
+        let count = |n: usize| {
+            u32::try_from(n).map_err(|_| Error::invalid(format!("compile: {n} entries")))
+        };
         let mut r = sys::t4a_compile_request::init();
         r.output = self.output;
         r.source = source.as_ptr();

@@ -37,7 +37,12 @@ fn builder_passes_options_and_name_expressions() {
 
 #[test]
 fn ptx_output_is_text() {
-    let a = compile("extern \"C\" __global__ void k() {}").ptx().cc(8, 6).cache_dir("").build().unwrap();
+    let a = compile("extern \"C\" __global__ void k() {}")
+        .ptx()
+        .cc(8, 6)
+        .cache_dir("")
+        .build()
+        .unwrap();
     let img = a.image().unwrap();
     let text = String::from_utf8_lossy(&img);
     assert!(text.contains(".entry k"), "{text}");

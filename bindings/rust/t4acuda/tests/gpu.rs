@@ -8,8 +8,9 @@ use t4acuda::{compile, Buffer, Download, Kernel, Runtime, Status};
 fn runtime(test: &str) -> Option<Runtime> {
     match Runtime::new() {
         Ok(rt) => Some(rt),
-        Err(e) if std::env::var_os("T4A_REQUIRE_GPU").is_none()
-            && matches!(e.status, Status::NoDriver | Status::NoDevice) =>
+        Err(e)
+            if std::env::var_os("T4A_REQUIRE_GPU").is_none()
+                && matches!(e.status, Status::NoDriver | Status::NoDevice) =>
         {
             eprintln!("{test}: SKIPPED (no GPU: {e})");
             None
@@ -43,7 +44,9 @@ fn kernels(rt: &Runtime) -> (Kernel, Kernel) {
 
 #[test]
 fn round_trips() {
-    let Some(rt) = runtime("round_trips") else { return };
+    let Some(rt) = runtime("round_trips") else {
+        return;
+    };
     // f32, u8, f64 and odd sizes through upload/download.
     for n in [1usize, 3, 1000, 1 << 20] {
         let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
@@ -98,7 +101,9 @@ fn round_trips() {
 
 #[test]
 fn compile_launch_verify() {
-    let Some(rt) = runtime("compile_launch_verify") else { return };
+    let Some(rt) = runtime("compile_launch_verify") else {
+        return;
+    };
     let (saxpy, add) = kernels(&rt);
     let n = 100_003usize;
     let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
@@ -136,14 +141,19 @@ fn compile_launch_verify() {
 
 #[test]
 fn launch_errors() {
-    let Some(rt) = runtime("launch_errors") else { return };
+    let Some(rt) = runtime("launch_errors") else {
+        return;
+    };
     let (saxpy, _) = kernels(&rt);
     let b = rt.alloc(4 * 256).unwrap();
     // A double for the float parameter: the C size check refuses it.
     let e = rt.launch(&saxpy, 1, 256, &[&3.0f64, &b, &b, &256i32]).unwrap_err();
     assert_eq!(e.status, Status::InvalidArgument, "{e}");
     assert_eq!(e.entry_point, "t4a_launch");
-    assert!(e.message.contains("argument 0") || e.message.contains("args[0]"), "names the argument: {e}");
+    assert!(
+        e.message.contains("argument 0") || e.message.contains("args[0]"),
+        "names the argument: {e}"
+    );
     // An i64 for the int n.
     let e = rt.launch(&saxpy, 1, 256, &[&3.0f32, &b, &b, &256i64]).unwrap_err();
     assert_eq!(e.status, Status::InvalidArgument, "{e}");
@@ -167,7 +177,9 @@ fn launch_errors() {
 
 #[test]
 fn raw_scope_guard() {
-    let Some(rt) = runtime("raw_scope_guard") else { return };
+    let Some(rt) = runtime("raw_scope_guard") else {
+        return;
+    };
     let b = rt.alloc(256).unwrap();
     {
         let scope = rt.raw_scope().unwrap();
@@ -186,7 +198,9 @@ fn raw_scope_guard() {
 
 #[test]
 fn handles_cross_threads() {
-    let Some(rt) = runtime("handles_cross_threads") else { return };
+    let Some(rt) = runtime("handles_cross_threads") else {
+        return;
+    };
     let b = rt.buffer_from(&[1u32, 2, 3]).unwrap();
     let b2 = b.clone();
     let pending = rt.download_async::<u32>(&b, 0, 3).unwrap();

@@ -16,7 +16,10 @@ fn runtime_creation_is_no_driver_with_the_entry_point_and_message() {
     let err = Runtime::new().expect_err("a runtime without a driver");
     assert_eq!(err.status, Status::NoDriver, "{err}");
     assert_eq!(err.entry_point, "t4a_runtime_create", "{err:?}");
-    assert!(err.message.contains("/nonexistent/libcuda.so.1"), "message names the path tried: {err}");
+    assert!(
+        err.message.contains("/nonexistent/libcuda.so.1"),
+        "message names the path tried: {err}"
+    );
     let text = err.to_string();
     assert!(text.starts_with("T4A_ERROR_NO_DRIVER in t4a_runtime_create"), "{text}");
 }
