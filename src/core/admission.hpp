@@ -62,8 +62,7 @@ public:
   enum TryTag { Try };
 
   explicit Admission(AdmissionLock &lock) : Admission(lock, false, false) {}
-  Admission(AdmissionLock &lock, InternalTag)
-      : Admission(lock, true, false) {}
+  Admission(AdmissionLock &lock, InternalTag) : Admission(lock, true, false) {}
   Admission(AdmissionLock &lock, TryTag) : Admission(lock, false, true) {}
   ~Admission() { unlock(); }
   Admission(const Admission &) = delete;

@@ -59,9 +59,10 @@ int main() {
   void *fake = dlopen(T4A_FAKE_CUDA_PATH, RTLD_NOW | RTLD_NOLOAD);
   using GetProc = int (*)(const char *, void **, int, uint64_t, void *);
   using GetCurrent = int (*)(void **);
-  auto get_proc = fake == nullptr ? nullptr
-                                  : reinterpret_cast<GetProc>(
-                                        dlsym(fake, "cuGetProcAddress_v2"));
+  auto get_proc =
+      fake == nullptr
+          ? nullptr
+          : reinterpret_cast<GetProc>(dlsym(fake, "cuGetProcAddress_v2"));
   void *fn = nullptr;
   if (get_proc != nullptr) get_proc("cuCtxGetCurrent", &fn, 12000, 0, nullptr);
   auto get_current = reinterpret_cast<GetCurrent>(fn);

@@ -484,8 +484,10 @@ static void test_thread_exit_ends_scopes(void **state) {
       nanosleep(&d, NULL);
     }
     if (!atomic_load(&fills[i].done)) {
-      fprintf(stderr, "HANG: runtime %d still holds the admission of a raw "
-                      "scope whose thread exited without t4a_raw_end\n", i);
+      fprintf(stderr,
+              "HANG: runtime %d still holds the admission of a raw "
+              "scope whose thread exited without t4a_raw_end\n",
+              i);
       fflush(stderr);
       _exit(1);
     }
