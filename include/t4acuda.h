@@ -2178,7 +2178,9 @@ typedef struct t4a_raw_info {
  * A scope belongs to the thread that began it: only that thread registers
  * buffers and ends it. A scope that is never ended keeps the runtime's
  * admission: its other operations, t4a_runtime_destroy() on other threads
- * included, wait for the end.
+ * included, wait for the end. A thread that exits (other than by the
+ * process's exit) with scopes open has them ended at its exit, last first,
+ * as t4a_raw_end() would, with a #T4A_LOG_WARN message.
  *
  * @param[in]     runtime the runtime.
  * @param[out]    scope   the open scope; end it with t4a_raw_end().

@@ -22,17 +22,20 @@ T4A_API t4a_status t4a_raw_begin(t4a_runtime runtime, t4a_raw_scope *scope,
           if (t4a_status st = core::RawScope::begin(std::move(rt), &s);
               st != T4A_SUCCESS)
             return st;
-          core::RawScope *raw = s.get();
           uint64_t id = 0;
           try {
-            id = core::Registry::instance().insert(std::move(s));
+            // A reference of its own for the registry: `s` stays valid if
+            // the insert throws (its argument, the only other reference,
+            // is gone by then).
+            id = core::Registry::instance().insert(
+                Ref<core::Object>(static_cast<core::Object *>(s.get())));
           } catch (...) {
             // Not published: end it here (context back, admission freed).
             bool ended = false;
-            (void)raw->end(&ended); // the exception is what is reported
+            (void)s->end(&ended); // the exception is what is reported
             throw;
           }
-          raw->set_handle_id(id);
+          s->set_handle_id(id);
           t4a_raw_info full = T4A_RAW_INFO_INIT;
           full.device_ordinal = r.ordinal();
           full.context = r.context();

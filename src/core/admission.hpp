@@ -54,13 +54,29 @@ public:
   // admitted before destroy closed the runtime.
   enum InternalTag { Internal };
 
-  explicit Admission(AdmissionLock &lock) : Admission(lock, false) {}
-  Admission(AdmissionLock &lock, InternalTag) : Admission(lock, true) {}
+  // Admits only if the lock is free now, never waits: busy() then says it
+  // was not (status SUCCESS, nothing held). REENTRANT and `closed` as for
+  // an ordinary admission. For a second runtime taken while holding a
+  // first one (cross_copy.cpp's PairAdmission): a thread never waits for
+  // one runtime while it holds another.
+  enum TryTag { Try };
+
+  explicit Admission(AdmissionLock &lock) : Admission(lock, false, false) {}
+  Admission(AdmissionLock &lock, InternalTag) : Admission(lock, true, false) {}
+  Admission(AdmissionLock &lock, TryTag) : Admission(lock, false, true) {}
   ~Admission() { unlock(); }
   Admission(const Admission &) = delete;
   Admission &operator=(const Admission &) = delete;
 
   t4a_status status() const { return status_; }
+  // Try only: the lock was held by another thread; nothing is held.
+  bool busy() const { return busy_; }
+  // Whether the calling thread holds `lock` (an operation or a raw scope
+  // of that runtime further up this thread).
+  static bool held_here(const AdmissionLock &lock) {
+    return lock.owner.load(std::memory_order_relaxed) ==
+           std::this_thread::get_id();
+  }
   void unlock() {
     if (!held_) return;
     lock_.owner.store(std::thread::id(), std::memory_order_relaxed);
@@ -74,9 +90,8 @@ public:
   void abandon() { held_ = false; }
 
 private:
-  Admission(AdmissionLock &lock, bool internal) : lock_(lock) {
-    if (lock_.owner.load(std::memory_order_relaxed) ==
-        std::this_thread::get_id()) {
+  Admission(AdmissionLock &lock, bool internal, bool try_only) : lock_(lock) {
+    if (held_here(lock_)) {
       status_ = lock_.raw_scope
                     ? fail(T4A_ERROR_REENTRANT,
                            "this thread holds a raw scope of this runtime "
@@ -94,7 +109,12 @@ private:
       if (AdmissionHook h = g_admission_hook.load(std::memory_order_acquire))
         h(g_admission_hook_arg.load(std::memory_order_acquire));
 #endif
-    lock_.mu.lock();
+    if (!try_only) {
+      lock_.mu.lock();
+    } else if (!lock_.mu.try_lock()) {
+      busy_ = true;
+      return;
+    }
     if (lock_.closed && !internal) [[unlikely]] {
       lock_.mu.unlock();
       status_ = fail(T4A_ERROR_INVALID_HANDLE,
@@ -111,6 +131,7 @@ private:
   AdmissionLock &lock_;
   t4a_status status_ = T4A_SUCCESS;
   bool held_ = false;
+  bool busy_ = false;
 };
 
 // Admission only if it is free right now (for optional work, such as the

@@ -1,5 +1,6 @@
 #include "core/raw_scope.hpp"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -7,8 +8,10 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/fork.hpp"
 #include "core/log.hpp"
 #include "core/op_scope.hpp"
+#include "core/registry.hpp"
 
 namespace t4a::core {
 
@@ -19,6 +22,48 @@ namespace {
 thread_local RawScope *tl_top = nullptr;
 
 long this_tid() { return static_cast<long>(::syscall(SYS_gettid)); }
+
+// A thread that exits with scopes open: they are ended when it exits, on
+// that thread (the only one that may unlock their admission), last first,
+// with a warning, and their handles go. Otherwise the runtime's admission
+// would stay locked by a dead thread (its other operations and its destroy
+// would wait forever), and a new thread given the same std::thread::id
+// would pass for the owner (REENTRANT where it should be admitted). A
+// pthread key (set while the thread has an open scope) runs this at thread
+// exit; the main thread's exit ends the process instead. Not in a forked
+// child: the parent's objects are unreachable there and leaked.
+void end_at_thread_exit(void *) {
+  if (in_forked_child()) return;
+  while (RawScope *top = tl_top) {
+    Ref<RawScope> keep(top);
+    uint64_t id = top->handle_id();
+    logf(T4A_LOG_WARN,
+         "a thread (%ld) exited with a raw scope (id 0x%016llx) of runtime "
+         "domain %llu still open; it is ended now (t4a_raw_end belongs "
+         "before the thread's exit)",
+         this_tid(), static_cast<unsigned long long>(id),
+         static_cast<unsigned long long>(top->runtime().domain()));
+    bool ended = false;
+    (void)top->end(&ended);
+    if (!ended) return; // cannot happen: `top` is this thread's innermost
+    Ref<Object> removed;
+    (void)Registry::instance().remove(id, Kind::RawScope, &removed);
+  }
+}
+
+struct ExitKey {
+  pthread_key_t key{};
+  // Without a key (PTHREAD_KEYS_MAX reached) a thread that exits inside a
+  // scope keeps the runtime locked, as without this: nothing else breaks.
+  bool made = pthread_key_create(&key, end_at_thread_exit) == 0;
+};
+
+// Keeps the key's value non-null exactly while this thread has a scope
+// open (a null value runs no destructor).
+void track_top() {
+  static const ExitKey k;
+  if (k.made) (void)pthread_setspecific(k.key, tl_top); // fails only ENOMEM
+}
 } // namespace
 
 RawScope::RawScope(Ref<Runtime> rt)
@@ -52,6 +97,7 @@ t4a_status RawScope::begin(Ref<Runtime> rt, Ref<RawScope> *out) {
   s->open_ = true;
   s->below_ = tl_top;
   tl_top = s.get();
+  track_top();
   r.admission().raw_scope = true;
   *out = std::move(s);
   return T4A_SUCCESS;
@@ -148,6 +194,7 @@ t4a_status RawScope::end(bool *ended) {
     if (first == T4A_SUCCESS) first = s;
   }
   tl_top = below_;
+  track_top();
   below_ = nullptr;
   open_ = false;
   rt_->admission().raw_scope = false;

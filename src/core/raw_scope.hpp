@@ -21,7 +21,9 @@
 // second scope on the same runtime is REENTRANT), so each end restores the
 // context the matching begin found. A thread-local stack tracks them. Only
 // the beginning thread may register buffers and end the scope (it owns the
-// admission lock); another thread gets INVALID_ARGUMENT naming both.
+// admission lock); another thread gets INVALID_ARGUMENT naming both. A
+// thread that exits with scopes open has them ended at its exit
+// (raw_scope.cpp, end_at_thread_exit).
 #pragma once
 
 #include <cuda.h>
@@ -48,6 +50,7 @@ public:
 
   Runtime &runtime() const { return *rt_; }
   void set_handle_id(uint64_t id) { handle_id_ = id; }
+  uint64_t handle_id() const { return handle_id_; }
 
   // INVALID_ARGUMENT (naming `entry`, both threads) unless the calling
   // thread began this scope and it is still open.

@@ -37,7 +37,9 @@ T4A_FIELD_STARTS(t4a_runtime_options,
                  T4A_AT(t4a_runtime_options, reserved0),
                  T4A_AT(t4a_runtime_options, module_cache_entries),
                  T4A_AT(t4a_runtime_options, reserved1),
-                 T4A_AT(t4a_runtime_options, module_cache_bytes));
+                 T4A_AT(t4a_runtime_options, module_cache_bytes),
+                 T4A_AT(t4a_runtime_options, peer_access),
+                 T4A_AT(t4a_runtime_options, reserved2));
 T4A_FIELD_STARTS(t4a_compile_request, T4A_AT(t4a_compile_request, output),
                  T4A_AT(t4a_compile_request, source),
                  T4A_AT(t4a_compile_request, program_name),
@@ -62,6 +64,19 @@ T4A_FIELD_STARTS(t4a_launch_desc, T4A_AT(t4a_launch_desc, flags),
                  T4A_AT(t4a_launch_desc, args));
 #undef T4A_AT
 #undef T4A_FIELD_STARTS
+// A field appended to one of these structs must be added above too, or
+// callers built against the header before it (whose struct_size ends
+// where it begins) are refused: each list ends with the struct's last
+// field.
+static_assert(offsetof(t4a_runtime_options, reserved2) + sizeof(uint32_t) ==
+                  sizeof(t4a_runtime_options),
+              "t4a_runtime_options grew: add the new field to FieldStarts");
+static_assert(offsetof(t4a_compile_request, cache_dir) + sizeof(void *) ==
+                  sizeof(t4a_compile_request),
+              "t4a_compile_request grew: add the new field to FieldStarts");
+static_assert(offsetof(t4a_launch_desc, args) + sizeof(void *) ==
+                  sizeof(t4a_launch_desc),
+              "t4a_launch_desc grew: add the new field to FieldStarts");
 
 // Whether `size` (4 <= size < sizeof(T)) ends where a field of T begins.
 template <class T> constexpr bool ends_at_field(uint32_t size) {

@@ -57,23 +57,55 @@ private:
 };
 
 // Both runtimes' admission, taken in allocation-domain order, so that two
-// threads copying A to B and B to A at once cannot deadlock. A thread that
-// already holds either gets REENTRANT (from the Admission it fails on).
+// threads copying A to B and B to A at once cannot deadlock. Also, a thread
+// never waits for one runtime while holding the other: a raw scope holds
+// its runtime's admission across calls, and its thread may call into the
+// other runtime (a fill, an upload), so waiting for the scope's runtime
+// while holding the other would deadlock with it. The second runtime is
+// therefore only tried; when it is busy, the first is let go, the second
+// waited for, and the first tried in turn (and so on: each round waits for
+// one lock, holding none). A thread that already holds either runtime (a
+// raw scope of it, a callback) gets REENTRANT at once, before waiting for
+// anything.
 class PairAdmission {
 public:
   PairAdmission(Runtime &a, Runtime &b) {
     Runtime *first = &a, *second = &b;
     if (second->domain() < first->domain()) std::swap(first, second);
-    first_.emplace(first->admission());
-    status_ = first_->status();
-    if (status_ != T4A_SUCCESS || first == second) return;
-    second_.emplace(second->admission());
-    status_ = second_->status();
+    for (Runtime *rt : {first, second})
+      if (core::Admission::held_here(rt->admission())) {
+        core::Admission reentrant(rt->admission()); // REENTRANT, recorded
+        status_ = reentrant.status();
+        return;
+      }
+    if (first == second) {
+      first_.emplace(first->admission());
+      status_ = first_->status();
+      return;
+    }
+    for (;;) {
+      if (take(first_, *first, second_, *second)) return;
+      if (take(second_, *second, first_, *first)) return;
+    }
   }
   t4a_status status() const { return status_; }
 
 private:
-  // Released in reverse order of construction: second, then first.
+  using Slot = std::optional<core::Admission>;
+  // Waits for `wait_rt`, then tries `try_rt`: true when done (both held,
+  // or a failure in status_), false when `try_rt` was busy (nothing held).
+  bool take(Slot &wait, Runtime &wait_rt, Slot &tried, Runtime &try_rt) {
+    wait.emplace(wait_rt.admission());
+    status_ = wait->status();
+    if (status_ != T4A_SUCCESS) return true;
+    tried.emplace(try_rt.admission(), core::Admission::Try);
+    status_ = tried->status();
+    if (status_ != T4A_SUCCESS || !tried->busy()) return true;
+    tried.reset();
+    wait.reset();
+    return false;
+  }
+
   std::optional<core::Admission> first_;
   std::optional<core::Admission> second_;
   t4a_status status_ = T4A_SUCCESS;

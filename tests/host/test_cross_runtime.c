@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
@@ -511,6 +512,155 @@ static void test_domain_order(void **state) {
   ASSERT_OK(t4a_runtime_destroy(c));
 }
 
+/* ---- a raw scope on one runtime of the pair -------------------------------
+ * A raw scope holds its runtime's admission across calls, and the scope's
+ * thread may call into other runtimes. A copy between the two runtimes on
+ * another thread must then never wait for the scope's runtime while it
+ * holds the other: thread R holds a scope of the higher-domain runtime and
+ * then fills a buffer of the lower one, while thread C copies between them
+ * (stopped by the admission hook at its second admission, when it holds
+ * the lower one). Before the fix C waited for the higher runtime holding
+ * the lower one and R waited for the lower one: a deadlock. R's own copy
+ * between the two is REENTRANT at once (it holds one of them). */
+
+static pthread_t g_raw_copier;
+static int g_raw_copier_set, g_raw_copier_calls;
+
+static void raw_hook(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_mu);
+  if (g_raw_copier_set && pthread_equal(pthread_self(), g_raw_copier))
+    ++g_raw_copier_calls;
+  pthread_cond_broadcast(&g_cv);
+  pthread_mutex_unlock(&g_mu);
+}
+
+typedef struct raw_job {
+  t4a_runtime scope_rt, other_rt;
+  t4a_buffer on_other, on_scope;
+  atomic_int opened, go, done;
+  t4a_status begin, fill, copy, end;
+  char copy_message[512];
+} raw_job;
+
+static void *raw_thread(void *arg) {
+  raw_job *j = arg;
+  t4a_raw_scope scope = {0};
+  t4a_raw_info info = T4A_RAW_INFO_INIT;
+  j->begin = t4a_raw_begin(j->scope_rt, &scope, &info);
+  atomic_store(&j->opened, 1);
+  if (j->begin != T4A_SUCCESS) {
+    atomic_store(&j->done, 1);
+    return NULL;
+  }
+  while (!atomic_load(&j->go)) {
+    struct timespec t = {0, 1000000};
+    nanosleep(&t, NULL);
+  }
+  j->fill = t4a_buffer_fill(j->other_rt, j->on_other, 0, 64, 0x22);
+  j->copy = t4a_buffer_copy(j->other_rt, j->on_other, 0, j->on_scope, 0, 64);
+  snprintf(j->copy_message, sizeof j->copy_message, "%s", last_message());
+  j->end = t4a_raw_end(scope);
+  atomic_store(&j->done, 1);
+  return NULL;
+}
+
+static int wait_flag(atomic_int *flag, int ms) {
+  for (int i = 0; i < ms && !atomic_load(flag); ++i) {
+    struct timespec t = {0, 1000000};
+    nanosleep(&t, NULL);
+  }
+  return atomic_load(flag);
+}
+
+static void *raw_copy_thread(void *arg) {
+  job *j = arg;
+  j->status = t4a_buffer_copy(j->rt, j->dst, 0, j->src, 0, j->bytes);
+  atomic_store(&j->done, 1);
+  return NULL;
+}
+
+static void raw_scope_against_pair(t4a_runtime dst_rt, t4a_runtime src_rt) {
+  t4a_runtime lower = domain_of(dst_rt) < domain_of(src_rt) ? dst_rt : src_rt;
+  t4a_runtime higher = lower.id == dst_rt.id ? src_rt : dst_rt;
+  t4a_buffer src = filled(src_rt, 4096, 50), dst = blank(dst_rt, 4096);
+  raw_job r;
+  memset(&r, 0, sizeof r);
+  r.scope_rt = higher;
+  r.other_rt = lower;
+  r.on_other = blank(lower, 64);
+  r.on_scope = blank(higher, 64);
+  job c = {dst_rt, dst, src, 4096, 1, 0, 0};
+  pthread_t tr, tc;
+  assert_int_equal(pthread_create(&tr, NULL, raw_thread, &r), 0);
+  while (!atomic_load(&r.opened)) {
+    struct timespec t = {0, 1000000};
+    nanosleep(&t, NULL);
+  }
+  ASSERT_OK(r.begin);
+  t4a_testing_admission_hook(raw_hook, NULL);
+  assert_int_equal(pthread_create(&tc, NULL, raw_copy_thread, &c), 0);
+  pthread_mutex_lock(&g_mu);
+  g_raw_copier = tc;
+  g_raw_copier_calls = 0;
+  g_raw_copier_set = 1;
+  pthread_cond_broadcast(&g_cv);
+  /* The copy's second admission: it holds (or held) the lower runtime. */
+  while (g_raw_copier_calls < 2) pthread_cond_wait(&g_cv, &g_mu);
+  pthread_mutex_unlock(&g_mu);
+  atomic_store(&r.go, 1);
+  if (!wait_flag(&r.done, 5000) || !wait_flag(&c.done, 5000)) {
+    /* Deadlocked threads cannot be joined: report and leave the process. */
+    fprintf(stderr,
+            "DEADLOCK: a copy between runtimes domain %llu and %llu waited "
+            "for the higher one (held by a raw scope) while holding the "
+            "lower one, which the raw scope's thread waited for (scope "
+            "thread done %d, copy thread done %d)\n",
+            (unsigned long long)domain_of(lower),
+            (unsigned long long)domain_of(higher), atomic_load(&r.done),
+            atomic_load(&c.done));
+    fflush(stderr);
+    _exit(1);
+  }
+  pthread_join(tr, NULL);
+  pthread_join(tc, NULL);
+  t4a_testing_admission_hook(NULL, NULL);
+  pthread_mutex_lock(&g_mu);
+  g_raw_copier_set = 0;
+  pthread_mutex_unlock(&g_mu);
+  ASSERT_OK(r.fill);
+  if (r.copy != T4A_ERROR_REENTRANT)
+    fail_msg("a copy between the scope's runtime and another one inside the "
+             "scope returned %s (%s), expected T4A_ERROR_REENTRANT",
+             t4a_status_name(r.copy), r.copy_message);
+  if (strstr(r.copy_message, "raw scope") == NULL)
+    fail_msg("the REENTRANT message does not name the raw scope: %s",
+             r.copy_message);
+  ASSERT_OK(r.end);
+  ASSERT_OK(c.status);
+  unsigned char h[4096];
+  ASSERT_OK(t4a_buffer_download_sync(dst_rt, dst, 0, h, sizeof h));
+  for (int i = 0; i < 4096; ++i)
+    if (h[i] != pattern((uint64_t)i, 50))
+      fail_msg("byte %d differs after the copy that waited for a raw scope", i);
+  ASSERT_OK(t4a_buffer_release(src));
+  ASSERT_OK(t4a_buffer_release(dst));
+  ASSERT_OK(t4a_buffer_release(r.on_other));
+  ASSERT_OK(t4a_buffer_release(r.on_scope));
+}
+
+static void test_raw_scope_against_pair(void **state) {
+  (void)state;
+  t4a_runtime a = make_runtime(0, 0), b = make_runtime(0, 0),
+              c = make_runtime(1, 0);
+  raw_scope_against_pair(a, b); /* same device, either direction */
+  raw_scope_against_pair(b, a);
+  raw_scope_against_pair(c, a); /* other device, staged */
+  ASSERT_OK(t4a_runtime_destroy(a));
+  ASSERT_OK(t4a_runtime_destroy(b));
+  ASSERT_OK(t4a_runtime_destroy(c));
+}
+
 /* ---- both directions at once ----------------------------------------------
  */
 
@@ -647,6 +797,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_staged_then_peer),
       cmocka_unit_test(test_not_peers_and_auto),
       cmocka_unit_test(test_domain_order),
+      cmocka_unit_test(test_raw_scope_against_pair),
       cmocka_unit_test(test_both_directions),
   };
   const struct CMUnitTest fault_tests[] = {

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
@@ -401,6 +402,112 @@ static void test_wait_signal_stream(void **state) {
   ASSERT_OK(t4a_runtime_destroy(rt));
 }
 
+/* ---- a thread that exits with its scopes open ----------------------------
+ * Only the thread that began a scope may end it (it owns the admission
+ * lock). Before the fix, a thread that exited without t4a_raw_end left the
+ * runtime's admission locked by a dead thread: every later operation of the
+ * runtime, and its destroy, waited forever. Now the scopes are ended at
+ * that thread's exit, on that thread, last first: buffers kept as at an
+ * ordinary end, admission released, handles stale, and a warning logged. */
+
+typedef struct exiting {
+  t4a_runtime rt, r1;
+  t4a_buffer b;
+  t4a_raw_scope s0, s1;
+  t4a_status begin0, begin1, reg;
+} exiting;
+
+static void *begin_and_exit(void *arg) {
+  exiting *x = arg;
+  t4a_raw_info info = T4A_RAW_INFO_INIT;
+  uint64_t p = 0;
+  x->begin0 = t4a_raw_begin(x->rt, &x->s0, &info);
+  x->begin1 = t4a_raw_begin(x->r1, &x->s1, &info);
+  x->reg = t4a_raw_buffer(x->s0, x->b, &p);
+  return NULL; /* no t4a_raw_end */
+}
+
+typedef struct timed_fill {
+  t4a_runtime rt;
+  t4a_buffer b;
+  atomic_int done;
+  t4a_status status;
+} timed_fill;
+
+static void *fill_job(void *arg) {
+  timed_fill *f = arg;
+  f->status = t4a_buffer_fill(f->rt, f->b, 0, 16, 7);
+  atomic_store(&f->done, 1);
+  return NULL;
+}
+
+static atomic_int g_exit_warnings;
+
+static void count_exit_warning(void *user, int32_t level, const char *msg) {
+  (void)user;
+  if (level == T4A_LOG_WARN && strstr(msg, "exited") != NULL)
+    atomic_fetch_add(&g_exit_warnings, 1);
+}
+
+static void test_thread_exit_ends_scopes(void **state) {
+  (void)state;
+  exiting x;
+  memset(&x, 0, sizeof x);
+  x.rt = make_runtime(0);
+  x.r1 = make_runtime(1);
+  ASSERT_OK(t4a_buffer_alloc(x.rt, 4096, 0, &x.b));
+  ASSERT_OK(t4a_runtime_synchronize(x.rt));
+  int before = live_allocations();
+  atomic_store(&g_exit_warnings, 0);
+  ASSERT_OK(t4a_set_log_callback(count_exit_warning, NULL, T4A_LOG_WARN));
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, begin_and_exit, &x), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  ASSERT_OK(x.begin0);
+  ASSERT_OK(x.begin1);
+  ASSERT_OK(x.reg);
+  /* Each runtime admits other threads again (a fill on a helper thread,
+   * so that a runtime still locked shows as a timeout, not a hang). */
+  t4a_buffer b1;
+  ASSERT_OK(t4a_buffer_alloc(x.r1, 64, 0, &b1));
+  timed_fill fills[2];
+  memset(fills, 0, sizeof fills);
+  fills[0].rt = x.rt;
+  fills[0].b = x.b;
+  fills[1].rt = x.r1;
+  fills[1].b = b1;
+  for (int i = 0; i < 2; ++i) {
+    pthread_t f;
+    assert_int_equal(pthread_create(&f, NULL, fill_job, &fills[i]), 0);
+    for (int ms = 0; ms < 5000 && !atomic_load(&fills[i].done); ++ms) {
+      struct timespec d = {0, 1000000};
+      nanosleep(&d, NULL);
+    }
+    if (!atomic_load(&fills[i].done)) {
+      fprintf(stderr,
+              "HANG: runtime %d still holds the admission of a raw "
+              "scope whose thread exited without t4a_raw_end\n",
+              i);
+      fflush(stderr);
+      _exit(1);
+    }
+    assert_int_equal(pthread_join(f, NULL), 0);
+    ASSERT_OK(fills[i].status);
+  }
+  ASSERT_OK(t4a_set_log_callback(NULL, NULL, T4A_LOG_WARN));
+  assert_int_equal(atomic_load(&g_exit_warnings), 2);
+  /* The handles are stale; the registered buffer is kept by the epoch. */
+  ASSERT_STATUS(t4a_raw_end(x.s0), T4A_ERROR_INVALID_HANDLE);
+  ASSERT_STATUS(t4a_raw_end(x.s1), T4A_ERROR_INVALID_HANDLE);
+  ASSERT_OK(t4a_buffer_release(x.b));
+  assert_int_equal(live_allocations(), before + 1); /* + b1 */
+  ASSERT_OK(t4a_runtime_synchronize(x.rt));
+  assert_int_equal(live_allocations(), before);
+  ASSERT_OK(t4a_buffer_release(b1));
+  ASSERT_OK(t4a_runtime_destroy(x.r1));
+  ASSERT_OK(t4a_runtime_destroy(x.rt));
+}
+
 int main(void) {
   setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);
   setenv("FAKE_CUDA_DEVICES", "2", 1);
@@ -411,6 +518,7 @@ int main(void) {
       cmocka_unit_test(test_misuse),
       cmocka_unit_test(test_failures_restore),
       cmocka_unit_test(test_wait_signal_stream),
+      cmocka_unit_test(test_thread_exit_ends_scopes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -185,6 +185,8 @@ static void test_input_older_sizes(void **state) {
       offsetof(t4a_runtime_options, staging_chunk_bytes),
       offsetof(t4a_runtime_options, staging_threads),
       offsetof(t4a_runtime_options, reserved0),
+      offsetof(t4a_runtime_options, module_cache_entries),
+      offsetof(t4a_runtime_options, peer_access), /* before issue 10 */
       sizeof(t4a_runtime_options)};
   t4a_status expected;
   size_t k;
@@ -247,6 +249,14 @@ static void test_input_fields_beyond_size_ignored(void **state) {
     t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
     o.struct_size = offsetof(t4a_runtime_options, staging_threads);
     o.staging_threads = -5;
+    create_expecting(&o, expected);
+  }
+  {
+    /* A caller from before peer_access: garbage beyond its size. */
+    t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
+    o.struct_size = offsetof(t4a_runtime_options, peer_access);
+    o.peer_access = 7;
+    o.reserved2 = 9;
     create_expecting(&o, expected);
   }
   /* ...while the same value inside the struct is rejected. */
