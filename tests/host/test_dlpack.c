@@ -574,6 +574,46 @@ static void test_import_read_only(void **state) {
   ASSERT_OK(t4a_runtime_destroy(rt));
 }
 
+/* An import whose last reference goes in synchronize's own retirement (a
+ * launch took it as an argument, so the open epoch kept it): its deleter
+ * has run when synchronize returns. */
+static void test_import_released_by_the_drain(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime(0);
+  /* the fake driver loads any bytes as a module with any kernel name */
+  static const unsigned char image[16] = {7, 7, 7};
+  t4a_module m;
+  t4a_kernel k;
+  ASSERT_OK(t4a_module_load_data(rt, image, sizeof image, &m));
+  ASSERT_OK(t4a_kernel_get(m, "k", &k));
+  static unsigned char mem[64];
+  synth s;
+  synth_init(&s, mem, sizeof mem);
+  t4a_buffer b;
+  ASSERT_OK(t4a_buffer_from_dlpack(rt, &s.t, &b));
+  t4a_arg arg = T4A_ARG_INIT;
+  arg.kind = T4A_ARG_BUFFER;
+  arg.buffer = b;
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.kernel = k;
+  d.grid[0] = 1;
+  d.block[0] = 1;
+  d.arg_count = 1;
+  d.args = &arg;
+  ASSERT_OK(t4a_launch(rt, &d)); /* the open epoch keeps b */
+  ASSERT_OK(t4a_buffer_release(b));
+  t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
+  ASSERT_OK(t4a_runtime_stats_get(rt, &st));
+  assert_true(st.open_epoch_items >= 1);
+  assert_int_equal(atomic_load(&s.deleted), 0);
+  ASSERT_OK(t4a_runtime_synchronize(rt));
+  assert_int_equal(atomic_load(&s.deleted), 1);
+  ASSERT_OK(t4a_kernel_release(k));
+  ASSERT_OK(t4a_module_release(m));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+  assert_int_equal(atomic_load(&s.deleted), 1);
+}
+
 static void test_import_ownership(void **state) {
   (void)state;
   t4a_runtime rt = make_runtime(0);
@@ -671,6 +711,7 @@ int main(void) {
       cmocka_unit_test(test_deleters_after_destroy),
       cmocka_unit_test(test_import_validation),
       cmocka_unit_test(test_import_read_only),
+      cmocka_unit_test(test_import_released_by_the_drain),
       cmocka_unit_test(test_import_ownership),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -209,8 +209,10 @@ def test_import_deleter_exactly_once_under_8_threads(rt):
 def test_read_only_import_rejects_writes(rt):
     backing = rt.upload(np.arange(64, dtype=np.float32))
     counter, lock = [0], threading.Lock()
-    b = t4acuda.from_dlpack(_Producer(backing.device_pointer, 64, counter, lock,
-                                      readonly=True), runtime=rt)
+    # The producer owns the tensor struct and its deleter: it must outlive
+    # the import (a real producer's tensor lives until its deleter runs).
+    producer = _Producer(backing.device_pointer, 64, counter, lock, readonly=True)
+    b = t4acuda.from_dlpack(producer, runtime=rt)
     assert b.readonly
     for write in (lambda: b.fill(0), lambda: b.upload(np.zeros(64, np.float32)),
                   lambda: b.copy_from(backing)):
@@ -222,5 +224,6 @@ def test_read_only_import_rejects_writes(rt):
     b.close()
     rt.synchronize()
     assert counter[0] == 1
+    del producer  # only now: the library called its deleter
     backing.close()
     other.close()

@@ -255,9 +255,14 @@ impl Runtime {
         let mut h = sys::t4a_host_buffer::NULL;
         check(unsafe { sys::t4a_host_buffer_alloc(self.h, bytes, &mut h) })?;
         let (mut p, mut n) = (std::ptr::null_mut(), 0u64);
-        let hb = HostBuffer { h, ptr: std::ptr::null_mut(), bytes: 0 };
+        // Owns the handle from here on: an error below releases it. (Not
+        // `HostBuffer { .., ..hb }`: its fields are Copy, so that would
+        // copy them and still drop `hb`, releasing the handle returned.)
+        let mut hb = HostBuffer { h, ptr: std::ptr::null_mut(), bytes: 0 };
         check(unsafe { sys::t4a_host_buffer_pointer(h, &mut p, &mut n) })?;
-        Ok(HostBuffer { ptr: p.cast(), bytes: n as usize, ..hb })
+        hb.ptr = p.cast();
+        hb.bytes = n as usize;
+        Ok(hb)
     }
 
     /// Enqueues a DMA from a host buffer (asynchronous: do not change the
