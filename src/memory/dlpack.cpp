@@ -483,8 +483,10 @@ t4a_status export_dlpack(core::Runtime &rt, core::Ref<Buffer> b,
     if (!sp.empty) {
       // Bytes below and from the first element, checked against the
       // buffer: [byte_offset + lo * elem, byte_offset + (hi + 1) * elem).
+      // -lo in unsigned arithmetic: lo may be INT64_MIN.
       int64_t below = 0, above = 0;
-      if (__builtin_mul_overflow(-sp.lo, static_cast<int64_t>(elem), &below) ||
+      if (__builtin_mul_overflow(0 - static_cast<uint64_t>(sp.lo), elem,
+                                 &below) ||
           __builtin_add_overflow(sp.hi, 1, &above) ||
           __builtin_mul_overflow(above, static_cast<int64_t>(elem), &above))
         return fail(T4A_ERROR_INVALID_ARGUMENT,
@@ -598,11 +600,13 @@ t4a_status import_dlpack(core::Ref<core::Runtime> rt, const DLTensor &t,
                   "%sdata is NULL for a tensor with elements", pre);
     // [data + byte_offset + lo * elem, data + byte_offset + (hi+1) * elem)
     uint64_t base = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(t.data));
+    // hi >= 0 >= lo: -lo and hi - lo fit 64 unsigned bits (lo may be
+    // INT64_MIN, hi - lo may pass INT64_MAX).
     uint64_t first = 0, below = 0, count = 0;
+    uint64_t down = 0 - static_cast<uint64_t>(sp.lo);
     if (__builtin_add_overflow(base, t.byte_offset, &first) ||
-        __builtin_mul_overflow(static_cast<uint64_t>(-sp.lo), elem, &below) ||
-        below > first ||
-        __builtin_add_overflow(static_cast<uint64_t>(sp.hi - sp.lo), 1,
+        __builtin_mul_overflow(down, elem, &below) || below > first ||
+        __builtin_add_overflow(static_cast<uint64_t>(sp.hi) + down, 1,
                                &count) ||
         __builtin_mul_overflow(count, elem, &bytes) ||
         first - below > UINT64_MAX - bytes)

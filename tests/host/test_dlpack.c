@@ -263,6 +263,11 @@ static void test_export_validation(void **state) {
   d.byte_offset = 48; /* then it fits */
   ASSERT_OK(t4a_buffer_to_dlpack(rt, b, &d, -1, &t));
   t->deleter(t);
+  strides[0] = INT64_MIN; /* -lo is past INT64_MAX: no signed overflow */
+  shape[0] = 2;
+  expect_export_error(rt, b, &d, -1, "reach past 64 bits of bytes");
+  shape[0] = 4;
+  strides[0] = -4;
   d.strides = NULL;
   d.byte_offset = 100;
   expect_export_error(rt, b, &d, -1, "desc->byte_offset (100)");
@@ -483,6 +488,22 @@ static void test_import_validation(void **state) {
   s.t.dl_tensor.byte_offset = UINT64_MAX - 8;
   expect_import_error(rt, &s, "outside the 64-bit address space");
   s.t.dl_tensor.byte_offset = 0;
+  /* Spans at the edges of int64 (no signed overflow on the way, which the
+   * undefined-behavior sanitizer lane would catch): a lowest element at
+   * INT64_MIN elements, and a span wider than INT64_MAX elements. */
+  int64_t edge_shape[2] = {2, 2}, edge_strides[2] = {INT64_MIN, 1};
+  s.t.dl_tensor.ndim = 2;
+  s.t.dl_tensor.shape = edge_shape;
+  s.t.dl_tensor.strides = edge_strides;
+  expect_import_error(rt, &s, "outside the 64-bit address space");
+  edge_strides[0] = INT64_MAX; /* hi - lo is INT64_MAX + 1 */
+  edge_strides[1] = -1;
+  s.t.dl_tensor.dtype.bits = 32;
+  expect_import_error(rt, &s, "outside the 64-bit address space");
+  s.t.dl_tensor.dtype.bits = 8;
+  s.t.dl_tensor.ndim = 1;
+  s.t.dl_tensor.shape = s.shape;
+  s.t.dl_tensor.strides = NULL;
 
   /* NULL out, a forged runtime, NULL tensor: deleter still called (not for
    * NULL, which has none). */

@@ -3,6 +3,7 @@ fake libcuda (T4A_CUDA_DRIVER_PATH) stands in for the driver, NVRTC is
 the real one."""
 
 import ctypes
+import gc
 import json
 import os
 import re
@@ -405,3 +406,63 @@ def test_from_dlpack_imports_and_calls_deleter_once(rt):
         rb.fill(0)
     rb.close()
     backing.close()
+
+
+class _StridedProducer(_Producer):
+    """A 2-D producer whose strides (in elements) are given."""
+
+    def __init__(self, ptr, shape, strides):
+        super().__init__(ptr, 1)
+        self._shape = (ctypes.c_int64 * 2)(*shape)
+        self._strides = (ctypes.c_int64 * 2)(*strides)
+        self._t.dl_tensor.ndim = 2
+        self._t.dl_tensor.shape = self._shape
+        self._t.dl_tensor.strides = self._strides
+
+    def __dlpack__(self, stream=None, max_version=None, **_):
+        # With a destructor that calls the deleter while unconsumed, as
+        # real producers make them.
+        from t4acuda._dlpack import _New, _DESTRUCTOR
+        return _New(ctypes.addressof(self._t), b"dltensor_versioned",
+                    _DESTRUCTOR.value)
+
+
+@needs_fake
+@needs_dlpack
+def test_from_dlpack_non_compact_strides_refused_not_misread(rt):
+    # A transposed 2x2 view of [0, 1, 2, 3]: read as C-order it would give
+    # [[0, 1], [2, 3]] instead of [[0, 2], [1, 3]]; a column slice of a
+    # 2x3 array spans 5 elements for 4. The Buffer has no strides: refused
+    # before the capsule is consumed (its destructor calls the deleter).
+    backing = rt.upload(np.arange(6, dtype=np.float32))
+    for shape, strides in (((2, 2), (1, 2)), ((2, 2), (3, 1)), ((2, 2), (-2, 1))):
+        p = _StridedProducer(backing.device_pointer, shape, strides)
+        with pytest.raises(BufferError, match="strides"):
+            t4acuda.from_dlpack(p, runtime=rt)
+        gc.collect()  # the traceback's frames held the capsule
+        assert p.calls == 1
+    # Compact strides (and any stride on an extent-1 dimension) import.
+    for shape, strides in (((2, 3), (3, 1)), ((1, 3), (99, 1))):
+        p = _StridedProducer(backing.device_pointer, shape, strides)
+        b = t4acuda.from_dlpack(p, runtime=rt)
+        assert b.shape == shape
+        assert np.array_equal(b.download(),
+                              np.arange(6, dtype=np.float32)[:shape[0] * shape[1]]
+                              .reshape(shape))
+        b.close()
+        rt.synchronize()
+        assert p.calls == 1
+    backing.close()
+
+
+@needs_fake
+@needs_dlpack
+def test_from_dlpack_of_a_buffer_of_the_same_runtime(rt):
+    # Its export may not run inside the importing runtime's raw scope
+    # (REENTRANT); one stream needs no ordering.
+    buf = rt.upload(np.arange(8, dtype=np.float32))
+    b = rt.from_dlpack(buf)
+    assert b.shape == (8,) and b.dtype == np.float32
+    assert np.array_equal(b.download(), np.arange(8, dtype=np.float32))
+    b.close()
+    buf.close()

@@ -124,6 +124,19 @@ def _np_dtype(dt):
         return None
 
 
+def _compact(shape, strides):
+    """Whether element strides are C-contiguous for shape (extent-1
+    dimensions may have any stride; an empty tensor is compact)."""
+    if 0 in shape:
+        return True
+    step = 1
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1 and st != step:
+            return False
+        step *= n
+    return True
+
+
 def from_dlpack(obj, runtime=None):
     """A Buffer over a CUDA tensor of another library (no copy).
 
@@ -142,12 +155,17 @@ def from_dlpack(obj, runtime=None):
                            f"CUDA ({_ffi.kDLCUDA})")
     if runtime is None:
         runtime = default_runtime(int(dev_id))
-    with runtime.raw() as scope:
-        stream = scope.stream
-        try:
-            cap = obj.__dlpack__(stream=stream, max_version=(1, 0))
-        except TypeError:  # a producer older than DLPack 1.0's protocol
-            cap = obj.__dlpack__(stream=stream)
+    if isinstance(obj, Buffer) and obj.runtime is runtime:
+        # One stream: no ordering, and its export cannot run inside this
+        # runtime's raw scope (REENTRANT).
+        cap = obj.__dlpack__(stream=-1, max_version=(1, 0))
+    else:
+        with runtime.raw() as scope:
+            stream = scope.stream
+            try:
+                cap = obj.__dlpack__(stream=stream, max_version=(1, 0))
+            except TypeError:  # a producer older than DLPack 1.0's protocol
+                cap = obj.__dlpack__(stream=stream)
     out = _ffi.STRUCTS["t4a_buffer"]()
     if _IsValidObj(cap, _V_NAME):
         _have("t4a_buffer_from_dlpack")
@@ -166,6 +184,14 @@ def from_dlpack(obj, runtime=None):
         raise BufferError("from_dlpack: __dlpack__ did not return an unconsumed "
                           "'dltensor_versioned' or 'dltensor' capsule")
     shape = tuple(tensor.shape[i] for i in range(tensor.ndim))
+    if tensor.strides:
+        strides = tuple(tensor.strides[i] for i in range(tensor.ndim))
+        if not _compact(shape, strides):
+            # A Buffer has no strides: read as C-order it would misplace
+            # elements. Refused before the capsule is consumed.
+            raise BufferError(f"from_dlpack: the tensor's strides {strides} (in elements) "
+                              f"are not C-contiguous for shape {shape}; make it "
+                              "contiguous first (e.g. .contiguous() or ascontiguousarray)")
     dtype = _np_dtype(tensor.dtype)
     # Consumed from here on: the library owns the tensor in every case.
     if _SetName(cap, used) != 0:
