@@ -466,3 +466,21 @@ def test_from_dlpack_of_a_buffer_of_the_same_runtime(rt):
     assert np.array_equal(b.download(), np.arange(8, dtype=np.float32))
     b.close()
     buf.close()
+
+
+@needs_fake
+def test_host_buffer_view_outlives_close(rt):
+    # close() (a `with` block's end) while a view is alive: the view keeps
+    # the memory, which a new allocation must not be handed.
+    with rt.host_alloc(4096) as hb:
+        view = hb.array(np.uint8)
+        view[:] = 7
+    others = [rt.host_alloc(4096) for _ in range(4)]
+    assert all(o.pointer != view.ctypes.data for o in others)
+    for o in others:
+        o.array()[:] = 9
+    assert (view == 7).all()
+    for o in others:
+        o.close()
+    del view
+    gc.collect()

@@ -631,9 +631,8 @@ class Download(_Owned):
 
 class HostBuffer(_Owned):
     """Pinned host memory. .array(dtype, shape) is a NumPy view (no copy)
-    that keeps this object alive; the memory is freed when both are gone
-    and close() (or __del__) released the handle... so do not close() while
-    views are in use."""
+    holding its own reference (t4a_host_buffer_retain): the memory is freed
+    once close() (or __del__) released this handle and every view is gone."""
     _release, _type = "t4a_host_buffer_release", "t4a_host_buffer"
 
     def __init__(self, handle):
@@ -651,9 +650,9 @@ class HostBuffer(_Owned):
 
     def array(self, dtype="uint8", shape=None):
         np = _need_numpy("HostBuffer.array")
-        self._live()
+        owner = self.retain()  # the view's own reference: close() cannot free it
         raw = (ctypes.c_uint8 * self.nbytes).from_address(self.pointer)
-        raw._t4a_owner = self  # the view keeps the host buffer alive
+        raw._t4a_owner = owner
         a = np.frombuffer(raw, dtype=np.dtype(dtype))
         return a.reshape(shape) if shape is not None else a
 
