@@ -780,13 +780,34 @@ impl LaunchConfig {
 /// A kernel argument: a buffer (its device address), a slice of one, or
 /// a scalar passed by value with its size. The C layer checks each
 /// scalar's size against the kernel's parameter.
-pub trait KernelArg {
+///
+/// # Safety
+/// t4a_launch reads `size` bytes at a scalar's `value` on the host, so an
+/// implementation must return, for `T4A_ARG_SCALAR`, a `value` valid for
+/// reads of `size` bytes for as long as `&self` is borrowed (it points
+/// into `self`); any other kind must carry a null `value`. (A safe trait
+/// would let safe code make the library read any address.)
+///
+/// ```compile_fail
+/// struct Forged;
+/// impl t4acuda::KernelArg for Forged {
+///     fn pack(&self) -> t4acuda_sys::t4a_arg {
+///         let mut a = t4acuda_sys::t4a_arg::init();
+///         a.kind = t4acuda_sys::T4A_ARG_SCALAR;
+///         a.value = 16 as *const std::ffi::c_void; // read by t4a_launch
+///         a.size = 8;
+///         a
+///     }
+/// }
+/// ```
+pub unsafe trait KernelArg {
     /// The C argument. A scalar's `value` points at `self`, which the
     /// caller keeps alive during the launch.
     fn pack(&self) -> sys::t4a_arg;
 }
 
-impl KernelArg for Buffer {
+// SAFETY: no host pointer (kind BUFFER).
+unsafe impl KernelArg for Buffer {
     fn pack(&self) -> sys::t4a_arg {
         let mut a = sys::t4a_arg::init();
         a.kind = sys::T4A_ARG_BUFFER;
@@ -794,14 +815,16 @@ impl KernelArg for Buffer {
         a
     }
 }
-impl KernelArg for DeviceSlice<'_> {
+// SAFETY: no host pointer (kind BUFFER).
+unsafe impl KernelArg for DeviceSlice<'_> {
     fn pack(&self) -> sys::t4a_arg {
         let mut a = self.buffer.pack();
         a.offset = self.range.start;
         a
     }
 }
-impl<T: KernelArg + ?Sized> KernelArg for &T {
+// SAFETY: forwards to T, whose pointers point into `**self`.
+unsafe impl<T: KernelArg + ?Sized> KernelArg for &T {
     fn pack(&self) -> sys::t4a_arg {
         (**self).pack()
     }
@@ -809,7 +832,8 @@ impl<T: KernelArg + ?Sized> KernelArg for &T {
 
 macro_rules! scalar_arg {
     ($($t:ty),*) => {$(
-        impl KernelArg for $t {
+        // SAFETY: `value` points at `*self`, size_of::<$t>() bytes.
+        unsafe impl KernelArg for $t {
             fn pack(&self) -> sys::t4a_arg {
                 let mut a = sys::t4a_arg::init();
                 a.kind = sys::T4A_ARG_SCALAR;
@@ -826,7 +850,8 @@ scalar_arg!(i8, u8, i16, u16, i32, u32, i64, u64, f32, f64);
 /// one from [`RawScope::device_pointer`] or a foreign allocation.
 #[derive(Clone, Copy, Debug)]
 pub struct DevicePointer(pub u64);
-impl KernelArg for DevicePointer {
+// SAFETY: no host pointer (kind DEVICE_POINTER).
+unsafe impl KernelArg for DevicePointer {
     fn pack(&self) -> sys::t4a_arg {
         let mut a = sys::t4a_arg::init();
         a.kind = sys::T4A_ARG_DEVICE_POINTER;
