@@ -999,7 +999,8 @@ pub fn last_compile_log() -> Result<String> {
 /// An open raw scope ([`Runtime::raw_scope`]): the runtime's context is
 /// current on this thread and its stream is yours to enqueue on until the
 /// guard is dropped. `!Send` and `!Sync`: a scope belongs to the thread
-/// that began it. Scopes end in reverse order of beginning.
+/// that began it. Scopes end in reverse order of beginning: a guard
+/// dropped before a scope begun after it ends when that scope ends.
 ///
 /// ```compile_fail
 /// fn needs_send<T: Send>(_: T) {}
@@ -1033,12 +1034,56 @@ impl RawScope<'_> {
         check(unsafe { sys::t4a_raw_buffer(self.h, buffer.h, &mut p) })?;
         Ok(p)
     }
-    /// Ends the scope and reports the status (`Drop` cannot).
+    /// Ends the scope and reports the status (`Drop` cannot). Out of
+    /// order (a scope begun later on this thread is still open) it is
+    /// `InvalidArgument`, and the scope ends once the later ones have.
     pub fn end(self) -> Result<()> {
         let h = self.h;
         std::mem::forget(self);
-        check(unsafe { sys::t4a_raw_end(h) })
+        raw_end(h)
     }
+}
+
+thread_local! {
+    /// Scopes of this thread whose end the C layer refused because a scope
+    /// begun later was still open (guards dropped or ended out of LIFO
+    /// order, which safe code can do). Each is ended as soon as the scopes
+    /// begun after it have ended, instead of staying open for good.
+    static DEFERRED_ENDS: std::cell::RefCell<Vec<sys::t4a_raw_scope>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// t4a_raw_end with the out-of-order rule above. The error is read before
+/// any deferred scope is retried (a refused retry records its own).
+fn raw_end(h: sys::t4a_raw_scope) -> Result<()> {
+    let st = unsafe { sys::t4a_raw_end(h) };
+    let result = check(st);
+    if st == sys::T4A_ERROR_INVALID_ARGUMENT {
+        // Refused with nothing changed: the guard is !Send, so the reason
+        // is a later scope of this thread still open.
+        let _ = DEFERRED_ENDS.try_with(|d| d.borrow_mut().push(h));
+        return result;
+    }
+    // This scope is over (whatever the status): retry the deferred ones,
+    // innermost first, until none makes progress. Their statuses are
+    // dropped: the guards that owned them are gone.
+    let _ = DEFERRED_ENDS.try_with(|d| loop {
+        let pending = std::mem::take(&mut *d.borrow_mut());
+        let before = pending.len();
+        let mut still = Vec::new();
+        for &s in pending.iter().rev() {
+            if unsafe { sys::t4a_raw_end(s) } == sys::T4A_ERROR_INVALID_ARGUMENT {
+                still.push(s);
+            }
+        }
+        still.reverse();
+        let after = still.len();
+        d.borrow_mut().extend(still);
+        if after == 0 || after == before {
+            break;
+        }
+    });
+    result
 }
 
 impl fmt::Debug for RawScope<'_> {
@@ -1050,8 +1095,9 @@ impl fmt::Debug for RawScope<'_> {
 impl Drop for RawScope<'_> {
     fn drop(&mut self) {
         // The status is dropped: Drop cannot report it (RawScope::end
-        // does). The guard is !Send, so this runs on the scope's thread.
-        unsafe { sys::t4a_raw_end(self.h) };
+        // does). The guard is !Send, so this runs on the scope's thread;
+        // out of order, the scope ends once the later scopes have.
+        let _ = raw_end(self.h);
     }
 }
 
