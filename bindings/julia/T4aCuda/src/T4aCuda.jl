@@ -213,7 +213,8 @@ mutable struct DeviceArray{T}
         isbitstype(T) || throw(ArgumentError("DeviceArray{$T}: $T is not an isbits type"))
         n >= 0 || throw(ArgumentError("DeviceArray{$T}: length $n is negative"))
         out = Ref(L.Buffer(0))
-        check(L.t4a_buffer_alloc(live(rt), UInt64(n * sizeof(T)), L.T4A_BUFFER_ZERO, out))
+        bytes = Base.checked_mul(Int(n), sizeof(T))  # throws OverflowError, never wraps
+        check(L.t4a_buffer_alloc(live(rt), UInt64(bytes), L.T4A_BUFFER_ZERO, out))
         return owned(new{T}(out[], Int(n), rt))
     end
 end
@@ -231,10 +232,12 @@ Base.eltype(::DeviceArray{T}) where {T} = T
 function upload!(a::DeviceArray{T}, src::Vector{T}; offset::Integer = 0) where {T}
     offset >= 0 && offset + length(src) <= length(a) || throw(ArgumentError(
         "upload!: $(length(src)) elements at offset $offset do not fit in $(length(a))"))
-    GC.@preserve src check(L.t4a_buffer_upload(live(a.runtime), handle_of(a),
-                                               UInt64(offset * sizeof(T)),
-                                               Ptr{Cvoid}(pointer(src)),
-                                               UInt64(length(src) * sizeof(T))))
+    # `a` too: a local whose last use is before the ccall may be finalized
+    # (its handle released) while the call runs.
+    GC.@preserve src a check(L.t4a_buffer_upload(live(a.runtime), handle_of(a),
+                                                 UInt64(offset * sizeof(T)),
+                                                 Ptr{Cvoid}(pointer(src)),
+                                                 UInt64(length(src) * sizeof(T))))
     return a
 end
 
@@ -242,10 +245,10 @@ end
 function download!(dst::Vector{T}, a::DeviceArray{T}; offset::Integer = 0) where {T}
     offset >= 0 && offset + length(dst) <= length(a) || throw(ArgumentError(
         "download!: $(length(dst)) elements at offset $offset exceed the $(length(a))"))
-    GC.@preserve dst check(L.t4a_buffer_download_sync(live(a.runtime), handle_of(a),
-                                                      UInt64(offset * sizeof(T)),
-                                                      Ptr{Cvoid}(pointer(dst)),
-                                                      UInt64(length(dst) * sizeof(T))))
+    GC.@preserve dst a check(L.t4a_buffer_download_sync(live(a.runtime), handle_of(a),
+                                                        UInt64(offset * sizeof(T)),
+                                                        Ptr{Cvoid}(pointer(dst)),
+                                                        UInt64(length(dst) * sizeof(T))))
     return dst
 end
 
@@ -296,7 +299,7 @@ end
 """Loads a compiled program into the runtime (module cache)."""
 function load_module(rt::CudaRuntime, p::CompiledProgram)
     out = Ref(L.T4aModule(0))
-    check(L.t4a_module_load(live(rt), handle_of(p), out))
+    GC.@preserve p check(L.t4a_module_load(live(rt), handle_of(p), out))
     return owned(CudaModule(out[], rt))
 end
 
@@ -308,7 +311,7 @@ end
 """The kernel `name` (an `extern "C"` or lowered name) of a module."""
 function kernel(m::CudaModule, name::AbstractString)
     out = Ref(L.Kernel(0))
-    check(L.t4a_kernel_get(handle_of(m), String(name), out))
+    GC.@preserve m check(L.t4a_kernel_get(handle_of(m), String(name), out))
     return owned(CudaKernel(out[], m.runtime))
 end
 
@@ -343,7 +346,7 @@ function launch(k::CudaKernel, grid, block, args...; shared_bytes::Integer = 0)
                                 "or an isbits scalar"))
         end
     end
-    GC.@preserve scalars cargs args begin
+    GC.@preserve k scalars cargs args begin
         desc = Ref(L.LaunchDesc(; kernel = handle_of(k), grid = dims3(grid),
                                 block = dims3(block), dynamic_shared_bytes = UInt32(shared_bytes),
                                 arg_count = UInt32(length(cargs)),

@@ -780,13 +780,34 @@ impl LaunchConfig {
 /// A kernel argument: a buffer (its device address), a slice of one, or
 /// a scalar passed by value with its size. The C layer checks each
 /// scalar's size against the kernel's parameter.
-pub trait KernelArg {
+///
+/// # Safety
+/// t4a_launch reads `size` bytes at a scalar's `value` on the host, so an
+/// implementation must return, for `T4A_ARG_SCALAR`, a `value` valid for
+/// reads of `size` bytes for as long as `&self` is borrowed (it points
+/// into `self`); any other kind must carry a null `value`. (A safe trait
+/// would let safe code make the library read any address.)
+///
+/// ```compile_fail
+/// struct Forged;
+/// impl t4acuda::KernelArg for Forged {
+///     fn pack(&self) -> t4acuda_sys::t4a_arg {
+///         let mut a = t4acuda_sys::t4a_arg::init();
+///         a.kind = t4acuda_sys::T4A_ARG_SCALAR;
+///         a.value = 16 as *const std::ffi::c_void; // read by t4a_launch
+///         a.size = 8;
+///         a
+///     }
+/// }
+/// ```
+pub unsafe trait KernelArg {
     /// The C argument. A scalar's `value` points at `self`, which the
     /// caller keeps alive during the launch.
     fn pack(&self) -> sys::t4a_arg;
 }
 
-impl KernelArg for Buffer {
+// SAFETY: no host pointer (kind BUFFER).
+unsafe impl KernelArg for Buffer {
     fn pack(&self) -> sys::t4a_arg {
         let mut a = sys::t4a_arg::init();
         a.kind = sys::T4A_ARG_BUFFER;
@@ -794,14 +815,16 @@ impl KernelArg for Buffer {
         a
     }
 }
-impl KernelArg for DeviceSlice<'_> {
+// SAFETY: no host pointer (kind BUFFER).
+unsafe impl KernelArg for DeviceSlice<'_> {
     fn pack(&self) -> sys::t4a_arg {
         let mut a = self.buffer.pack();
         a.offset = self.range.start;
         a
     }
 }
-impl<T: KernelArg + ?Sized> KernelArg for &T {
+// SAFETY: forwards to T, whose pointers point into `**self`.
+unsafe impl<T: KernelArg + ?Sized> KernelArg for &T {
     fn pack(&self) -> sys::t4a_arg {
         (**self).pack()
     }
@@ -809,7 +832,8 @@ impl<T: KernelArg + ?Sized> KernelArg for &T {
 
 macro_rules! scalar_arg {
     ($($t:ty),*) => {$(
-        impl KernelArg for $t {
+        // SAFETY: `value` points at `*self`, size_of::<$t>() bytes.
+        unsafe impl KernelArg for $t {
             fn pack(&self) -> sys::t4a_arg {
                 let mut a = sys::t4a_arg::init();
                 a.kind = sys::T4A_ARG_SCALAR;
@@ -826,7 +850,8 @@ scalar_arg!(i8, u8, i16, u16, i32, u32, i64, u64, f32, f64);
 /// one from [`RawScope::device_pointer`] or a foreign allocation.
 #[derive(Clone, Copy, Debug)]
 pub struct DevicePointer(pub u64);
-impl KernelArg for DevicePointer {
+// SAFETY: no host pointer (kind DEVICE_POINTER).
+unsafe impl KernelArg for DevicePointer {
     fn pack(&self) -> sys::t4a_arg {
         let mut a = sys::t4a_arg::init();
         a.kind = sys::T4A_ARG_DEVICE_POINTER;
@@ -974,7 +999,8 @@ pub fn last_compile_log() -> Result<String> {
 /// An open raw scope ([`Runtime::raw_scope`]): the runtime's context is
 /// current on this thread and its stream is yours to enqueue on until the
 /// guard is dropped. `!Send` and `!Sync`: a scope belongs to the thread
-/// that began it. Scopes end in reverse order of beginning.
+/// that began it. Scopes end in reverse order of beginning: a guard
+/// dropped before a scope begun after it ends when that scope ends.
 ///
 /// ```compile_fail
 /// fn needs_send<T: Send>(_: T) {}
@@ -1008,12 +1034,56 @@ impl RawScope<'_> {
         check(unsafe { sys::t4a_raw_buffer(self.h, buffer.h, &mut p) })?;
         Ok(p)
     }
-    /// Ends the scope and reports the status (`Drop` cannot).
+    /// Ends the scope and reports the status (`Drop` cannot). Out of
+    /// order (a scope begun later on this thread is still open) it is
+    /// `InvalidArgument`, and the scope ends once the later ones have.
     pub fn end(self) -> Result<()> {
         let h = self.h;
         std::mem::forget(self);
-        check(unsafe { sys::t4a_raw_end(h) })
+        raw_end(h)
     }
+}
+
+thread_local! {
+    /// Scopes of this thread whose end the C layer refused because a scope
+    /// begun later was still open (guards dropped or ended out of LIFO
+    /// order, which safe code can do). Each is ended as soon as the scopes
+    /// begun after it have ended, instead of staying open for good.
+    static DEFERRED_ENDS: std::cell::RefCell<Vec<sys::t4a_raw_scope>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// t4a_raw_end with the out-of-order rule above. The error is read before
+/// any deferred scope is retried (a refused retry records its own).
+fn raw_end(h: sys::t4a_raw_scope) -> Result<()> {
+    let st = unsafe { sys::t4a_raw_end(h) };
+    let result = check(st);
+    if st == sys::T4A_ERROR_INVALID_ARGUMENT {
+        // Refused with nothing changed: the guard is !Send, so the reason
+        // is a later scope of this thread still open.
+        let _ = DEFERRED_ENDS.try_with(|d| d.borrow_mut().push(h));
+        return result;
+    }
+    // This scope is over (whatever the status): retry the deferred ones,
+    // innermost first, until none makes progress. Their statuses are
+    // dropped: the guards that owned them are gone.
+    let _ = DEFERRED_ENDS.try_with(|d| loop {
+        let pending = std::mem::take(&mut *d.borrow_mut());
+        let before = pending.len();
+        let mut still = Vec::new();
+        for &s in pending.iter().rev() {
+            if unsafe { sys::t4a_raw_end(s) } == sys::T4A_ERROR_INVALID_ARGUMENT {
+                still.push(s);
+            }
+        }
+        still.reverse();
+        let after = still.len();
+        d.borrow_mut().extend(still);
+        if after == 0 || after == before {
+            break;
+        }
+    });
+    result
 }
 
 impl fmt::Debug for RawScope<'_> {
@@ -1025,8 +1095,9 @@ impl fmt::Debug for RawScope<'_> {
 impl Drop for RawScope<'_> {
     fn drop(&mut self) {
         // The status is dropped: Drop cannot report it (RawScope::end
-        // does). The guard is !Send, so this runs on the scope's thread.
-        unsafe { sys::t4a_raw_end(self.h) };
+        // does). The guard is !Send, so this runs on the scope's thread;
+        // out of order, the scope ends once the later scopes have.
+        let _ = raw_end(self.h);
     }
 }
 

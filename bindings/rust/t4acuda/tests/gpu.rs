@@ -217,3 +217,30 @@ fn handles_cross_threads() {
     drop(b);
     rt.destroy().unwrap();
 }
+
+#[test]
+fn raw_scopes_dropped_out_of_order_still_end() {
+    let Some(rt) = runtime("raw_scopes_dropped_out_of_order_still_end") else {
+        return;
+    };
+    let rt2 = Runtime::new().unwrap();
+    let outer = rt.raw_scope().unwrap();
+    let inner = rt2.raw_scope().unwrap();
+    // Safe code may drop the outer guard first: the C layer refuses that
+    // end (LIFO), so the guard must end it once the inner scope has ended
+    // rather than leave the scope (and the runtime's admission) open.
+    drop(outer);
+    drop(inner);
+    // Both scopes are over: each runtime admits a new scope on this thread
+    // (an open one would answer REENTRANT) and is destroyed cleanly.
+    rt.raw_scope().unwrap().end().unwrap();
+    rt2.raw_scope().unwrap().end().unwrap();
+    // An explicit out-of-order end reports the refusal and is ended later.
+    let outer = rt.raw_scope().unwrap();
+    let inner = rt2.raw_scope().unwrap();
+    assert_eq!(outer.end().unwrap_err().status, Status::InvalidArgument);
+    inner.end().unwrap();
+    rt.raw_scope().unwrap().end().unwrap();
+    rt2.destroy().unwrap();
+    rt.destroy().unwrap();
+}
