@@ -59,7 +59,9 @@ STARTS(t4a_runtime_options, offsetof(t4a_runtime_options, device_ordinal),
        offsetof(t4a_runtime_options, reserved0),
        offsetof(t4a_runtime_options, module_cache_entries),
        offsetof(t4a_runtime_options, reserved1),
-       offsetof(t4a_runtime_options, module_cache_bytes))
+       offsetof(t4a_runtime_options, module_cache_bytes),
+       offsetof(t4a_runtime_options, peer_access),
+       offsetof(t4a_runtime_options, reserved2))
 STARTS(t4a_compile_request, offsetof(t4a_compile_request, output),
        offsetof(t4a_compile_request, source),
        offsetof(t4a_compile_request, program_name),
@@ -82,6 +84,15 @@ STARTS(t4a_launch_desc, offsetof(t4a_launch_desc, flags),
        offsetof(t4a_launch_desc, dynamic_shared_bytes),
        offsetof(t4a_launch_desc, arg_count), offsetof(t4a_launch_desc, args))
 #undef STARTS
+// The last field listed above ends each struct: a field appended to the
+// header without a line here fails to compile instead of making the
+// fuzzer report the library wrong.
+static_assert(offsetof(t4a_runtime_options, reserved2) + sizeof(uint32_t) ==
+              sizeof(t4a_runtime_options));
+static_assert(offsetof(t4a_compile_request, cache_dir) + sizeof(void *) ==
+              sizeof(t4a_compile_request));
+static_assert(offsetof(t4a_launch_desc, args) + sizeof(void *) ==
+              sizeof(t4a_launch_desc));
 
 template <class T> void check_struct(Reader &r) {
   constexpr size_t ours = sizeof(T);

@@ -575,6 +575,14 @@ static int wait_flag(atomic_int *flag, int ms) {
 
 static void *raw_copy_thread(void *arg) {
   job *j = arg;
+  /* Named before its first admission: the hook counts this thread's calls
+   * from the first one (set by the creating thread after pthread_create,
+   * a fast copier's first call went uncounted and the test waited for a
+   * second count that never came; seen under TSan). */
+  pthread_mutex_lock(&g_mu);
+  g_raw_copier = pthread_self();
+  g_raw_copier_set = 1;
+  pthread_mutex_unlock(&g_mu);
   j->status = t4a_buffer_copy(j->rt, j->dst, 0, j->src, 0, j->bytes);
   atomic_store(&j->done, 1);
   return NULL;
@@ -599,12 +607,12 @@ static void raw_scope_against_pair(t4a_runtime dst_rt, t4a_runtime src_rt) {
   }
   ASSERT_OK(r.begin);
   t4a_testing_admission_hook(raw_hook, NULL);
+  pthread_mutex_lock(&g_mu);
+  g_raw_copier_set = 0;
+  g_raw_copier_calls = 0; /* counted from the copier's first admission */
+  pthread_mutex_unlock(&g_mu);
   assert_int_equal(pthread_create(&tc, NULL, raw_copy_thread, &c), 0);
   pthread_mutex_lock(&g_mu);
-  g_raw_copier = tc;
-  g_raw_copier_calls = 0;
-  g_raw_copier_set = 1;
-  pthread_cond_broadcast(&g_cv);
   /* The copy's second admission: it holds (or held) the lower runtime. */
   while (g_raw_copier_calls < 2) pthread_cond_wait(&g_cv, &g_mu);
   pthread_mutex_unlock(&g_mu);
