@@ -23,34 +23,8 @@
 
 #include "t4acuda.h"
 
-static std::atomic<long> g_countdown{0}; // > 0: the n-th new from now fails
-
-void *operator new(std::size_t n) {
-  if (g_countdown.load(std::memory_order_relaxed) > 0 &&
-      g_countdown.fetch_sub(1, std::memory_order_relaxed) == 1)
-    throw std::bad_alloc();
-  if (void *p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void *operator new[](std::size_t n) { return operator new(n); }
-void operator delete(void *p) noexcept { std::free(p); }
-void operator delete[](void *p) noexcept { std::free(p); }
-void operator delete(void *p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void *p, std::size_t) noexcept { std::free(p); }
-
-static int fail(const char *what, t4a_status s) {
-  char msg[2048];
-  t4a_last_error_message(msg, sizeof msg, nullptr);
-  std::fprintf(stderr, "test_raw_alloc_failure: %s: %s: %s\n", what,
-               t4a_status_name(s), msg);
-  return 1;
-}
-
-#define CHECK(call)                                                            \
-  do {                                                                         \
-    t4a_status s_ = (call);                                                    \
-    if (s_ != T4A_SUCCESS) return fail(#call, s_);                             \
-  } while (0)
+#define T4A_TEST_NAME "test_raw_alloc_failure"
+#include "new_hook.hpp"
 
 int main() {
   setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);

@@ -17,34 +17,10 @@
 #include <string>
 
 #include "t4acuda.h"
+
+#define T4A_TEST_NAME "test_warm_launch_allocs"
+#include "new_hook.hpp"
 #include "t4acuda.hpp"
-
-static std::atomic<long> g_news{0};
-
-void *operator new(std::size_t n) {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  if (void *p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void *operator new[](std::size_t n) { return operator new(n); }
-void operator delete(void *p) noexcept { std::free(p); }
-void operator delete[](void *p) noexcept { std::free(p); }
-void operator delete(void *p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void *p, std::size_t) noexcept { std::free(p); }
-
-static int fail(const char *what, t4a_status s) {
-  char msg[2048];
-  t4a_last_error_message(msg, sizeof msg, nullptr);
-  std::fprintf(stderr, "test_warm_launch_allocs: %s: %s: %s\n", what,
-               t4a_status_name(s), msg);
-  return 1;
-}
-
-#define CHECK(call)                                                            \
-  do {                                                                         \
-    t4a_status s_ = (call);                                                    \
-    if (s_ != T4A_SUCCESS) return fail(#call, s_);                             \
-  } while (0)
 
 // Launches `k` `count` times with `nargs` arguments (the first `nbuf`
 // buffers, the rest 4-byte scalars) and returns the operator new calls.
