@@ -986,13 +986,21 @@ typedef struct t4a_runtime_stats {
   uint64_t staged_copies;
   /** bytes of those copies. @since 0.1.0 */
   uint64_t staged_bytes;
+  /** cooperative launches enqueued (launches with the experimental flag
+   *  `T4A_LAUNCH_COOPERATIVE`). @since 0.1.0 */
+  uint64_t cooperative_launches;
+  /** grid-barrier audits that found a declared barrier counter not at its
+   *  expected value after a completed launch (see the experimental
+   *  `t4a_kernel_declare_barrier`); each is also logged as an error.
+   *  @since 0.1.0 */
+  uint64_t barrier_audit_failures;
 } t4a_runtime_stats;
 
 /** Initializer for ::t4a_runtime_stats. */
 #define T4A_RUNTIME_STATS_INIT                                                 \
   {                                                                            \
     sizeof(t4a_runtime_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                \
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0          \
   }
 
 /**
@@ -1976,8 +1984,9 @@ typedef struct t4a_arg {
 /** @brief What t4a_launch() launches. */
 typedef struct t4a_launch_desc {
   uint32_t struct_size; /**< in: sizeof(t4a_launch_desc) of the caller. */
-  uint32_t flags;       /**< zero (no flags are defined yet). */
-  t4a_kernel kernel;    /**< the kernel, of the launching runtime. */
+  /** zero, or (experimental section) `T4A_LAUNCH_COOPERATIVE`. */
+  uint32_t flags;
+  t4a_kernel kernel; /**< the kernel, of the launching runtime. */
   /** blocks in x, y, z. `grid[0]` has no default: 0 is rejected
    *  (#T4A_ERROR_INVALID_ARGUMENT naming `grid[0]`), as a grid computed as
    *  `n / block` for a small `n` is a bug. `grid[1]` and `grid[2]`: 0 (the
@@ -2390,7 +2399,149 @@ T4A_API t4a_status t4a_process_fault_get(t4a_process_fault *fault);
  * which experimental declarations its header had.
  * @experimental
  */
-#define T4A_EXPERIMENTAL_REVISION 1
+#define T4A_EXPERIMENTAL_REVISION 2
+
+/**
+ * @brief ::t4a_launch_desc::flags: a cooperative launch
+ *        (`cuLaunchCooperativeKernel`), whose blocks are all resident at
+ *        once so that they may wait for each other (grid barriers,
+ *        `cooperative_groups::this_grid().sync()`).
+ *
+ * Before anything is enqueued the grid's block count is checked against
+ * t4a_kernel_max_cooperative_blocks() for the launch's block size and
+ * dynamic shared bytes: more blocks is #T4A_ERROR_INVALID_ARGUMENT naming
+ * both numbers. A device without cooperative launch support
+ * (`CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH` 0), or a driver without
+ * `cuLaunchCooperativeKernel`, is #T4A_ERROR_UNSUPPORTED. Counted in
+ * ::t4a_runtime_stats::cooperative_launches (and `launches`).
+ * @experimental
+ */
+#define T4A_LAUNCH_COOPERATIVE 0x1u
+
+/**
+ * @brief The most blocks a cooperative launch of `kernel` may have: blocks
+ *        per multiprocessor at `block_size` threads and `dynamic_shared`
+ *        bytes (`cuOccupancyMaxActiveBlocksPerMultiprocessor`) times the
+ *        device's multiprocessors.
+ *
+ * The occupancy answer is cached per kernel for the last (block size,
+ * shared bytes) pair, which cooperative launches share.
+ * @param[in]  kernel         the kernel.
+ * @param[in]  block_size     threads per block (at least 1).
+ * @param[in]  dynamic_shared dynamic shared memory per block.
+ * @param[out] max_blocks     the maximum (0 when not even one block fits).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT; #T4A_ERROR_UNSUPPORTED (no
+ *         cooperative launch on the device); #T4A_ERROR_DRIVER;
+ *         #T4A_ERROR_DEVICE_FAULT.
+ * @experimental
+ */
+T4A_API t4a_status t4a_kernel_max_cooperative_blocks(t4a_kernel kernel,
+                                                     int32_t block_size,
+                                                     uint64_t dynamic_shared,
+                                                     int32_t *max_blocks);
+
+/** ::t4a_barrier_desc::flags: the expected value is `expected_value`
+ *  times the launch's block count (an arrival counter that every block
+ *  increments `expected_value` times). @experimental */
+#define T4A_BARRIER_EXPECT_PER_BLOCK 0x1u
+/** ::t4a_barrier_desc::flags: a counter at or below the expected value
+ *  passes the audit (a grid-uniform early exit skips later barriers);
+ *  only a counter above it fails. @experimental */
+#define T4A_BARRIER_EXPECT_AT_MOST 0x2u
+
+/** @brief A grid-barrier counter: a `__device__` global of the kernel's
+ *  module that the kernel's blocks use to wait for each other.
+ *  @experimental */
+typedef struct t4a_barrier_desc {
+  uint32_t struct_size; /**< in: sizeof(t4a_barrier_desc) of the caller. */
+  /** the counter's bytes: 4 or 8 (0, the default, means 4); the global's
+   *  size must equal it. */
+  uint32_t width;
+  /** the global's name in the module (`extern "C"` or its lowered name). */
+  const char *global_name;
+  /** written to the counter on the stream before every launch (default
+   *  0); must fit in `width`. */
+  uint64_t reset_value;
+  /** the counter's value after a completed launch (default 0, a counter
+   *  that every barrier returns to 0); must fit in `width`. */
+  uint64_t expected_value;
+  /** 0, #T4A_BARRIER_EXPECT_PER_BLOCK, #T4A_BARRIER_EXPECT_AT_MOST. */
+  uint32_t flags;
+  uint32_t reserved0; /**< zero. */
+} t4a_barrier_desc;
+
+/** Initializer for ::t4a_barrier_desc (set `global_name`). @experimental */
+#define T4A_BARRIER_DESC_INIT                                                  \
+  { sizeof(t4a_barrier_desc), 0, NULL, 0, 0, 0, 0 }
+
+/**
+ * @brief Declares a grid-barrier counter of `kernel`.
+ *
+ * From then on every launch of this kernel object (cooperative or not)
+ * resets the counter on the runtime's stream before the kernel
+ * (`cuMemsetD32Async`) and copies it after the kernel into a pinned audit
+ * slot (`cuMemcpyDtoHAsync`). Once the launch's completion is proven (the
+ * runtime synchronized, or the open completion epoch that kept the launch
+ * retired) the next launch of the kernel or t4a_kernel_barrier_audit()
+ * compares the slot with the expected value; a counter not at it is
+ * logged as an error, counted in
+ * ::t4a_runtime_stats::barrier_audit_failures and reported by
+ * t4a_kernel_barrier_audit(). The next launch starts from the reset value
+ * regardless. A module belongs to one runtime, whose one stream orders
+ * every launch, so launches sharing a counter never overlap.
+ * @param[in]  kernel the kernel.
+ * @param[in]  desc   the counter (#T4A_BARRIER_DESC_INIT).
+ * @param[out] index  the barrier's index for t4a_kernel_barrier_audit()
+ *                    (0 for the first declared); may be NULL.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (NULL or empty name, no global of
+ *         that name, a size other than `width`, a misaligned global, a bad
+ *         width, unknown flags, a value too wide, the same global twice,
+ *         more than 8 barriers); #T4A_ERROR_VERSION_MISMATCH;
+ *         #T4A_ERROR_OUT_OF_HOST_MEMORY; #T4A_ERROR_DRIVER;
+ *         #T4A_ERROR_DEVICE_FAULT. Thread-safe; admitted.
+ * @experimental
+ */
+T4A_API t4a_status t4a_kernel_declare_barrier(t4a_kernel kernel,
+                                              const t4a_barrier_desc *desc,
+                                              uint32_t *index);
+
+/** @brief What the audits of one barrier found. @experimental */
+typedef struct t4a_barrier_audit {
+  uint32_t struct_size; /**< in: sizeof(t4a_barrier_audit) of the caller. */
+  uint32_t reserved0;   /**< zero. */
+  uint64_t launches;    /**< launches that reset and audited the counter. */
+  uint64_t audited;     /**< audits compared (completion proven). */
+  uint64_t pending;     /**< audits still waiting for completion proof. */
+  uint64_t failures;    /**< audits that found a wrong value. */
+  /** the last wrong value found, the value expected then, and the launch
+   *  (1 = the first launch that used the barrier); 0 without failures. */
+  uint64_t last_bad_value;
+  uint64_t last_bad_expected; /**< see `last_bad_value`. */
+  uint64_t last_bad_launch;   /**< see `last_bad_value`. */
+} t4a_barrier_audit;
+
+/** Initializer for ::t4a_barrier_audit. @experimental */
+#define T4A_BARRIER_AUDIT_INIT                                                 \
+  { sizeof(t4a_barrier_audit), 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/**
+ * @brief Compares every audit of barrier `index` whose launch is proven
+ *        complete, and reports the totals.
+ *
+ * Never waits: synchronize the runtime first to have every launch before
+ * it audited (`pending` is then 0).
+ * @param[in]     kernel the kernel.
+ * @param[in]     index  the barrier (t4a_kernel_declare_barrier()).
+ * @param[in,out] audit  set `audit->struct_size` (#T4A_BARRIER_AUDIT_INIT).
+ * @return #T4A_SUCCESS (also when audits failed: see `failures`);
+ *         #T4A_ERROR_INVALID_HANDLE; #T4A_ERROR_INVALID_ARGUMENT (no
+ *         barrier `index`); #T4A_ERROR_DEVICE_FAULT. Thread-safe; admitted.
+ * @experimental
+ */
+T4A_API t4a_status t4a_kernel_barrier_audit(t4a_kernel kernel, uint32_t index,
+                                            t4a_barrier_audit *audit);
 /** @} */
 #endif /* T4A_EXPERIMENTAL */
 

@@ -3,6 +3,7 @@
 #include "capi/handles.hpp"
 #include "compile/artifact.hpp"
 #include "core/completion.hpp"
+#include "launch/cooperative.hpp"
 #include "launch/kernel.hpp"
 #include "launch/launch.hpp"
 #include "launch/module.hpp"
@@ -145,6 +146,47 @@ T4A_API t4a_status t4a_kernel_suggest_block_size(t4a_kernel kernel,
                       [&](Ref<launch::Kernel> &k) -> t4a_status {
                         return launch::suggest_block_size(
                             *k, dynamic_shared, block_size, min_grid_size);
+                      });
+  });
+}
+
+// Experimental: cooperative launches and grid barriers
+// (launch/cooperative.hpp).
+T4A_API t4a_status t4a_kernel_max_cooperative_blocks(t4a_kernel kernel,
+                                                     int32_t block_size,
+                                                     uint64_t dynamic_shared,
+                                                     int32_t *max_blocks) {
+  return T4A_ENTRY({
+    return capi::call(
+        in(kernel, "kernel"), not_null(max_blocks, "max_blocks"),
+        [&](Ref<launch::Kernel> &k) -> t4a_status {
+          if (block_size < 1)
+            return core::fail(T4A_ERROR_INVALID_ARGUMENT,
+                              "block_size is %d; it must be at least 1",
+                              block_size);
+          return launch::max_cooperative_blocks(*k, block_size, dynamic_shared,
+                                                max_blocks);
+        });
+  });
+}
+
+T4A_API t4a_status t4a_kernel_declare_barrier(t4a_kernel kernel,
+                                              const t4a_barrier_desc *desc,
+                                              uint32_t *index) {
+  return T4A_ENTRY({
+    return capi::call(in(kernel, "kernel"), not_null(desc, "desc"),
+                      [&](Ref<launch::Kernel> &k) -> t4a_status {
+                        return launch::declare_barrier(*k, desc, index);
+                      });
+  });
+}
+
+T4A_API t4a_status t4a_kernel_barrier_audit(t4a_kernel kernel, uint32_t index,
+                                            t4a_barrier_audit *audit) {
+  return T4A_ENTRY({
+    return capi::call(in(kernel, "kernel"), capi::out_struct(audit, "audit"),
+                      [&](Ref<launch::Kernel> &k) -> t4a_status {
+                        return launch::barrier_audit(*k, index, audit);
                       });
   });
 }

@@ -191,6 +191,10 @@ inline DrvResult memset_d8_async(CUdeviceptr d, unsigned char v, size_t n,
                                  CUstream s) {
   return T4A_CU(cuMemsetD8Async, d, v, n, s);
 }
+inline DrvResult memset_d32_async(CUdeviceptr d, unsigned v, size_t n,
+                                  CUstream s) {
+  return T4A_CU(cuMemsetD32Async, d, v, n, s);
+}
 inline DrvResult memcpy_htod_async(CUdeviceptr d, const void *h, size_t n,
                                    CUstream s) {
   return T4A_CU(cuMemcpyHtoDAsync, d, h, n, s);
@@ -243,6 +247,18 @@ inline DrvResult launch_kernel(CUfunction f, const unsigned grid[3],
                                CUstream s, void **params) {
   return T4A_CU(cuLaunchKernel, f, grid[0], grid[1], grid[2], block[0],
                 block[1], block[2], shared, s, params, nullptr);
+}
+// Optional: check has(Entry::cuLaunchCooperativeKernel) first.
+inline DrvResult launch_cooperative_kernel(CUfunction f, const unsigned grid[3],
+                                           const unsigned block[3],
+                                           unsigned shared, CUstream s,
+                                           void **params) {
+  return T4A_CU(cuLaunchCooperativeKernel, f, grid[0], grid[1], grid[2],
+                block[0], block[1], block[2], shared, s, params);
+}
+inline DrvResult module_get_global(CUdeviceptr *d, size_t *bytes, CUmodule m,
+                                   const char *name) {
+  return T4A_CU(cuModuleGetGlobal, d, bytes, m, name);
 }
 inline DrvResult occupancy_max_active_blocks(int *n, CUfunction f, int block,
                                              size_t shared) {

@@ -10,6 +10,7 @@
 #include "core/registry.hpp"
 #include "core/stream_context.hpp"
 #include "core/struct_io.hpp"
+#include "launch/cooperative.hpp"
 #include "launch/kernel.hpp"
 #include "memory/buffer.hpp"
 
@@ -151,6 +152,10 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   Verdict v;
   validate(d, &k.runtime() == &rt, space.facts, k.signature(), k.limits(), &v);
   if (v.status != T4A_SUCCESS) return core::fail(v.status, "%s", v.message);
+  // A cooperative launch, or a kernel with grid barriers: its own path
+  // (launch/cooperative.hpp). One flag word and one byte of the kernel.
+  if ((d.flags | static_cast<uint32_t>(k.has_barriers())) != 0) [[unlikely]]
+    return launch_special(rt, k, d, v, n > 0 ? space.params : nullptr);
 
   // Admitted, but without making the context current: the launch names
   // the runtime's stream (core/stream_context.hpp); only raising a

@@ -217,8 +217,12 @@ static CUresult f_cuDeviceGetAttribute(int *v, CUdevice_attribute a,
   case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
   case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
   case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *v = 0; break;
-  case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
   case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
+    pthread_mutex_lock(&g_mu);
+    *v = !g_no_cooperative;
+    pthread_mutex_unlock(&g_mu);
+    break;
+  case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
   case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *v = 1; break;
   default: return CUDA_ERROR_INVALID_VALUE;
   }
@@ -559,10 +563,35 @@ static CUresult f_cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dctx,
   memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)src, n);
   return CUDA_SUCCESS;
 }
+/* The stream-operation log (fake_cuda_op_log): while enabled, memsets,
+ * device-to-host copies and launches append one line each, in stream
+ * order (every stream operation runs at once here). */
+static int g_op_log_on;
+static char g_op_log[8192];
+static size_t g_op_log_len;
+static void op_log(const char *fmt, unsigned long long a,
+                   unsigned long long b) {
+  pthread_mutex_lock(&g_mu);
+  if (g_op_log_on && g_op_log_len < sizeof g_op_log) {
+    int n = snprintf(g_op_log + g_op_log_len, sizeof g_op_log - g_op_log_len,
+                     fmt, a, b);
+    if (n > 0) g_op_log_len += (size_t)n;
+    if (g_op_log_len >= sizeof g_op_log) g_op_log_len = sizeof g_op_log - 1;
+  }
+  pthread_mutex_unlock(&g_mu);
+}
 static CUresult f_cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n,
                                   CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
   memset((void *)(uintptr_t)d, v, n);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n,
+                                   CUstream s) {
+  if (s == NULL || d % 4 != 0) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < n; ++i)
+    memcpy((char *)(uintptr_t)d + 4 * i, &v, sizeof v);
+  op_log("memset32 %llx=%llu\n", (unsigned long long)d, v);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n,
@@ -577,6 +606,7 @@ static CUresult f_cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n,
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
   memcpy(h, (const void *)(uintptr_t)d, n);
   note_dma(s, h, n);
+  op_log("dtoh %llx %llu\n", (unsigned long long)d, (unsigned long long)n);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr src, size_t n,
@@ -625,9 +655,28 @@ static CUresult f_cuMemFreeHost(void *p) {
  * checks to run; kernels do nothing. A function named "no_such_*" is
  * absent. No cuFuncGetParamInfo: parameters are unknown, as with an older
  * driver. */
+/* Module globals (cuModuleGetGlobal): any name not starting with
+ * "no_such_" exists, 8 bytes when it ends in "64", 3 bytes when it ends in
+ * "odd", else 4 (zero-initialized, 8-aligned). fake_cuda_kernel_writes()
+ * makes every later launch store a value into the globals of a name, as
+ * a kernel that leaves its barrier counter dirty would. */
+#define FAKE_GLOBALS 16
+struct fake_global {
+  char name[64];
+  size_t bytes;
+  _Alignas(8) unsigned char data[8];
+};
 struct CUmod_st {
   int loaded;
+  struct fake_global globals[FAKE_GLOBALS];
 };
+#define FAKE_MODULES 64
+static CUmodule g_modules[FAKE_MODULES]; /* live modules, for the writes */
+static char g_kernel_writes_name[64];
+static unsigned long long g_kernel_writes_value;
+static int g_kernel_writes_on;
+static unsigned long g_coop_launches, g_plain_launches, g_occupancy_calls;
+static int g_no_cooperative;
 struct CUfunc_st {
   int dynamic_shared;
 };
@@ -638,11 +687,22 @@ static CUresult f_cuModuleLoadData(CUmodule *m, const void *image) {
   CUmodule x = calloc(1, sizeof *x);
   if (x == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   x->loaded = 1;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_MODULES; ++i)
+    if (g_modules[i] == NULL) {
+      g_modules[i] = x;
+      break;
+    }
+  pthread_mutex_unlock(&g_mu);
   *m = x;
   return CUDA_SUCCESS;
 }
 static CUresult f_cuModuleUnload(CUmodule m) {
   if (m == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_MODULES; ++i)
+    if (g_modules[i] == m) g_modules[i] = NULL;
+  pthread_mutex_unlock(&g_mu);
   free(m);
   return CUDA_SUCCESS;
 }
@@ -675,6 +735,44 @@ static CUresult f_cuFuncSetAttribute(CUfunction f, CUfunction_attribute a,
     f->dynamic_shared = v;
   return CUDA_SUCCESS;
 }
+static CUresult f_cuModuleGetGlobal(CUdeviceptr *d, size_t *bytes, CUmodule m,
+                                    const char *name) {
+  if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (m == NULL || name == NULL || (d == NULL && bytes == NULL))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (strncmp(name, "no_such_", 8) == 0) return CUDA_ERROR_NOT_FOUND;
+  size_t len = strlen(name);
+  if (len >= sizeof m->globals[0].name) return CUDA_ERROR_NOT_FOUND;
+  struct fake_global *g = NULL;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_GLOBALS && g == NULL; ++i)
+    if (strcmp(m->globals[i].name, name) == 0) g = &m->globals[i];
+  for (int i = 0; i < FAKE_GLOBALS && g == NULL; ++i)
+    if (m->globals[i].name[0] == '\0') {
+      g = &m->globals[i];
+      memcpy(g->name, name, len + 1);
+      g->bytes = len >= 2 && strcmp(name + len - 2, "64") == 0    ? 8
+                 : len >= 3 && strcmp(name + len - 3, "odd") == 0 ? 3
+                                                                  : 4;
+    }
+  pthread_mutex_unlock(&g_mu);
+  if (g == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (d != NULL) *d = (CUdeviceptr)(uintptr_t)g->data;
+  if (bytes != NULL) *bytes = g->bytes;
+  return CUDA_SUCCESS;
+}
+/* What a launch "runs": the armed global writes (see above). */
+static void run_kernel(void) {
+  pthread_mutex_lock(&g_mu);
+  if (g_kernel_writes_on)
+    for (int i = 0; i < FAKE_MODULES; ++i)
+      for (int j = 0; g_modules[i] != NULL && j < FAKE_GLOBALS; ++j) {
+        struct fake_global *g = &g_modules[i]->globals[j];
+        if (strcmp(g->name, g_kernel_writes_name) == 0)
+          memcpy(g->data, &g_kernel_writes_value, g->bytes);
+      }
+  pthread_mutex_unlock(&g_mu);
+}
 /* The extents of the last launch (fake_cuda_last_launch). */
 static unsigned g_last_launch[6];
 static CUresult f_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
@@ -688,16 +786,45 @@ static CUresult f_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
   pthread_mutex_lock(&g_mu);
   g_last_launch[0] = gx, g_last_launch[1] = gy, g_last_launch[2] = gz;
   g_last_launch[3] = bx, g_last_launch[4] = by, g_last_launch[5] = bz;
+  ++g_plain_launches;
   pthread_mutex_unlock(&g_mu);
+  run_kernel();
+  op_log("launch %llu %llu\n", (unsigned long long)gx, 0ull);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuLaunchCooperativeKernel(CUfunction f, unsigned gx,
+                                            unsigned gy, unsigned gz,
+                                            unsigned bx, unsigned by,
+                                            unsigned bz, unsigned shared,
+                                            CUstream s, void **params) {
+  (void)shared, (void)params;
+  if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (f == NULL || s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_mu);
+  int refuse = g_no_cooperative;
+  if (!refuse) {
+    g_last_launch[0] = gx, g_last_launch[1] = gy, g_last_launch[2] = gz;
+    g_last_launch[3] = bx, g_last_launch[4] = by, g_last_launch[5] = bz;
+    ++g_coop_launches;
+  }
+  pthread_mutex_unlock(&g_mu);
+  if (refuse) return CUDA_ERROR_NOT_SUPPORTED;
+  run_kernel();
+  op_log("cooperative %llu %llu\n", (unsigned long long)gx, 0ull);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n,
                                                               CUfunction f,
                                                               int block,
                                                               size_t shared) {
-  (void)shared;
   if (f == NULL || block <= 0) return CUDA_ERROR_INVALID_VALUE;
-  *n = 2048 / block > 32 ? 32 : 2048 / block;
+  int by_threads = 2048 / block > 32 ? 32 : 2048 / block;
+  /* 228 KiB of shared memory per multiprocessor. */
+  int by_shared = shared == 0 ? by_threads : (int)((228u << 10) / shared);
+  *n = by_threads < by_shared ? by_threads : by_shared;
+  pthread_mutex_lock(&g_mu);
+  ++g_occupancy_calls;
+  pthread_mutex_unlock(&g_mu);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block,
@@ -738,7 +865,10 @@ static const struct {
                                             cuFuncGetAttribute) E(cuFuncSetAttribute)
                                             E(cuLaunchKernel) E(
                                                 cuOccupancyMaxActiveBlocksPerMultiprocessor)
-                                                E(cuOccupancyMaxPotentialBlockSize)};
+                                                E(cuOccupancyMaxPotentialBlockSize)
+                                                    E(cuLaunchCooperativeKernel)
+                                                        E(cuModuleGetGlobal) E(
+                                                            cuMemsetD32Async)};
 #undef E
 
 FAKE_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
@@ -817,4 +947,56 @@ FAKE_API int fake_cuda_live(const char *what) {
   if (strcmp(what, "peer_copies") == 0) n = (int)g_peer_copies;
   pthread_mutex_unlock(&g_mu);
   return n;
+}
+
+/* Cooperative launches and grid barriers (issue 11). */
+
+/* Launches so far: cooperative (cuLaunchCooperativeKernel) or plain
+ * (cuLaunchKernel); and occupancy queries. */
+FAKE_API unsigned long fake_cuda_launch_count(int cooperative) {
+  pthread_mutex_lock(&g_mu);
+  unsigned long n = cooperative ? g_coop_launches : g_plain_launches;
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
+FAKE_API unsigned long fake_cuda_occupancy_calls(void) {
+  pthread_mutex_lock(&g_mu);
+  unsigned long n = g_occupancy_calls;
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
+
+/* Devices report CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH as !off, and
+ * cuLaunchCooperativeKernel fails with NOT_SUPPORTED while off. */
+FAKE_API void fake_cuda_set_no_cooperative(int off) {
+  pthread_mutex_lock(&g_mu);
+  g_no_cooperative = off;
+  pthread_mutex_unlock(&g_mu);
+}
+
+/* Every later launch writes `value` (its width's low bytes) into the
+ * globals named `name` of every live module; a NULL name stops it. */
+FAKE_API void fake_cuda_kernel_writes(const char *name,
+                                      unsigned long long value) {
+  pthread_mutex_lock(&g_mu);
+  g_kernel_writes_on = name != NULL && strlen(name) < 64;
+  if (g_kernel_writes_on) {
+    strcpy(g_kernel_writes_name, name);
+    g_kernel_writes_value = value;
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+
+/* Starts (on != 0, cleared) or stops the stream-operation log; copies the
+ * log so far into `buf` (NUL-terminated, at most `cap` bytes) when given. */
+FAKE_API void fake_cuda_op_log(int on, char *buf, size_t cap) {
+  pthread_mutex_lock(&g_mu);
+  if (buf != NULL && cap > 0) {
+    size_t n = g_op_log_len < cap - 1 ? g_op_log_len : cap - 1;
+    memcpy(buf, g_op_log, n);
+    buf[n] = '\0';
+  }
+  if (on && !g_op_log_on) g_op_log_len = 0;
+  g_op_log_on = on;
+  pthread_mutex_unlock(&g_mu);
 }
