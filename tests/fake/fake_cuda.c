@@ -63,6 +63,8 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 #define FAKE_GARBAGE ((uintptr_t)0xDEAD0000u)
 static int g_fail_stream_create, g_fail_pool_create; /* CUresult, 0: none */
 static int g_live_streams, g_live_pools, g_live_allocations;
+/* Cooperative launch support off (fake_cuda_set_no_cooperative). */
+static int g_no_cooperative;
 
 /* The failure armed for `*slot`, disarmed; 0 when none (under g_mu). */
 static int take_failure(int *slot) {
@@ -676,7 +678,6 @@ static char g_kernel_writes_name[64];
 static unsigned long long g_kernel_writes_value;
 static int g_kernel_writes_on;
 static unsigned long g_coop_launches, g_plain_launches, g_occupancy_calls;
-static int g_no_cooperative;
 struct CUfunc_st {
   int dynamic_shared;
 };
