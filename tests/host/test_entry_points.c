@@ -18,6 +18,7 @@
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
 #define _POSIX_C_SOURCE 200809L
+#define T4A_EXPERIMENTAL 1 /* rows for the experimental functions too */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -844,6 +845,33 @@ static t4a_status call_kernel_occupancy(uint64_t id) {
   return s;
 }
 
+static t4a_status call_kernel_max_cooperative_blocks(uint64_t id) {
+  t4a_kernel k = {id};
+  int32_t n = SENTINEL32;
+  t4a_status s = t4a_kernel_max_cooperative_blocks(k, 256, 0, &n);
+  if (s != T4A_SUCCESS) assert_int_equal(n, SENTINEL32);
+  return s;
+}
+
+static t4a_status call_kernel_declare_barrier(uint64_t id) {
+  t4a_kernel k = {id};
+  t4a_barrier_desc d = T4A_BARRIER_DESC_INIT;
+  d.global_name = "counter";
+  uint32_t index = (uint32_t)SENTINEL32;
+  t4a_status s = t4a_kernel_declare_barrier(k, &d, &index);
+  if (s != T4A_SUCCESS) assert_int_equal(index, (uint32_t)SENTINEL32);
+  return s;
+}
+
+static t4a_status call_kernel_barrier_audit(uint64_t id) {
+  t4a_kernel k = {id};
+  t4a_barrier_audit a = T4A_BARRIER_AUDIT_INIT;
+  a.launches = SENTINEL_ID;
+  t4a_status s = t4a_kernel_barrier_audit(k, 0, &a);
+  if (s != T4A_SUCCESS) assert_true(a.launches == SENTINEL_ID);
+  return s;
+}
+
 static t4a_status call_kernel_suggest_block_size(uint64_t id) {
   t4a_kernel k = {id};
   int32_t b = SENTINEL32, g = SENTINEL32;
@@ -1181,6 +1209,9 @@ static const row k_rows[] = {
     HANDLE_ROW(kernel_param, KIND_KERNEL, "kernel", 0),
     HANDLE_ROW(kernel_occupancy, KIND_KERNEL, "kernel", 0),
     HANDLE_ROW(kernel_suggest_block_size, KIND_KERNEL, "kernel", 0),
+    HANDLE_ROW(kernel_max_cooperative_blocks, KIND_KERNEL, "kernel", 0),
+    HANDLE_ROW(kernel_declare_barrier, KIND_KERNEL, "kernel", 0),
+    HANDLE_ROW(kernel_barrier_audit, KIND_KERNEL, "kernel", 0),
     HANDLE_ROW(launch, KIND_RUNTIME, "runtime", 0),
     HANDLE_ROW(runtime_record, KIND_RUNTIME, "runtime", 0),
     HANDLE_ROW(runtime_wait, KIND_RUNTIME, "runtime", 0),

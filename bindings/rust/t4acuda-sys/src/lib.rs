@@ -248,6 +248,8 @@ c_structs! {
         pub peer_bytes: u64,
         pub staged_copies: u64,
         pub staged_bytes: u64,
+        pub cooperative_launches: u64,
+        pub barrier_audit_failures: u64,
     }
 
     pub struct t4a_buffer_info {
