@@ -1540,11 +1540,24 @@ struct LaunchConfig {
   Dim3 grid;                 /**< blocks in x, y, z. */
   Dim3 block;                /**< threads per block in x, y, z. */
   uint32_t shared_bytes = 0; /**< dynamic shared memory per block. */
+  /** ::t4a_launch_desc::flags (0; with `T4A_EXPERIMENTAL`, see
+   *  cooperative()). */
+  uint32_t flags = 0;
   /** `grid` blocks of `block` threads with `shared` dynamic shared bytes
    *  per block. */
   constexpr explicit LaunchConfig(Dim3 grid_, Dim3 block_,
                                   uint32_t shared = 0) noexcept
       : grid(grid_), block(block_), shared_bytes(shared) {}
+#if defined(T4A_EXPERIMENTAL)
+  /** A cooperative launch (#T4A_LAUNCH_COOPERATIVE): the grid must fit
+   *  Kernel::max_cooperative_blocks(). Returns `*this`:
+   *  `t4a::LaunchConfig(grid, block).cooperative()`. @experimental */
+  LaunchConfig &cooperative(bool on = true) noexcept {
+    flags = on ? (flags | T4A_LAUNCH_COOPERATIVE)
+               : (flags & ~uint32_t{T4A_LAUNCH_COOPERATIVE});
+    return *this;
+  }
+#endif
 };
 
 namespace detail {
@@ -1623,9 +1636,10 @@ t4a_status launch_pack(RuntimeView rt, t4a_kernel kernel,
   constexpr size_t count = n - (ends_with_nothrow<Args...>::value ? 1 : 0);
   static_assert(count <= UINT32_MAX, "too many kernel arguments");
   const std::array<t4a_arg, n> packed{{to_arg(args)...}};
-  const t4a_launch_desc d = launch_desc(
+  t4a_launch_desc d = launch_desc(
       kernel, config.grid, config.block, config.shared_bytes,
       count != 0 ? packed.data() : nullptr, static_cast<uint32_t>(count));
+  d.flags = config.flags;
   return t4a_launch(rt.get(), &d);
 }
 } // namespace detail
@@ -1791,6 +1805,38 @@ public:
     check(t4a_kernel_suggest_block_size(get(), dynamic_shared, &block, &grid));
     return {block, grid};
   }
+#if defined(T4A_EXPERIMENTAL)
+  /** The most blocks a cooperative launch may have
+   *  (t4a_kernel_max_cooperative_blocks()). @throws Error @experimental */
+  int32_t max_cooperative_blocks(int32_t block_size,
+                                 uint64_t dynamic_shared = 0) const {
+    int32_t n = 0;
+    check(t4a_kernel_max_cooperative_blocks(get(), block_size, dynamic_shared,
+                                            &n));
+    return n;
+  }
+  /** Declares a grid-barrier counter (t4a_kernel_declare_barrier());
+   *  returns its index. @throws Error @experimental */
+  uint32_t declare_barrier(const t4a_barrier_desc &desc) const {
+    uint32_t index = 0;
+    check(t4a_kernel_declare_barrier(get(), &desc, &index));
+    return index;
+  }
+  /** Declares the 4-byte counter `global_name` (reset to 0 before each
+   *  launch, expected back at 0 after it). @throws Error @experimental */
+  uint32_t declare_barrier(const char *global_name) const {
+    t4a_barrier_desc d = T4A_BARRIER_DESC_INIT;
+    d.global_name = global_name;
+    return declare_barrier(d);
+  }
+  /** What the audits of barrier `index` found
+   *  (t4a_kernel_barrier_audit()). @throws Error @experimental */
+  t4a_barrier_audit barrier_audit(uint32_t index) const {
+    t4a_barrier_audit a = T4A_BARRIER_AUDIT_INIT;
+    check(t4a_kernel_barrier_audit(get(), index, &a));
+    return a;
+  }
+#endif
 #endif
 };
 

@@ -24,6 +24,12 @@
  * defined before the header (ctest header_c11_experimental defines it). */
 #if defined(T4A_EXPERIMENTAL)
 _Static_assert(T4A_EXPERIMENTAL_REVISION >= 1, "experimental revision");
+/* Cooperative launches and grid barriers (issue 11). */
+_Static_assert(T4A_LAUNCH_COOPERATIVE == 1u, "cooperative flag");
+_Static_assert(offsetof(t4a_barrier_desc, struct_size) == 0, "size first");
+_Static_assert(offsetof(t4a_barrier_audit, struct_size) == 0, "size first");
+static const t4a_barrier_desc k_barrier_desc = T4A_BARRIER_DESC_INIT;
+static const t4a_barrier_audit k_barrier_audit = T4A_BARRIER_AUDIT_INIT;
 #elif defined(T4A_EXPERIMENTAL_REVISION)
 #error "experimental declarations are visible without T4A_EXPERIMENTAL"
 #endif
@@ -59,7 +65,7 @@ _Static_assert(offsetof(t4a_runtime_options, module_cache_entries) == 40,
                "the module cache fields are appended");
 _Static_assert(offsetof(t4a_runtime_options, staging_bytes) == 16,
                "the 0.1.0 foundation fields come first, unchanged");
-_Static_assert(sizeof(t4a_runtime_stats) == 4 + 4 + 34 * 8,
+_Static_assert(sizeof(t4a_runtime_stats) == 4 + 4 + 36 * 8,
                "t4a_runtime_stats has no padding");
 _Static_assert(offsetof(t4a_runtime_stats, trims) == 16,
                "the 0.1.0 foundation counters come first, unchanged");
@@ -284,6 +290,19 @@ static void test_init_macros(void **state) {
   assert_memory_equal(&k_buffer_info, &buffer_info, sizeof buffer_info);
   assert_memory_equal(&k_process_stats, &process_stats, sizeof process_stats);
   assert_memory_equal(&k_process_fault, &process_fault, sizeof process_fault);
+#if defined(T4A_EXPERIMENTAL)
+  /* The experimental initializers: struct_size, then zero bytes. */
+  {
+    t4a_barrier_desc bd;
+    t4a_barrier_audit ba;
+    memset(&bd, 0, sizeof bd);
+    bd.struct_size = sizeof bd;
+    memset(&ba, 0, sizeof ba);
+    ba.struct_size = sizeof ba;
+    assert_memory_equal(&k_barrier_desc, &bd, sizeof bd);
+    assert_memory_equal(&k_barrier_audit, &ba, sizeof ba);
+  }
+#endif
 }
 
 static void test_version_macros_and_link(void **state) {

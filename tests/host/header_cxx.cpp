@@ -39,6 +39,12 @@ static_assert(T4A_POOL_KEEP_ALL == UINT64_MAX, "keep all");
 static_assert(T4A_POOL_RELEASE_ALL == UINT64_MAX - 1, "release all");
 #if defined(T4A_EXPERIMENTAL) // header_cxx_experimental
 static_assert(T4A_EXPERIMENTAL_REVISION >= 1, "experimental revision");
+static const t4a_barrier_desc k_barrier_desc = T4A_BARRIER_DESC_INIT;
+static const t4a_barrier_audit k_barrier_audit = T4A_BARRIER_AUDIT_INIT;
+static_assert(sizeof(k_barrier_desc) == 40 && sizeof(k_barrier_audit) == 64,
+              "the experimental barrier structs");
+// The facade's cooperative option sets the flag.
+static_assert(T4A_LAUNCH_COOPERATIVE == 1u, "cooperative flag");
 #elif defined(T4A_EXPERIMENTAL_REVISION)
 #error "experimental declarations are visible without T4A_EXPERIMENTAL"
 #endif
