@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -447,19 +448,28 @@ static void test_grid_sync(void **state) {
   (void)state;
   t4a_runtime rt = make_runtime();
   const char *inc = getenv("T4A_CUDA_INCLUDE");
-  char opt[512];
-  snprintf(opt, sizeof opt, "-I%s",
-           inc != NULL ? inc : "/usr/local/cuda/include");
-  const char *options[] = {opt};
-  t4a_module m = {0};
-  t4a_status s = compile_module(rt, k_cg_src, options, 1, &m);
-  if (s != T4A_SUCCESS) {
-    printf("[ grid.sync ] NVRTC could not compile cooperative_groups "
-           "(%s: %s); the software barrier test covers grid barriers\n",
-           t4a_status_name(s), last_message());
+  if (inc == NULL) inc = "/usr/local/cuda/include";
+  /* CUDA 13 keeps libcu++ (cuda/std/...), which cooperative_groups
+   * includes, under include/cccl. */
+  char opt[512], cccl[512];
+  snprintf(opt, sizeof opt, "-I%s", inc);
+  snprintf(cccl, sizeof cccl, "%s/cccl", inc);
+  struct stat st;
+  if (stat(cccl, &st) != 0) {
+    printf("[ grid.sync ] no toolkit headers at %s (set T4A_CUDA_INCLUDE); "
+           "the software barrier test covers grid barriers\n",
+           inc);
     ASSERT_OK(t4a_runtime_destroy(rt));
     skip();
   }
+  snprintf(cccl, sizeof cccl, "-I%s/cccl", inc);
+  const char *options[] = {opt, cccl};
+  t4a_module m = {0};
+  /* The headers are there, so the compile must succeed. */
+  t4a_status s = compile_module(rt, k_cg_src, options, 2, &m);
+  if (s != T4A_SUCCESS)
+    fail_msg("NVRTC could not compile cooperative_groups with %s %s: %s: %s",
+             opt, cccl, t4a_status_name(s), last_message());
   printf("[ grid.sync ] NVRTC compiled cooperative_groups grid.sync()\n");
   t4a_kernel k = kernel(m, "cg_reduce");
   int32_t max = 0;
