@@ -173,6 +173,8 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   // before anything is enqueued. The warm case skips all of it: a module
   // among the open epoch's last keeps is already kept until a seal
   // recorded after this launch, so the launch adds nothing.
+  // Graph capture (core/capture.hpp): the buffers go to the capture's keeps.
+  core::CaptureKeeps cap(rt.capture(), rt.capturing(), handles - 2);
   core::Epochs &ep = rt.epochs();
   auto enqueue = [&] {
     return core::in_stream_context(rt, [&] {
@@ -192,6 +194,8 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
     // Kept even when the launch failed: the driver may have queued it.
     ep.keep(std::move(keep), mod);
   }
+  if (cap.active()) [[unlikely]]
+    for (size_t j = 2; j < handles; ++j) cap.keep(*space.objects[j]);
   if (!r) return rt.fail_op(r, "launching a kernel (cuLaunchKernel)");
   rt.counters().launches.bump();
   return T4A_SUCCESS;
