@@ -2481,6 +2481,8 @@ T4A_API t4a_status t4a_capture_begin(t4a_runtime runtime,
  * A capture the driver invalidated (an unsafe call elsewhere in the
  * process, a rule of stream capture broken) ends with #T4A_ERROR_CAPTURING.
  *
+ * @param[in]  runtime the capturing runtime.
+ * @param[out] graph   the new graph (written only on success).
  * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
  *         #T4A_ERROR_INVALID_ARGUMENT (NULL `graph`);
  *         #T4A_ERROR_CAPTURING (not capturing; invalidated);
@@ -2496,6 +2498,8 @@ T4A_API t4a_status t4a_capture_end(t4a_runtime runtime, t4a_graph *graph);
  * right after another adds nothing and records no event), so it and
  * everything it keeps outlive the replay even if released at once.
  *
+ * @param[in] runtime the runtime the graph was captured on.
+ * @param[in] graph   the graph.
  * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
  *         #T4A_ERROR_WRONG_RUNTIME (the graph was captured on another
  *         runtime); #T4A_ERROR_CAPTURING (the runtime is capturing);
@@ -2504,16 +2508,21 @@ T4A_API t4a_status t4a_capture_end(t4a_runtime runtime, t4a_graph *graph);
  */
 T4A_API t4a_status t4a_graph_launch(t4a_runtime runtime, t4a_graph graph);
 
-/** @brief Adds a handle reference to a graph. @experimental */
+/** @brief Adds a handle reference to a graph.
+ *  @param[in] graph the graph.
+ *  @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE. @experimental */
 T4A_API t4a_status t4a_graph_retain(t4a_graph graph);
 
 /** @brief Drops a handle reference; the graph (its executable graph and what
  *  it keeps) is destroyed once no handle holds it and its last replay has
- *  completed. The null handle is a no-op. @experimental */
+ *  completed. The null handle is a no-op.
+ *  @param[in] graph the graph.
+ *  @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE. @experimental */
 T4A_API t4a_status t4a_graph_release(t4a_graph graph);
 
 /**
  * @brief Reads what a graph holds.
+ * @param[in]     graph the graph.
  * @param[in,out] info set `info->struct_size` (#T4A_GRAPH_INFO_INIT).
  * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
  *         #T4A_ERROR_INVALID_ARGUMENT (NULL `info`, struct_size below 4).

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define T4A_EXPERIMENTAL /* its _INIT macros are checked too */
 #include "t4acuda.h"
 #include "t4acuda_dlpack.h"
 #include "test_assert.h"
@@ -68,6 +69,9 @@ static void test_every_init_is_zero_fill(void **state) {
   EXPECT_INIT_IS_ZERO_FILL(t4a_process_fault, T4A_PROCESS_FAULT_INIT);
   EXPECT_INIT_IS_ZERO_FILL(t4a_raw_info, T4A_RAW_INFO_INIT);
   EXPECT_INIT_IS_ZERO_FILL(t4a_dlpack_desc, T4A_DLPACK_DESC_INIT);
+  /* experimental */
+  EXPECT_INIT_IS_ZERO_FILL(t4a_capture_options, T4A_CAPTURE_OPTIONS_INIT);
+  EXPECT_INIT_IS_ZERO_FILL(t4a_graph_info, T4A_GRAPH_INFO_INIT);
   /* t4a_arg has no struct_size (its layout is frozen): all zero bytes */
   {
     static const t4a_arg init = T4A_ARG_INIT;

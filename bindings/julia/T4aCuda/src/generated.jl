@@ -322,6 +322,30 @@ end
 ProcessFault(; struct_size = UInt32(280), has_fault = Int32(0), device_ordinal = Int32(0), driver_result = Int32(0), domain_id = UInt64(0), operation = ntuple(_ -> Cchar(0), 256)) =
     ProcessFault(struct_size, has_fault, device_ordinal, driver_result, domain_id, operation)
 
+# C t4a_graph: 8 bytes, align 8; handle, passed by value; experimental; t4acuda.h
+struct Graph
+    id::UInt64  # offset 0, C uint64_t
+end
+
+# C t4a_capture_options: 8 bytes, align 4; experimental; t4acuda.h
+struct CaptureOptions
+    struct_size::UInt32  # offset 0, C uint32_t
+    mode::Int32  # offset 4, C int32_t
+end
+CaptureOptions(; struct_size = UInt32(8), mode = Int32(0)) =
+    CaptureOptions(struct_size, mode)
+
+# C t4a_graph_info: 32 bytes, align 8; experimental; t4acuda.h
+struct GraphInfo
+    struct_size::UInt32  # offset 0, C uint32_t
+    reserved0::UInt32  # offset 4, C uint32_t
+    node_count::UInt64  # offset 8, C uint64_t
+    kept_objects::UInt64  # offset 16, C uint64_t
+    launches::UInt64  # offset 24, C uint64_t
+end
+GraphInfo(; struct_size = UInt32(32), reserved0 = UInt32(0), node_count = UInt64(0), kept_objects = UInt64(0), launches = UInt64(0)) =
+    GraphInfo(struct_size, reserved0, node_count, kept_objects, launches)
+
 # C DLPackVersion: 8 bytes, align 4; t4acuda_dlpack.h
 struct DLPackVersion
     major::UInt32  # offset 0, C uint32_t
@@ -417,6 +441,7 @@ const T4A_ERROR_UNSUPPORTED = Int32(15)
 const T4A_ERROR_VERSION_MISMATCH = Int32(16)
 const T4A_ERROR_ABANDONED = Int32(17)
 const T4A_ERROR_INTERNAL = Int32(18)
+const T4A_ERROR_CAPTURING = Int32(19)
 
 # enum t4a_log_level (typedef t4a_log_level)
 const T4A_LOG_OFF = Int32(0)
@@ -424,6 +449,11 @@ const T4A_LOG_ERROR = Int32(1)
 const T4A_LOG_WARN = Int32(2)
 const T4A_LOG_INFO = Int32(3)
 const T4A_LOG_DEBUG = Int32(4)
+
+# enum t4a_capture_mode (typedef t4a_capture_mode)
+const T4A_CAPTURE_GLOBAL = Int32(0)
+const T4A_CAPTURE_THREAD_LOCAL = Int32(1)
+const T4A_CAPTURE_RELAXED = Int32(2)
 
 # enum DLDeviceType (typedef DLDeviceType)
 const kDLCPU = Int32(1)
@@ -798,6 +828,30 @@ t4a_process_stats_get(stats) =
 # t4a_status t4a_process_fault_get(t4a_process_fault * fault)
 t4a_process_fault_get(fault) =
     ccall((:t4a_process_fault_get, libt4acuda), Int32, (Ptr{ProcessFault},), fault)
+
+# t4a_status t4a_capture_begin(t4a_runtime runtime, const t4a_capture_options * options)  [experimental]
+t4a_capture_begin(runtime, options) =
+    ccall((:t4a_capture_begin, libt4acuda), Int32, (Runtime, Ptr{CaptureOptions}), runtime, options)
+
+# t4a_status t4a_capture_end(t4a_runtime runtime, t4a_graph * graph)  [experimental]
+t4a_capture_end(runtime, graph) =
+    ccall((:t4a_capture_end, libt4acuda), Int32, (Runtime, Ptr{Graph}), runtime, graph)
+
+# t4a_status t4a_graph_launch(t4a_runtime runtime, t4a_graph graph)  [experimental]
+t4a_graph_launch(runtime, graph) =
+    ccall((:t4a_graph_launch, libt4acuda), Int32, (Runtime, Graph), runtime, graph)
+
+# t4a_status t4a_graph_retain(t4a_graph graph)  [experimental]
+t4a_graph_retain(graph) =
+    ccall((:t4a_graph_retain, libt4acuda), Int32, (Graph,), graph)
+
+# t4a_status t4a_graph_release(t4a_graph graph)  [experimental]
+t4a_graph_release(graph) =
+    ccall((:t4a_graph_release, libt4acuda), Int32, (Graph,), graph)
+
+# t4a_status t4a_graph_info_get(t4a_graph graph, t4a_graph_info * info)  [experimental]
+t4a_graph_info_get(graph, info) =
+    ccall((:t4a_graph_info_get, libt4acuda), Int32, (Graph, Ptr{GraphInfo}), graph, info)
 
 # t4a_status t4a_buffer_to_dlpack(t4a_runtime runtime, t4a_buffer buffer, const t4a_dlpack_desc * desc, int64_t consumer_stream, DLManagedTensorVersioned * * out)
 t4a_buffer_to_dlpack(runtime, buffer, desc, consumer_stream, out) =
