@@ -39,6 +39,11 @@ static_assert(T4A_POOL_KEEP_ALL == UINT64_MAX, "keep all");
 static_assert(T4A_POOL_RELEASE_ALL == UINT64_MAX - 1, "release all");
 #if defined(T4A_EXPERIMENTAL) // header_cxx_experimental
 static_assert(T4A_EXPERIMENTAL_REVISION >= 1, "experimental revision");
+// The graph facade: a move-only capture, a reference-counted graph.
+static_assert(!std::is_copy_constructible<t4a::Capture>::value, "move-only");
+static_assert(std::is_nothrow_move_constructible<t4a::Capture>::value &&
+                  std::is_nothrow_move_constructible<t4a::Graph>::value,
+              "noexcept moves");
 #elif defined(T4A_EXPERIMENTAL_REVISION)
 #error "experimental declarations are visible without T4A_EXPERIMENTAL"
 #endif
