@@ -85,9 +85,10 @@ inline DrvResult invoke(Entry e, F fn, A... args) {
 // Stream captures begun in the process and not yet ended (any mode; the
 // library's own count, core/capture.cpp keeps it). While it is non-zero, the
 // "potentially unsafe" calls below (host waits and queries, pinned host
-// allocation, module loads and unloads, pool trims) run with the calling
-// thread's capture mode exchanged to relaxed: CUDA refuses them in every
-// thread while any global-mode capture is active
+// allocation, module loads and unloads, pool trims, stream-ordered
+// allocation and free, stream and event creation and destruction) run with the
+// calling thread's capture mode exchanged to relaxed: CUDA refuses them in
+// every thread while any global-mode capture is active
 // (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT), even on streams the capture never
 // touches. The library never makes them on a capturing stream (those
 // operations return T4A_ERROR_CAPTURING first), so relaxing is safe. When
@@ -170,10 +171,10 @@ inline DrvResult ctx_set_current(CUcontext c) {
 }
 // Stream management.
 inline DrvResult stream_create(CUstream *s, unsigned flags) {
-  return T4A_CU(cuStreamCreate, s, flags);
+  return T4A_CU_RELAXED(cuStreamCreate, s, flags);
 }
 inline DrvResult stream_destroy(CUstream s) {
-  return T4A_CU(cuStreamDestroy, s);
+  return T4A_CU_RELAXED(cuStreamDestroy, s);
 }
 inline DrvResult stream_synchronize(CUstream s) {
   return T4A_CU_RELAXED(cuStreamSynchronize, s);
@@ -189,9 +190,11 @@ inline DrvResult stream_get_ctx(CUstream s, CUcontext *c) {
 }
 // Event management.
 inline DrvResult event_create(CUevent *e, unsigned flags) {
-  return T4A_CU(cuEventCreate, e, flags);
+  return T4A_CU_RELAXED(cuEventCreate, e, flags);
 }
-inline DrvResult event_destroy(CUevent e) { return T4A_CU(cuEventDestroy, e); }
+inline DrvResult event_destroy(CUevent e) {
+  return T4A_CU_RELAXED(cuEventDestroy, e);
+}
 inline DrvResult event_record(CUevent e, CUstream s) {
   return T4A_CU(cuEventRecord, e, s);
 }
@@ -221,10 +224,10 @@ inline DrvResult mem_pool_trim_to(CUmemoryPool p, size_t keep) {
 }
 inline DrvResult mem_alloc_from_pool_async(CUdeviceptr *d, size_t bytes,
                                            CUmemoryPool p, CUstream s) {
-  return T4A_CU(cuMemAllocFromPoolAsync, d, bytes, p, s);
+  return T4A_CU_RELAXED(cuMemAllocFromPoolAsync, d, bytes, p, s);
 }
 inline DrvResult mem_free_async(CUdeviceptr d, CUstream s) {
-  return T4A_CU(cuMemFreeAsync, d, s);
+  return T4A_CU_RELAXED(cuMemFreeAsync, d, s);
 }
 // Memory management.
 inline DrvResult memset_d8_async(CUdeviceptr d, unsigned char v, size_t n,

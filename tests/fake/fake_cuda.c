@@ -318,7 +318,8 @@ static CUresult f_cuCtxEnablePeerAccess(CUcontext peer, unsigned flags) {
  * record, an allocation, a free, a wait, a synchronize or a query on a
  * capturing stream invalidates the capture and returns
  * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. Unsafe calls (host waits and
- * queries, pinned host memory, module loads and unloads) while any global
+ * queries, pinned host memory, module loads and unloads, stream-ordered
+ * allocation) while any global
  * capture is active return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT unless the
  * calling thread's mode is relaxed (cuThreadExchangeStreamCaptureMode).
  * Replays run the nodes in order on the calling thread; kernels do
@@ -703,6 +704,9 @@ static CUresult f_cuMemAllocFromPoolAsync(CUdeviceptr *d, size_t bytes,
                                           CUmemoryPool p, CUstream s) {
   if (p == NULL || s == NULL || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   if (capturing(s)) return refuse_in_capture(s);
+  /* as the H200 driver answered for another thread's allocation during a
+   * global capture (issue 11 GPU run) */
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   if (bytes > max_alloc()) return CUDA_ERROR_OUT_OF_MEMORY;
   void *m = NULL;
   if (posix_memalign(&m, 256, bytes) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
