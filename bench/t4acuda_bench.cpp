@@ -462,6 +462,98 @@ void cross_runtime_rows(t4a_runtime rt, t4a_buffer src, uint64_t n, int reps,
   check_cu(raw.cuCtxSetCurrent(a.ctx), "cuCtxSetCurrent");
 }
 
+// ---- graphs (issue 11): self-contained, called once from main ----
+// Replay of a graph captured through t4a_capture_begin/end against raw
+// cuGraphLaunch of the same chain captured with the raw driver; and a chain
+// of 100 small launches replayed as one graph against the same launches one
+// by one (per-kernel microseconds).
+void graph_rows(t4a_runtime rt, CUstream stream, const t4a_launch_desc &d4,
+                CUfunction f4, void **params, int reps, bool quick) {
+  struct {
+    DRV_FN(cuStreamBeginCapture);
+    DRV_FN(cuStreamEndCapture);
+    DRV_FN(cuGraphInstantiateWithFlags);
+    DRV_FN(cuGraphLaunch);
+    DRV_FN(cuGraphExecDestroy);
+    DRV_FN(cuGraphDestroy);
+  } g{};
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  using Gpa = CUresult (*)(const char *, void **, int, cuuint64_t,
+                           CUdriverProcAddressQueryResult *);
+  auto gpa =
+      h ? reinterpret_cast<Gpa>(dlsym(h, "cuGetProcAddress_v2")) : nullptr;
+  if (gpa == nullptr) return;
+  bool ok = true;
+  auto get = [&](const char *name, void **slot) {
+    CUdriverProcAddressQueryResult q{};
+    if (gpa(name, slot, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) !=
+            CUDA_SUCCESS ||
+        *slot == nullptr)
+      ok = false;
+  };
+#define GET(name) get(#name, reinterpret_cast<void **>(&g.name))
+  GET(cuStreamBeginCapture);
+  GET(cuStreamEndCapture);
+  GET(cuGraphInstantiateWithFlags);
+  GET(cuGraphLaunch);
+  GET(cuGraphExecDestroy);
+  GET(cuGraphDestroy);
+#undef GET
+  if (!ok) {
+    std::fprintf(stderr, "bench: no graph entry points; graph rows skipped\n");
+    return;
+  }
+  auto sync = [&] { check_cu(raw.cuStreamSynchronize(stream), "sync"); };
+  auto capture = [&](int links, t4a_graph *out) {
+    check(t4a_capture_begin(rt, nullptr), "capture begin");
+    for (int i = 0; i < links; ++i) check(t4a_launch(rt, &d4), "launch");
+    check(t4a_capture_end(rt, out), "capture end");
+  };
+  auto raw_capture = [&](int links, CUgraph *graph, CUgraphExec *exec) {
+    check_cu(g.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL),
+             "raw begin capture");
+    for (int i = 0; i < links; ++i)
+      check_cu(raw.cuLaunchKernel(f4, 1, 1, 1, 256, 1, 1, 0, stream, params,
+                                  nullptr),
+               "raw launch");
+    check_cu(g.cuStreamEndCapture(stream, graph), "raw end capture");
+    check_cu(g.cuGraphInstantiateWithFlags(exec, *graph, 0), "instantiate");
+  };
+  // Replay vs raw replay, a chain of 10 launches each.
+  t4a_graph g10{};
+  capture(10, &g10);
+  CUgraph rg = nullptr;
+  CUgraphExec rx = nullptr;
+  raw_capture(10, &rg, &rx);
+  latency(
+      "graph replay, 10 launches", reps, quick ? 500 : 2000,
+      [&] { check(t4a_graph_launch(rt, g10), "graph launch"); },
+      [&] { check_cu(g.cuGraphLaunch(rx, stream), "raw graph launch"); }, sync,
+      1.05);
+  // 100 launches: one graph replay vs one by one; per kernel.
+  constexpr int k_chain = 100;
+  t4a_graph g100{};
+  capture(k_chain, &g100);
+  latency(
+      "chain of 100 launches: graph vs one by one (per kernel)", reps,
+      quick ? 50 : 200,
+      [&] { check(t4a_graph_launch(rt, g100), "graph launch"); },
+      [&] {
+        for (int i = 0; i < k_chain; ++i) check(t4a_launch(rt, &d4), "launch");
+      },
+      sync, 0.25);
+  Row &r = rows.back();
+  r.ours /= k_chain;
+  r.raw /= k_chain;
+  r.target = "<= 0.25x (>= 4x faster)";
+  sync();
+  check(t4a_runtime_synchronize(rt), "sync");
+  check(t4a_graph_release(g10), "graph release");
+  check(t4a_graph_release(g100), "graph release");
+  check_cu(g.cuGraphExecDestroy(rx), "raw exec destroy");
+  check_cu(g.cuGraphDestroy(rg), "raw graph destroy");
+}
+
 } // namespace
 
 // Cooperative launches (issue 11): t4a_launch with T4A_LAUNCH_COOPERATIVE
@@ -927,6 +1019,7 @@ int main(int argc, char **argv) {
                    "raw launch");
         },
         sync, 1.05);
+    graph_rows(rt, stream, d4, f4, params, reps, quick);
 
     cooperative_rows(rt, stream, cr, reps, quick);
 

@@ -248,7 +248,8 @@ T4A_API const char *t4a_version_string(void);
   X(T4A_ERROR_UNSUPPORTED, 15, "not supported by this driver or device")       \
   X(T4A_ERROR_VERSION_MISMATCH, 16, "struct or version not understood")        \
   X(T4A_ERROR_ABANDONED, 17, "outcome unknown; resources quarantined")         \
-  X(T4A_ERROR_INTERNAL, 18, "internal error in t4acuda")
+  X(T4A_ERROR_INTERNAL, 18, "internal error in t4acuda")                       \
+  X(T4A_ERROR_CAPTURING, 19, "the runtime is capturing a graph")
 
 /** Turns one #T4A_STATUS_MAP row into an enumerator (helper). */
 #define T4A_STATUS_ENUM_ENTRY_(name, value, text) name = value,
@@ -312,6 +313,11 @@ enum t4a_status_code { T4A_STATUS_MAP(T4A_STATUS_ENUM_ENTRY_) };
 /** @var T4A_ERROR_INTERNAL
  * An internal error in t4acuda (a bug); nothing crossed the
  * C boundary. */
+/** @var T4A_ERROR_CAPTURING
+ * The runtime is capturing a graph and the operation cannot be captured
+ * (allocation, pageable transfers, synchronize, waits, module loads, ...):
+ * nothing was enqueued and the runtime stays usable; or the driver refused
+ * or invalidated a capture (`CUDA_ERROR_STREAM_CAPTURE_*`, 900-908). */
 
 /** @brief A status: one of ::t4a_status_code, always 32 bits. */
 typedef int32_t t4a_status;
@@ -2399,7 +2405,7 @@ T4A_API t4a_status t4a_process_fault_get(t4a_process_fault *fault);
  * which experimental declarations its header had.
  * @experimental
  */
-#define T4A_EXPERIMENTAL_REVISION 2
+#define T4A_EXPERIMENTAL_REVISION 3
 
 /**
  * @brief ::t4a_launch_desc::flags: a cooperative launch
@@ -2489,7 +2495,10 @@ typedef struct t4a_barrier_desc {
  * ::t4a_runtime_stats::barrier_audit_failures and reported by
  * t4a_kernel_barrier_audit(). The next launch starts from the reset value
  * regardless. A module belongs to one runtime, whose one stream orders
- * every launch, so launches sharing a counter never overlap.
+ * every launch, so launches sharing a counter never overlap. A launch
+ * captured into a graph (t4a_capture_begin()) captures the resets before
+ * the kernel, so every replay starts clean; captured launches are not
+ * audited.
  * @param[in]  kernel the kernel.
  * @param[in]  desc   the counter (#T4A_BARRIER_DESC_INIT).
  * @param[out] index  the barrier's index for t4a_kernel_barrier_audit()
@@ -2542,6 +2551,137 @@ typedef struct t4a_barrier_audit {
  */
 T4A_API t4a_status t4a_kernel_barrier_audit(t4a_kernel kernel, uint32_t index,
                                             t4a_barrier_audit *audit);
+/** @brief A captured, instantiated CUDA graph of one runtime; reference
+ *  counted. It keeps every buffer, module and host buffer its work uses
+ *  alive until it is released and its last replay has completed.
+ *  @experimental */
+typedef struct t4a_graph {
+  uint64_t id; /**< generation-tagged id; #T4A_NULL_ID is the null handle. */
+} t4a_graph;
+
+/** @brief How a capture restricts other threads (CUDA's capture modes).
+ *  @experimental */
+typedef enum t4a_capture_mode {
+  /** the default: while the capture lasts, no thread of the process may
+   *  make a potentially unsafe CUDA call outside the library (the library
+   *  relaxes its own internal calls). */
+  T4A_CAPTURE_GLOBAL = 0,
+  /** only the capturing thread is restricted. */
+  T4A_CAPTURE_THREAD_LOCAL = 1,
+  /** nothing is restricted (the caller's own CUDA calls included). */
+  T4A_CAPTURE_RELAXED = 2
+} t4a_capture_mode;
+
+/** @brief Options of t4a_capture_begin(); zero bytes are the defaults.
+ *  @experimental */
+typedef struct t4a_capture_options {
+  uint32_t struct_size; /**< in: sizeof(t4a_capture_options) of the caller. */
+  int32_t mode;         /**< in: a ::t4a_capture_mode; 0: global. */
+} t4a_capture_options;
+
+/** Initializer for ::t4a_capture_options (the defaults). @experimental */
+#define T4A_CAPTURE_OPTIONS_INIT                                               \
+  { sizeof(t4a_capture_options), 0 }
+
+/** @brief What a graph holds (t4a_graph_info_get()). @experimental */
+typedef struct t4a_graph_info {
+  uint32_t struct_size;  /**< in: sizeof(t4a_graph_info) of the caller. */
+  uint32_t reserved0;    /**< zero. */
+  uint64_t node_count;   /**< out: nodes of the captured graph. */
+  uint64_t kept_objects; /**< out: objects the graph keeps alive. */
+  uint64_t launches;     /**< out: t4a_graph_launch() calls that enqueued. */
+} t4a_graph_info;
+
+/** Initializer for ::t4a_graph_info. @experimental */
+#define T4A_GRAPH_INFO_INIT                                                    \
+  { sizeof(t4a_graph_info), 0, 0, 0, 0 }
+
+/**
+ * @brief Starts capturing the runtime's stream into a graph.
+ *
+ * The open completion epoch is sealed first (outside the capture), then
+ * `cuStreamBeginCapture` puts the stream in capture mode. Until
+ * t4a_capture_end(), launches, t4a_buffer_fill(), t4a_buffer_copy() between
+ * buffers of this runtime and host-buffer transfers
+ * (t4a_buffer_upload_host(), t4a_buffer_download_host()) are captured, not
+ * run; every other operation on the runtime that would enqueue or wait
+ * (allocations, pageable transfers, pending downloads, synchronize, trim,
+ * completions, module loads, raw scopes, peer access, copies with other
+ * runtimes, graph launches, destroy) returns #T4A_ERROR_CAPTURING and
+ * enqueues nothing. Releasing a buffer during the capture defers its free
+ * to the capture's end.
+ *
+ * @param[in] runtime the runtime.
+ * @param[in] options NULL or zero bytes for the defaults.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (an unknown mode);
+ *         #T4A_ERROR_CAPTURING (already capturing, or the driver refused:
+ *         the message says why); #T4A_ERROR_UNSUPPORTED (a driver without
+ *         stream capture); a driver error.
+ * @experimental
+ */
+T4A_API t4a_status t4a_capture_begin(t4a_runtime runtime,
+                                     const t4a_capture_options *options);
+
+/**
+ * @brief Ends the runtime's capture and instantiates the graph.
+ *
+ * On success `*graph` is a new handle (release it with
+ * t4a_graph_release()). On any failure the capture is over unless the
+ * message says it is not (ended from a thread other than the one that
+ * began a global or thread-local capture): the captured work never runs,
+ * buffer frees deferred by the capture run, and the runtime stays usable.
+ * A capture the driver invalidated (an unsafe call elsewhere in the
+ * process, a rule of stream capture broken) ends with #T4A_ERROR_CAPTURING.
+ *
+ * @param[in]  runtime the capturing runtime.
+ * @param[out] graph   the new graph (written only on success).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (NULL `graph`);
+ *         #T4A_ERROR_CAPTURING (not capturing; invalidated);
+ *         a driver error (instantiation).
+ * @experimental
+ */
+T4A_API t4a_status t4a_capture_end(t4a_runtime runtime, t4a_graph *graph);
+
+/**
+ * @brief Replays a graph on its runtime's stream (`cuGraphLaunch`).
+ *
+ * The graph is kept alive by the runtime's open completion epoch (a replay
+ * right after another adds nothing and records no event), so it and
+ * everything it keeps outlive the replay even if released at once.
+ *
+ * @param[in] runtime the runtime the graph was captured on.
+ * @param[in] graph   the graph.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_WRONG_RUNTIME (the graph was captured on another
+ *         runtime); #T4A_ERROR_CAPTURING (the runtime is capturing);
+ *         #T4A_ERROR_DEVICE_FAULT; a driver error.
+ * @experimental
+ */
+T4A_API t4a_status t4a_graph_launch(t4a_runtime runtime, t4a_graph graph);
+
+/** @brief Adds a handle reference to a graph.
+ *  @param[in] graph the graph.
+ *  @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE. @experimental */
+T4A_API t4a_status t4a_graph_retain(t4a_graph graph);
+
+/** @brief Drops a handle reference; the graph (its executable graph and what
+ *  it keeps) is destroyed once no handle holds it and its last replay has
+ *  completed. The null handle is a no-op.
+ *  @param[in] graph the graph.
+ *  @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE. @experimental */
+T4A_API t4a_status t4a_graph_release(t4a_graph graph);
+
+/**
+ * @brief Reads what a graph holds.
+ * @param[in]     graph the graph.
+ * @param[in,out] info set `info->struct_size` (#T4A_GRAPH_INFO_INIT).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (NULL `info`, struct_size below 4).
+ * @experimental
+ */
+T4A_API t4a_status t4a_graph_info_get(t4a_graph graph, t4a_graph_info *info);
 /** @} */
 #endif /* T4A_EXPERIMENTAL */
 

@@ -2176,6 +2176,106 @@ inline void signal_stream(RuntimeView rt, void *stream) {
 }
 #endif
 
+#if defined(T4A_EXPERIMENTAL)
+// ---------------------------------------------------------------------------
+// Graphs (experimental: see t4acuda.h's experimental section)
+// ---------------------------------------------------------------------------
+
+/** @brief A captured graph (t4a_capture_end()); copying retains. It keeps
+ *  what its work uses until released and its last replay completed.
+ *  @experimental */
+class Graph
+    : public detail::Shared<t4a_graph, t4a_graph_retain, t4a_graph_release> {
+public:
+  using Shared::Shared;
+  /** Replays it on `rt` (t4a_graph_launch()); non-throwing. */
+  t4a_status launch(RuntimeView rt, std::nothrow_t) const noexcept {
+    return t4a_graph_launch(rt.get(), get());
+  }
+#if T4A_HPP_EXCEPTIONS
+  /** Replays it on `rt` (t4a_graph_launch()). @throws Error */
+  void launch(RuntimeView rt) const { check(launch(rt, std::nothrow)); }
+#endif
+};
+
+/**
+ * @brief A capture of a runtime's stream (t4a_capture_begin()): end() makes
+ * the graph; a capture destroyed before end() is ended and its graph
+ * dropped (the captured work never runs). Move-only. @experimental
+ */
+class Capture {
+public:
+  Capture() noexcept = default;
+  Capture(const Capture &) = delete;
+  Capture &operator=(const Capture &) = delete;
+  /** Moves the open capture; `o` holds none. */
+  Capture(Capture &&o) noexcept : rt_(o.rt_) {
+    o.rt_ = t4a_runtime{T4A_NULL_ID};
+  }
+  /** Abandons the held capture (ended, graph dropped), then takes `o`'s. */
+  Capture &operator=(Capture &&o) noexcept {
+    if (this != &o) {
+      abort();
+      rt_ = o.rt_;
+      o.rt_ = t4a_runtime{T4A_NULL_ID};
+    }
+    return *this;
+  }
+  /** Abandons an open capture (ended, graph dropped). */
+  ~Capture() { abort(); }
+  /** Begins capturing `rt` (t4a_capture_begin()); non-throwing; `out`
+   *  holds the capture only on success. */
+  static t4a_status begin(RuntimeView rt, Capture &out, std::nothrow_t,
+                          int32_t mode = T4A_CAPTURE_GLOBAL) noexcept {
+    t4a_capture_options o = T4A_CAPTURE_OPTIONS_INIT;
+    o.mode = mode;
+    t4a_status s = t4a_capture_begin(rt.get(), &o);
+    if (s == T4A_SUCCESS) {
+      out.abort();
+      out.rt_ = rt.get();
+    }
+    return s;
+  }
+  /** Ends the capture (t4a_capture_end()); non-throwing; `graph` is
+   *  written only on success. The capture is over either way, unless the
+   *  driver says it continues (ended from the wrong thread). */
+  t4a_status end(Graph &graph, std::nothrow_t) noexcept {
+    t4a_graph h{T4A_NULL_ID};
+    t4a_status s = t4a_capture_end(rt_, &h);
+    if (s == T4A_SUCCESS) graph = Graph(h);
+    rt_ = t4a_runtime{T4A_NULL_ID};
+    return s;
+  }
+#if T4A_HPP_EXCEPTIONS
+  /** Begins capturing `rt` (t4a_capture_begin()). @throws Error */
+  static Capture begin(RuntimeView rt, int32_t mode = T4A_CAPTURE_GLOBAL) {
+    Capture c;
+    check(begin(rt, c, std::nothrow, mode));
+    return c;
+  }
+  /** Ends the capture and returns its graph. @throws Error */
+  Graph end() {
+    Graph g;
+    check(end(g, std::nothrow));
+    return g;
+  }
+#endif
+  /** True while this object holds an open capture. */
+  explicit operator bool() const noexcept { return rt_.id != T4A_NULL_ID; }
+
+private:
+  void abort() noexcept {
+    if (rt_.id == T4A_NULL_ID) return;
+    t4a_graph h{T4A_NULL_ID};
+    // Abandoned: the capture ends either way (a failure leaves nothing to
+    // do here), and a graph made from it is dropped unused.
+    if (t4a_capture_end(rt_, &h) == T4A_SUCCESS) (void)t4a_graph_release(h);
+    rt_ = t4a_runtime{T4A_NULL_ID};
+  }
+  t4a_runtime rt_{T4A_NULL_ID};
+};
+#endif /* T4A_EXPERIMENTAL */
+
 } // namespace t4a
 
 #endif /* T4ACUDA_HPP */

@@ -24,6 +24,9 @@ T4A_API t4a_status t4a_module_load(t4a_runtime runtime, t4a_artifact artifact,
         in(runtime, "runtime"), in(artifact, "artifact"),
         not_null(module, "module"),
         [&](Ref<core::Runtime> &rt, Ref<compile::Artifact> &a) -> t4a_status {
+          if (t4a_status s = core::refuse_capturing(*rt, "t4a_module_load");
+              s != T4A_SUCCESS)
+            return s;
           Ref<launch::Module> m;
           if (t4a_status s = launch::load_cached(std::move(rt), a->view(), &m);
               s != T4A_SUCCESS)
@@ -43,6 +46,10 @@ T4A_API t4a_status t4a_module_load_data(t4a_runtime runtime, const void *image,
             return core::fail(T4A_ERROR_INVALID_ARGUMENT,
                               "bytes is 0; an image has at least one byte");
           if (module == nullptr) return capi::null_arg("module");
+          if (t4a_status s =
+                  core::refuse_capturing(*rt, "t4a_module_load_data");
+              s != T4A_SUCCESS)
+            return s;
           Ref<launch::Module> m;
           if (t4a_status s =
                   launch::load_cached_data(std::move(rt), image, bytes, &m);
@@ -204,6 +211,9 @@ T4A_API t4a_status t4a_runtime_record(t4a_runtime runtime,
     return capi::call(
         in(runtime, "runtime"), not_null(completion, "completion"),
         [&](Ref<core::Runtime> &rt) -> t4a_status {
+          if (t4a_status s = core::refuse_capturing(*rt, "t4a_runtime_record");
+              s != T4A_SUCCESS)
+            return s;
           Ref<core::Completion> c;
           if (t4a_status s = core::Completion::record(std::move(rt), &c);
               s != T4A_SUCCESS)
@@ -215,17 +225,27 @@ T4A_API t4a_status t4a_runtime_record(t4a_runtime runtime,
 
 T4A_API t4a_status t4a_completion_poll(t4a_completion completion) {
   return T4A_ENTRY({
-    return capi::call(
-        in(completion, "completion"),
-        [](Ref<core::Completion> &c) -> t4a_status { return c->poll(); });
+    return capi::call(in(completion, "completion"),
+                      [](Ref<core::Completion> &c) -> t4a_status {
+                        if (t4a_status s = core::refuse_capturing(
+                                c->runtime(), "t4a_completion_poll");
+                            s != T4A_SUCCESS)
+                          return s;
+                        return c->poll();
+                      });
   });
 }
 
 T4A_API t4a_status t4a_completion_wait(t4a_completion completion) {
   return T4A_ENTRY({
-    return capi::call(
-        in(completion, "completion"),
-        [](Ref<core::Completion> &c) -> t4a_status { return c->wait(); });
+    return capi::call(in(completion, "completion"),
+                      [](Ref<core::Completion> &c) -> t4a_status {
+                        if (t4a_status s = core::refuse_capturing(
+                                c->runtime(), "t4a_completion_wait");
+                            s != T4A_SUCCESS)
+                          return s;
+                        return c->wait();
+                      });
   });
 }
 
@@ -235,6 +255,9 @@ T4A_API t4a_status t4a_runtime_wait(t4a_runtime runtime,
     return capi::call(
         in(runtime, "runtime"), in(completion, "completion"),
         [](Ref<core::Runtime> &rt, Ref<core::Completion> &c) -> t4a_status {
+          if (t4a_status s = core::refuse_capturing(*rt, "t4a_runtime_wait");
+              s != T4A_SUCCESS)
+            return s;
           return c->wait_on(*rt);
         });
   });

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/admission.hpp"
+#include "core/capture.hpp"
 #include "core/context_scope.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
@@ -378,7 +379,8 @@ t4a_status barrier_audit(Kernel &k, uint32_t index, t4a_barrier_audit *out) {
 
 t4a_status launch_special(core::Runtime &rt, Kernel &k,
                           const t4a_launch_desc &d, const Verdict &v,
-                          void **params) {
+                          void **params, core::Object *const *buffers,
+                          size_t nbuffers) {
   const bool coop = (d.flags & T4A_LAUNCH_COOPERATIVE) != 0;
   CoopState *st = coop ? &k.coop_state() : k.coop();
   const uint32_t threads = v.block[0] * v.block[1] * v.block[2];
@@ -419,7 +421,15 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
   }
   const uint32_t nb =
       st != nullptr ? st->barrier_count.load(std::memory_order_acquire) : 0;
-  for (uint32_t i = 0; i < nb; ++i)
+  // While the runtime captures a graph (core/capture.hpp) the launch and its
+  // resets are captured and its buffers kept by the capture; the audit is
+  // left out: an audit slot is compared once one launch is proven complete,
+  // which a graph replayed many times never gives (and waiting for room in
+  // the audit ring would be a host wait inside the capture).
+  const bool capturing = rt.capturing();
+  core::CaptureKeeps cap(rt.capture(), capturing, nbuffers);
+  const uint32_t audited = capturing ? 0 : nb;
+  for (uint32_t i = 0; i < audited; ++i)
     if (t4a_status s = make_audit_room(rt, k, *st, *st->barriers[i]);
         s != T4A_SUCCESS)
       return s;
@@ -433,7 +443,7 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
     if (keep_kernel->status() != T4A_SUCCESS) return keep_kernel->status();
   }
   Ref<AuditTicket> ticket;
-  if (nb > 0) {
+  if (audited > 0) {
     keep_ticket.emplace(ep.reserve_keep(rt));
     if (keep_ticket->status() != T4A_SUCCESS) return keep_ticket->status();
     ticket = Ref<AuditTicket>::adopt(new AuditTicket(st->progress));
@@ -465,6 +475,9 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
                : cu::launch_kernel(k.function(), v.grid, v.block,
                                    d.dynamic_shared_bytes, rt.stream(), params);
   });
+  // Kept even when the launch failed, as launch.cpp does.
+  if (cap.active()) [[unlikely]]
+    for (size_t j = 0; j < nbuffers; ++j) cap.keep(*buffers[j]);
   if (!r) {
     // Kept even when the launch failed: the driver may have queued it.
     if (keep_kernel) ep.keep(std::move(*keep_kernel), k);
@@ -474,9 +487,9 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
   }
   rt.counters().launches.bump();
   if (coop) rt.counters().cooperative_launches.bump();
-  if (nb > 0) ++st->seq;
+  if (audited > 0) ++st->seq;
   // The audit copies, each into the barrier's next slot.
-  for (uint32_t i = 0; i < nb; ++i) {
+  for (uint32_t i = 0; i < audited; ++i) {
     Barrier &b = *st->barriers[i];
     uint32_t slot = (b.head + b.count) % k_audit_slots;
     r = core::in_stream_context(rt, [&] {

@@ -119,8 +119,12 @@ t4a_status barrier_audit(Kernel &k, uint32_t index, t4a_barrier_audit *out);
 // The launch of a validated descriptor with T4A_LAUNCH_COOPERATIVE or of a
 // kernel with barriers (launch.cpp's branch): admission, shared-memory
 // raise, co-residency check, resets, launch, audit copies, keeps.
+// `buffers` are the launch's buffer arguments (kept by a capture in
+// progress). During a capture the resets are captured and the audit is
+// left out.
 t4a_status launch_special(core::Runtime &rt, Kernel &k,
                           const t4a_launch_desc &d, const Verdict &v,
-                          void **params);
+                          void **params, core::Object *const *buffers,
+                          size_t nbuffers);
 
 } // namespace t4a::launch

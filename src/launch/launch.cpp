@@ -155,7 +155,8 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   // A cooperative launch, or a kernel with grid barriers: its own path
   // (launch/cooperative.hpp). One flag word and one byte of the kernel.
   if ((d.flags | static_cast<uint32_t>(k.has_barriers())) != 0) [[unlikely]]
-    return launch_special(rt, k, d, v, n > 0 ? space.params : nullptr);
+    return launch_special(rt, k, d, v, n > 0 ? space.params : nullptr,
+                          space.objects + 2, handles - 2);
 
   // Admitted, but without making the context current: the launch names
   // the runtime's stream (core/stream_context.hpp); only raising a
@@ -178,6 +179,8 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   // before anything is enqueued. The warm case skips all of it: a module
   // among the open epoch's last keeps is already kept until a seal
   // recorded after this launch, so the launch adds nothing.
+  // Graph capture (core/capture.hpp): the buffers go to the capture's keeps.
+  core::CaptureKeeps cap(rt.capture(), rt.capturing(), handles - 2);
   core::Epochs &ep = rt.epochs();
   auto enqueue = [&] {
     return core::in_stream_context(rt, [&] {
@@ -197,6 +200,8 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
     // Kept even when the launch failed: the driver may have queued it.
     ep.keep(std::move(keep), mod);
   }
+  if (cap.active()) [[unlikely]]
+    for (size_t j = 2; j < handles; ++j) cap.keep(*space.objects[j]);
   if (!r) return rt.fail_op(r, "launching a kernel (cuLaunchKernel)");
   rt.counters().launches.bump();
   return T4A_SUCCESS;

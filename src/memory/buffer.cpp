@@ -50,6 +50,12 @@ t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
 
 void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
   if (ptr == 0) return;
+  // Released while the runtime captures a graph: a cuMemFreeAsync now
+  // would become a free node of the graph; it runs when the capture ends
+  // (core/capture.hpp).
+  if (rt.capturing() && rt.capture().defer_free(rt, &device_free, ptr, bytes))
+      [[unlikely]]
+    return;
   core::RuntimeCounters &c = rt.counters();
   c.device_bytes.free(bytes);
   core::ProcessCounters &pc = core::ProcessCounters::instance();

@@ -30,6 +30,8 @@ public:
   t4a_status deliver(void *dst, bool wait);
   uint64_t bytes() const { return bytes_; }
 
+  core::Runtime &runtime() const { return *rt_; }
+
 private:
   explicit PendingDownload(core::Runtime &rt);
   // A failed delivery may leave reads of the snapshot queued: leak it.

@@ -178,9 +178,12 @@ t4a_status upload_host(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
     // DMA done, failed or not; nothing after the enqueue can fail.
     core::Epochs::Reservation keep = rt.epochs().reserve_keep(rt);
     if (keep.status() != T4A_SUCCESS) return keep.status();
+    // Captured (core/capture.hpp): the graph keeps the buffer too.
+    core::CaptureKeeps cap(rt.capture(), rt.capturing(), 1);
     DrvResult r = cu::memcpy_htod_async(
         dst.ptr() + dst_offset, src.data() + src_offset, bytes, rt.stream());
     rt.epochs().keep(std::move(keep), src);
+    cap.keep(dst);
     if (!r)
       return enqueue_failure(rt, r, false, "uploading from a host buffer");
   }
@@ -197,9 +200,11 @@ t4a_status download_host(core::Runtime &rt, Buffer &src, uint64_t src_offset,
     // Reserve -> enqueue -> commit, as for uploads from a host buffer.
     core::Epochs::Reservation keep = rt.epochs().reserve_keep(rt);
     if (keep.status() != T4A_SUCCESS) return keep.status();
+    core::CaptureKeeps cap(rt.capture(), rt.capturing(), 1);
     DrvResult r = cu::memcpy_dtoh_async(
         dst.data() + dst_offset, src.ptr() + src_offset, bytes, rt.stream());
     rt.epochs().keep(std::move(keep), dst);
+    cap.keep(src);
     if (!r)
       return enqueue_failure(rt, r, false, "downloading into a host buffer");
   }
@@ -213,10 +218,10 @@ t4a_status fill(core::Runtime &rt, Buffer &b, uint64_t offset, uint64_t bytes,
   core::OpScope op(rt, "filling a buffer");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (bytes > 0) {
-    if (auto r =
-            cu::memset_d8_async(b.ptr() + offset, value, bytes, rt.stream());
-        !r)
-      return enqueue_failure(rt, r, false, "filling a buffer");
+    core::CaptureKeeps cap(rt.capture(), rt.capturing(), 1);
+    auto r = cu::memset_d8_async(b.ptr() + offset, value, bytes, rt.stream());
+    cap.keep(b);
+    if (!r) return enqueue_failure(rt, r, false, "filling a buffer");
   }
   rt.counters().fills.add();
   return T4A_SUCCESS;
@@ -227,10 +232,12 @@ t4a_status copy(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
   core::OpScope op(rt, "copying between buffers");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (bytes > 0) {
-    if (auto r = cu::memcpy_dtod_async(
-            dst.ptr() + dst_offset, src.ptr() + src_offset, bytes, rt.stream());
-        !r)
-      return enqueue_failure(rt, r, false, "copying between buffers");
+    core::CaptureKeeps cap(rt.capture(), rt.capturing(), 2);
+    auto r = cu::memcpy_dtod_async(dst.ptr() + dst_offset,
+                                   src.ptr() + src_offset, bytes, rt.stream());
+    cap.keep(dst);
+    cap.keep(src);
+    if (!r) return enqueue_failure(rt, r, false, "copying between buffers");
   }
   rt.counters().device_copies.add();
   return T4A_SUCCESS;

@@ -38,8 +38,21 @@ struct CUctx_st {
   int device;
   int refs;
 };
+struct fake_node {
+  int kind; /* 0 kernel, 1 memset, 2 copy, 3 memset32, 4 cooperative */
+  void *dst;
+  const void *src;
+  size_t n; /* bytes; 32-bit words (3); grid x (0, 4) */
+  unsigned char value;
+  unsigned value32; /* memset32 */
+};
 struct CUstream_st {
   CUcontext ctx;
+  /* Stream capture (graphs): while capturing, kernels, memsets and copies
+   * become nodes; anything else on the stream invalidates the capture. */
+  int capturing, invalid, mode;
+  struct fake_node *nodes;
+  size_t n_nodes, cap_nodes;
   /* Host-DMA copies enqueued, and how many of them the host has seen
    * complete (a synchronize, or a query or wait of an event recorded
    * after them): the model of "in flight" for early frees, below. */
@@ -307,6 +320,195 @@ static CUresult f_cuCtxEnablePeerAccess(CUcontext peer, unsigned flags) {
   return r;
 }
 
+/* ---- Stream capture and graphs ----
+ * Stricter than the driver where the library must never go: an event
+ * record, an allocation, a free, a wait, a synchronize or a query on a
+ * capturing stream invalidates the capture and returns
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. Unsafe calls (host waits and
+ * queries, pinned host memory, module loads and unloads, stream-ordered
+ * allocation) while any global
+ * capture is active return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT unless the
+ * calling thread's mode is relaxed (cuThreadExchangeStreamCaptureMode).
+ * Replays run the nodes in order on the calling thread; kernels do
+ * nothing. fake_cuda_graphs_live() counts graphs and executable graphs. */
+struct CUgraph_st {
+  struct fake_node *nodes;
+  size_t n;
+};
+struct CUgraphExec_st {
+  struct fake_node *nodes;
+  size_t n;
+};
+static int g_global_captures, g_live_graphs;
+static _Thread_local int tl_capture_mode; /* CU_STREAM_CAPTURE_MODE_* */
+static int capturing(CUstream s) {
+  if (s == NULL || (uintptr_t)s <= 2 || (uintptr_t)s == FAKE_GARBAGE) return 0;
+  pthread_mutex_lock(&g_mu);
+  int c = s->capturing;
+  pthread_mutex_unlock(&g_mu);
+  return c;
+}
+/* An operation the library must never enqueue on a capturing stream. */
+static CUresult refuse_in_capture(CUstream s) {
+  pthread_mutex_lock(&g_mu);
+  s->invalid = 1;
+  pthread_mutex_unlock(&g_mu);
+  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+static CUresult add_node(CUstream s, int kind, void *dst, const void *src,
+                         size_t n, unsigned char value) {
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&g_mu);
+  if (s->invalid) {
+    r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  } else {
+    if (s->n_nodes == s->cap_nodes) {
+      size_t cap = s->cap_nodes ? 2 * s->cap_nodes : 16;
+      struct fake_node *g = realloc(s->nodes, cap * sizeof *g);
+      if (g == NULL)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+      else
+        s->nodes = g, s->cap_nodes = cap;
+    }
+    if (r == CUDA_SUCCESS)
+      s->nodes[s->n_nodes++] = (struct fake_node){kind, dst, src, n, value, 0};
+  }
+  pthread_mutex_unlock(&g_mu);
+  return r;
+}
+/* An unsafe call while a global capture is active and this thread is not
+ * relaxed. */
+static int implicit_refusal(void) {
+  pthread_mutex_lock(&g_mu);
+  int n = g_global_captures;
+  pthread_mutex_unlock(&g_mu);
+  return n > 0 && tl_capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED;
+}
+static CUresult f_cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode) {
+  if (s == NULL || (uintptr_t)s <= 2)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  pthread_mutex_lock(&g_mu);
+  CUresult r = CUDA_SUCCESS;
+  if (s->capturing) {
+    r = CUDA_ERROR_ILLEGAL_STATE;
+  } else {
+    s->capturing = 1, s->invalid = 0, s->mode = (int)mode, s->n_nodes = 0;
+    if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL) ++g_global_captures;
+  }
+  pthread_mutex_unlock(&g_mu);
+  return r;
+}
+static CUresult f_cuStreamEndCapture(CUstream s, CUgraph *g) {
+  if (s == NULL || g == NULL) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_mu);
+  if (!s->capturing) {
+    pthread_mutex_unlock(&g_mu);
+    return CUDA_ERROR_ILLEGAL_STATE;
+  }
+  s->capturing = 0;
+  if (s->mode == CU_STREAM_CAPTURE_MODE_GLOBAL) --g_global_captures;
+  CUresult r = CUDA_SUCCESS;
+  *g = NULL;
+  if (s->invalid) {
+    r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  } else {
+    CUgraph x = calloc(1, sizeof *x);
+    if (x == NULL) {
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+      x->nodes = s->nodes, x->n = s->n_nodes;
+      s->nodes = NULL, s->n_nodes = s->cap_nodes = 0;
+      ++g_live_graphs;
+      *g = x;
+    }
+  }
+  s->n_nodes = 0;
+  pthread_mutex_unlock(&g_mu);
+  return r;
+}
+static CUresult f_cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st) {
+  if (s == NULL || st == NULL) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_mu);
+  *st = !s->capturing ? CU_STREAM_CAPTURE_STATUS_NONE
+        : s->invalid  ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                      : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  pthread_mutex_unlock(&g_mu);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *m) {
+  if (m == NULL) return CUDA_ERROR_INVALID_VALUE;
+  int old = tl_capture_mode;
+  tl_capture_mode = (int)*m;
+  *m = (CUstreamCaptureMode)old;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g,
+                                              unsigned long long flags) {
+  (void)flags;
+  if (e == NULL || g == NULL) return CUDA_ERROR_INVALID_VALUE;
+  CUgraphExec x = calloc(1, sizeof *x);
+  if (x == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  x->n = g->n;
+  if (g->n > 0) {
+    x->nodes = malloc(g->n * sizeof *x->nodes);
+    if (x->nodes == NULL) {
+      free(x);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    memcpy(x->nodes, g->nodes, g->n * sizeof *x->nodes);
+  }
+  count(&g_live_graphs, 1);
+  *e = x;
+  return CUDA_SUCCESS;
+}
+static void op_log(const char *fmt, unsigned long long a, unsigned long long b);
+static void run_kernel(void);
+static void memset32(CUdeviceptr d, unsigned v, size_t n);
+static CUresult f_cuGraphLaunch(CUgraphExec e, CUstream s) {
+  if (e == NULL || s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return refuse_in_capture(s);
+  for (size_t i = 0; i < e->n; ++i) {
+    const struct fake_node *n = &e->nodes[i];
+    if (n->kind == 1) memset(n->dst, n->value, n->n);
+    if (n->kind == 2) memmove(n->dst, n->src, n->n);
+    if (n->kind == 3)
+      memset32((CUdeviceptr)(uintptr_t)n->dst, n->value32, n->n);
+    if (n->kind == 0 || n->kind == 4) {
+      run_kernel();
+      op_log(n->kind == 0 ? "launch %llu %llu\n" : "cooperative %llu %llu\n",
+             (unsigned long long)n->n, 0ull);
+    }
+  }
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuGraphExecDestroy(CUgraphExec e) {
+  if (e == NULL) return CUDA_ERROR_INVALID_VALUE;
+  free(e->nodes);
+  free(e);
+  count(&g_live_graphs, -1);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuGraphDestroy(CUgraph g) {
+  if (g == NULL) return CUDA_ERROR_INVALID_VALUE;
+  free(g->nodes);
+  free(g);
+  count(&g_live_graphs, -1);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n) {
+  if (g == NULL || n == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (nodes != NULL) return CUDA_ERROR_NOT_SUPPORTED; /* counts only */
+  *n = g->n;
+  return CUDA_SUCCESS;
+}
+/* Graphs plus executable graphs alive. */
+FAKE_API int fake_cuda_graphs_live(void) {
+  pthread_mutex_lock(&g_mu);
+  int n = g_live_graphs;
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
+
 static CUresult f_cuStreamCreate(CUstream *s, unsigned flags) {
   (void)flags;
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
@@ -338,12 +540,16 @@ static CUresult f_cuStreamDestroy(CUstream s) {
 static CUresult f_cuStreamSynchronize(CUstream s) {
   if ((uintptr_t)s == FAKE_GARBAGE) return CUDA_ERROR_INVALID_HANDLE;
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return refuse_in_capture(s);
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   pthread_mutex_lock(&g_mu);
   observe(s, s->enqueued);
   pthread_mutex_unlock(&g_mu);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuStreamQuery(CUstream s) {
+  if (capturing(s)) return refuse_in_capture(s);
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   return s != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 /* The default streams (CU_STREAM_LEGACY 0x1, CU_STREAM_PER_THREAD 0x2)
@@ -366,6 +572,7 @@ static struct {
 static CUresult f_cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) {
   (void)f;
   if (s == NULL || e == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return refuse_in_capture(s);
   pthread_mutex_lock(&g_mu);
   for (int i = 0; i < FAKE_WAIT_SLOTS; ++i)
     if (g_waits[i].s == s || g_waits[i].s == NULL) {
@@ -414,6 +621,7 @@ static CUresult f_cuEventRecord(CUevent e, CUstream s) {
     if (s == NULL) return CUDA_ERROR_INVALID_CONTEXT;
   }
   if (e == NULL || s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return refuse_in_capture(s);
   pthread_mutex_lock(&g_mu);
   e->recorded = 1;
   e->stream = s;
@@ -424,6 +632,7 @@ static CUresult f_cuEventRecord(CUevent e, CUstream s) {
 /* Every event is complete: querying or waiting observes its stream. */
 static CUresult f_cuEventQuery(CUevent e) {
   if (e == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   pthread_mutex_lock(&g_mu);
   observe(e->stream, e->seq);
   pthread_mutex_unlock(&g_mu);
@@ -511,6 +720,10 @@ static CUmemoryPool pool_of(CUdeviceptr d) {
 static CUresult f_cuMemAllocFromPoolAsync(CUdeviceptr *d, size_t bytes,
                                           CUmemoryPool p, CUstream s) {
   if (p == NULL || s == NULL || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return refuse_in_capture(s);
+  /* as the H200 driver answered for another thread's allocation during a
+   * global capture (issue 11 GPU run) */
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   if (bytes > max_alloc()) return CUDA_ERROR_OUT_OF_MEMORY;
   void *m = NULL;
   if (posix_memalign(&m, 256, bytes) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -529,6 +742,7 @@ static CUresult f_cuMemAllocFromPoolAsync(CUdeviceptr *d, size_t bytes,
 }
 static CUresult f_cuMemFreeAsync(CUdeviceptr d, CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return refuse_in_capture(s);
   if (d != 0) count(&g_live_allocations, -1);
   pthread_mutex_lock(&g_mu);
   for (int i = 0; i < FAKE_DMA_SLOTS; ++i)
@@ -585,20 +799,34 @@ static void op_log(const char *fmt, unsigned long long a,
 static CUresult f_cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n,
                                   CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return add_node(s, 1, (void *)(uintptr_t)d, NULL, n, v);
   memset((void *)(uintptr_t)d, v, n);
   return CUDA_SUCCESS;
+}
+static void memset32(CUdeviceptr d, unsigned v, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    memcpy((char *)(uintptr_t)d + 4 * i, &v, sizeof v);
+  op_log("memset32 %llx=%llu\n", (unsigned long long)d, v);
 }
 static CUresult f_cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n,
                                    CUstream s) {
   if (s == NULL || d % 4 != 0) return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < n; ++i)
-    memcpy((char *)(uintptr_t)d + 4 * i, &v, sizeof v);
-  op_log("memset32 %llx=%llu\n", (unsigned long long)d, v);
+  if (capturing(s)) {
+    CUresult r = add_node(s, 3, (void *)(uintptr_t)d, NULL, n, 0);
+    if (r == CUDA_SUCCESS) {
+      pthread_mutex_lock(&g_mu);
+      s->nodes[s->n_nodes - 1].value32 = v;
+      pthread_mutex_unlock(&g_mu);
+    }
+    return r;
+  }
+  memset32(d, v, n);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n,
                                     CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return add_node(s, 2, (void *)(uintptr_t)d, h, n, 0);
   memcpy((void *)(uintptr_t)d, h, n);
   note_dma(s, h, n);
   return CUDA_SUCCESS;
@@ -606,6 +834,7 @@ static CUresult f_cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n,
 static CUresult f_cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n,
                                     CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return add_node(s, 2, h, (const void *)(uintptr_t)d, n, 0);
   memcpy(h, (const void *)(uintptr_t)d, n);
   note_dma(s, h, n);
   op_log("dtoh %llx %llu\n", (unsigned long long)d, (unsigned long long)n);
@@ -614,12 +843,16 @@ static CUresult f_cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n,
 static CUresult f_cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr src, size_t n,
                                     CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s))
+    return add_node(s, 2, (void *)(uintptr_t)d, (const void *)(uintptr_t)src, n,
+                    0);
   memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)src, n);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuMemHostAlloc(void **p, size_t n, unsigned flags) {
   (void)flags;
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   if (n > max_alloc()) return CUDA_ERROR_OUT_OF_MEMORY;
   *p = malloc(n);
   if (*p == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -635,6 +868,7 @@ static CUresult f_cuMemHostAlloc(void **p, size_t n, unsigned flags) {
 }
 static CUresult f_cuMemFreeHost(void *p) {
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   pthread_mutex_lock(&g_mu);
   for (int i = 0; i < FAKE_DMA_SLOTS; ++i) {
     if (g_pinned[i].p != p) continue;
@@ -685,6 +919,7 @@ static struct CUfunc_st g_function;
 static CUresult f_cuModuleLoadData(CUmodule *m, const void *image) {
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
   if (image == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   CUmodule x = calloc(1, sizeof *x);
   if (x == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   x->loaded = 1;
@@ -700,6 +935,7 @@ static CUresult f_cuModuleLoadData(CUmodule *m, const void *image) {
 }
 static CUresult f_cuModuleUnload(CUmodule m) {
   if (m == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   pthread_mutex_lock(&g_mu);
   for (int i = 0; i < FAKE_MODULES; ++i)
     if (g_modules[i] == m) g_modules[i] = NULL;
@@ -783,6 +1019,7 @@ static CUresult f_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
   (void)shared;
   (void)params, (void)extra;
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (capturing(s)) return add_node(s, 0, NULL, NULL, gx, 0);
   if (f == NULL || s == NULL) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&g_mu);
   g_last_launch[0] = gx, g_last_launch[1] = gy, g_last_launch[2] = gz;
@@ -801,6 +1038,7 @@ static CUresult f_cuLaunchCooperativeKernel(CUfunction f, unsigned gx,
   (void)shared, (void)params;
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
   if (f == NULL || s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return add_node(s, 4, NULL, NULL, gx, 0);
   pthread_mutex_lock(&g_mu);
   int refuse = g_no_cooperative;
   if (!refuse) {
@@ -862,14 +1100,21 @@ static const struct {
                                     cuMemcpyDtoDAsync) E(cuMemcpyPeerAsync)
                                     E(cuMemHostAlloc) E(cuMemFreeHost) E(
                                         cuModuleLoadData) E(cuModuleUnload)
-                                        E(cuModuleGetFunction) E(
-                                            cuFuncGetAttribute) E(cuFuncSetAttribute)
-                                            E(cuLaunchKernel) E(
-                                                cuOccupancyMaxActiveBlocksPerMultiprocessor)
-                                                E(cuOccupancyMaxPotentialBlockSize)
-                                                    E(cuLaunchCooperativeKernel)
-                                                        E(cuModuleGetGlobal) E(
-                                                            cuMemsetD32Async)};
+                                        E(cuModuleGetFunction) E(cuFuncGetAttribute) E(
+                                            cuFuncSetAttribute) E(cuLaunchKernel)
+                                            E(cuOccupancyMaxActiveBlocksPerMultiprocessor) E(
+                                                cuOccupancyMaxPotentialBlockSize)
+                                                E(cuLaunchCooperativeKernel) E(
+                                                    cuModuleGetGlobal) E(cuMemsetD32Async)
+                                                    E(cuStreamBeginCapture) E(
+                                                        cuStreamEndCapture)
+                                                        E(cuStreamIsCapturing) E(
+                                                            cuThreadExchangeStreamCaptureMode)
+                                                            E(cuGraphInstantiateWithFlags)
+                                                                E(cuGraphLaunch) E(
+                                                                    cuGraphExecDestroy)
+                                                                    E(cuGraphDestroy)
+                                                                        E(cuGraphGetNodes)};
 #undef E
 
 FAKE_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,

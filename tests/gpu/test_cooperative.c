@@ -442,6 +442,55 @@ static void test_dirty_counter(void **state) {
   teardown(&f);
 }
 
+/* A cooperative launch of a kernel with a barrier, captured into a graph:
+ * each replay resets the counter before the kernel (the graph holds the
+ * reset: on the fake driver the replay's operations are logged), the
+ * graph keeps the launch's buffers after their handles are released, and
+ * captured launches are not audited (a replay gives no completion proof of
+ * its own). */
+static void test_captured_barrier(void **state) {
+  (void)state;
+  struct fixture f;
+  setup(&f);
+  uint32_t ri = declare(f.reduce, "coop_bar");
+  struct reduction r;
+  make_reduction(&f, &r, 1);
+  t4a_capture_options o = T4A_CAPTURE_OPTIONS_INIT;
+  ASSERT_OK(t4a_capture_begin(f.rt, &o));
+  ASSERT_OK(
+      launch_reduce(&f, &r, (uint32_t)f.max_blocks, T4A_LAUNCH_COOPERATIVE, 0));
+  t4a_graph g = {0};
+  ASSERT_OK(t4a_capture_end(f.rt, &g));
+  ASSERT_OK(t4a_buffer_release(r.x)); /* the graph keeps both */
+  ASSERT_OK(t4a_buffer_release(r.partial));
+  for (int replay = 0; replay < 3; ++replay) {
+    if (g_fake) fake_op_log(1, NULL, 0);
+    ASSERT_OK(t4a_graph_launch(f.rt, g));
+    if (g_fake) {
+      char log[256];
+      fake_op_log(0, log, sizeof log);
+      char addr[32], kind[32];
+      unsigned long long v = 1, grid = 0;
+      int used = 0;
+      assert_int_equal(
+          sscanf(log, "memset32 %31[0-9a-f]=%llu\n%n", addr, &v, &used), 2);
+      assert_int_equal(v, 0);
+      assert_int_equal(sscanf(log + used, "%31s %llu", kind, &grid), 2);
+      assert_string_equal(kind, "cooperative");
+      assert_int_equal(grid, (unsigned long long)f.max_blocks);
+    }
+  }
+  ASSERT_OK(t4a_runtime_synchronize(f.rt));
+  check_sums(&f, &r, 1);
+  t4a_barrier_audit a = audit_of(f.reduce, ri);
+  assert_int_equal(a.launches, 0);
+  assert_int_equal(a.pending, 0);
+  assert_int_equal(a.failures, 0);
+  ASSERT_OK(t4a_graph_release(g));
+  ASSERT_OK(t4a_buffer_release(r.out));
+  teardown(&f);
+}
+
 /* cooperative_groups grid.sync() at the maximum grid, when NVRTC can
  * compile it with the toolkit's headers (reported either way). */
 static void test_grid_sync(void **state) {
@@ -762,6 +811,7 @@ int main(int argc, char **argv) {
         T(test_reduction_repeated), T(test_dirty_counter),
         T(test_declare_errors),     T(test_order_and_audit_fake),
         T(test_unsupported_fake),   T(test_many_audits_fake),
+        T(test_captured_barrier),
     };
     return cmocka_run_group_tests(fake, NULL, NULL);
 #else
@@ -771,8 +821,10 @@ int main(int argc, char **argv) {
   }
   gpu_lane_require(1);
   const struct CMUnitTest tests[] = {
-      T(test_max_blocks),    T(test_max_plus_one), T(test_reduction_repeated),
-      T(test_dirty_counter), T(test_grid_sync),    T(test_declare_errors),
+      T(test_max_blocks),         T(test_max_plus_one),
+      T(test_reduction_repeated), T(test_dirty_counter),
+      T(test_grid_sync),          T(test_declare_errors),
+      T(test_captured_barrier),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -162,6 +162,18 @@ _Static_assert(T4A_DEFAULT_MODULE_CACHE_ENTRIES == 64 &&
 static const t4a_arg k_arg = T4A_ARG_INIT;
 static const t4a_launch_desc k_launch_desc = T4A_LAUNCH_DESC_INIT;
 static const t4a_kernel_info k_kernel_info = T4A_KERNEL_INFO_INIT;
+#if defined(T4A_EXPERIMENTAL)
+/* Graphs (experimental): handle, options, info. */
+_Static_assert(sizeof(t4a_graph) == 8, "handles are 8 bytes");
+_Static_assert(sizeof(t4a_capture_options) == 8, "no implicit padding");
+_Static_assert(sizeof(t4a_graph_info) == 32, "no implicit padding");
+_Static_assert(T4A_CAPTURE_GLOBAL == 0 && T4A_CAPTURE_THREAD_LOCAL == 1 &&
+                   T4A_CAPTURE_RELAXED == 2,
+               "capture modes");
+static const t4a_capture_options k_capture_options = T4A_CAPTURE_OPTIONS_INIT;
+static const t4a_graph_info k_graph_info = T4A_GRAPH_INFO_INIT;
+#endif
+_Static_assert(T4A_ERROR_CAPTURING == 19, "status values never change");
 /* The buffer flag is usable where a constant is needed. */
 static const uint32_t k_buffer_flags = T4A_BUFFER_ZERO;
 static const char k_version[] = T4A_VERSION_STRING;
@@ -200,6 +212,11 @@ static void test_init_macros(void **state) {
   assert_memory_equal(&k_launch_desc, &launch_desc, sizeof launch_desc);
   assert_int_equal(kernel_info.struct_size, sizeof(t4a_kernel_info));
   assert_memory_equal(&k_kernel_info, &kernel_info, sizeof kernel_info);
+#if defined(T4A_EXPERIMENTAL)
+  assert_int_equal(k_capture_options.struct_size, sizeof(t4a_capture_options));
+  assert_int_equal(k_capture_options.mode, T4A_CAPTURE_GLOBAL);
+  assert_int_equal(k_graph_info.struct_size, sizeof(t4a_graph_info));
+#endif
   assert_int_equal(compile_request.struct_size, sizeof(t4a_compile_request));
   assert_int_equal(compile_request.output, T4A_COMPILE_CUBIN);
   assert_null(compile_request.source);

@@ -55,6 +55,7 @@
 #define KIND_KERNEL 7u
 #define KIND_COMPLETION 8u
 #define KIND_RAW_SCOPE 9u
+#define KIND_GRAPH 10u
 #define KIND_TEST_OBJECT 255u
 #define MAKE_ID(kind, gen, slot)                                               \
   (((uint64_t)(kind) << 56) | ((uint64_t)((gen)&0xFFFFFFu) << 32) |            \
@@ -940,6 +941,47 @@ static t4a_status call_raw_begin(uint64_t id) {
   return s;
 }
 
+static t4a_status call_capture_begin(uint64_t id) {
+  t4a_runtime rt = {id};
+  return t4a_capture_begin(rt, NULL);
+}
+
+static t4a_status call_capture_end(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_graph g = {SENTINEL_ID};
+  t4a_status s = t4a_capture_end(rt, &g);
+  if (s != T4A_SUCCESS) assert_int_equal(g.id, SENTINEL_ID);
+  return s;
+}
+
+static t4a_status call_graph_launch(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_graph g = {0};
+  return t4a_graph_launch(rt, g);
+}
+
+static t4a_status call_graph_retain(uint64_t id) {
+  t4a_graph g = {id};
+  return t4a_graph_retain(g);
+}
+
+static t4a_status call_graph_release(uint64_t id) {
+  t4a_graph g = {id};
+  return t4a_graph_release(g);
+}
+
+static t4a_status call_graph_info_get(uint64_t id) {
+  t4a_graph g = {id};
+  t4a_graph_info info, copy;
+  t4a_status s;
+  memset(&info, 0x5A, sizeof info);
+  info.struct_size = sizeof info;
+  memcpy(&copy, &info, sizeof info);
+  s = t4a_graph_info_get(g, &info);
+  if (s != T4A_SUCCESS) assert_memory_equal(&info, &copy, sizeof info);
+  return s;
+}
+
 static t4a_status call_raw_buffer(uint64_t id) {
   t4a_raw_scope scope = {id};
   t4a_buffer b = {FORGED_BUFFER_A};
@@ -1230,6 +1272,13 @@ static const row k_rows[] = {
     HANDLE_ROW(raw_end, KIND_RAW_SCOPE, "scope", 0),
     HANDLE_ROW(runtime_wait_stream, KIND_RUNTIME, "runtime", 0),
     HANDLE_ROW(runtime_signal_stream, KIND_RUNTIME, "runtime", 0),
+    /* graphs (experimental) */
+    HANDLE_ROW(capture_begin, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(capture_end, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(graph_launch, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(graph_retain, KIND_GRAPH, "graph", 0),
+    HANDLE_ROW(graph_release, KIND_GRAPH, "graph", 1),
+    HANDLE_ROW(graph_info_get, KIND_GRAPH, "graph", 0),
     /* process-wide counters */
     ROW(t4a_process_stats_get, CONTEXT_FREE, check_process_stats_get),
     ROW(t4a_process_fault_get, CONTEXT_FREE, check_process_fault_get),

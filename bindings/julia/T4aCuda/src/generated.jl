@@ -352,6 +352,30 @@ end
 BarrierAudit(; struct_size = UInt32(64), reserved0 = UInt32(0), launches = UInt64(0), audited = UInt64(0), pending = UInt64(0), failures = UInt64(0), last_bad_value = UInt64(0), last_bad_expected = UInt64(0), last_bad_launch = UInt64(0)) =
     BarrierAudit(struct_size, reserved0, launches, audited, pending, failures, last_bad_value, last_bad_expected, last_bad_launch)
 
+# C t4a_graph: 8 bytes, align 8; handle, passed by value; experimental; t4acuda.h
+struct Graph
+    id::UInt64  # offset 0, C uint64_t
+end
+
+# C t4a_capture_options: 8 bytes, align 4; experimental; t4acuda.h
+struct CaptureOptions
+    struct_size::UInt32  # offset 0, C uint32_t
+    mode::Int32  # offset 4, C int32_t
+end
+CaptureOptions(; struct_size = UInt32(8), mode = Int32(0)) =
+    CaptureOptions(struct_size, mode)
+
+# C t4a_graph_info: 32 bytes, align 8; experimental; t4acuda.h
+struct GraphInfo
+    struct_size::UInt32  # offset 0, C uint32_t
+    reserved0::UInt32  # offset 4, C uint32_t
+    node_count::UInt64  # offset 8, C uint64_t
+    kept_objects::UInt64  # offset 16, C uint64_t
+    launches::UInt64  # offset 24, C uint64_t
+end
+GraphInfo(; struct_size = UInt32(32), reserved0 = UInt32(0), node_count = UInt64(0), kept_objects = UInt64(0), launches = UInt64(0)) =
+    GraphInfo(struct_size, reserved0, node_count, kept_objects, launches)
+
 # C DLPackVersion: 8 bytes, align 4; t4acuda_dlpack.h
 struct DLPackVersion
     major::UInt32  # offset 0, C uint32_t
@@ -447,6 +471,7 @@ const T4A_ERROR_UNSUPPORTED = Int32(15)
 const T4A_ERROR_VERSION_MISMATCH = Int32(16)
 const T4A_ERROR_ABANDONED = Int32(17)
 const T4A_ERROR_INTERNAL = Int32(18)
+const T4A_ERROR_CAPTURING = Int32(19)
 
 # enum t4a_log_level (typedef t4a_log_level)
 const T4A_LOG_OFF = Int32(0)
@@ -454,6 +479,11 @@ const T4A_LOG_ERROR = Int32(1)
 const T4A_LOG_WARN = Int32(2)
 const T4A_LOG_INFO = Int32(3)
 const T4A_LOG_DEBUG = Int32(4)
+
+# enum t4a_capture_mode (typedef t4a_capture_mode)
+const T4A_CAPTURE_GLOBAL = Int32(0)
+const T4A_CAPTURE_THREAD_LOCAL = Int32(1)
+const T4A_CAPTURE_RELAXED = Int32(2)
 
 # enum DLDeviceType (typedef DLDeviceType)
 const kDLCPU = Int32(1)
@@ -516,7 +546,7 @@ const T4A_ARG_SCALAR = UInt32(2)
 const T4A_ARG_DEVICE_POINTER = UInt32(3)
 const T4A_MAX_PARAM_BYTES = UInt32(32764)
 const T4A_PROCESS_FAULT_OPERATION_BYTES = Int32(256)
-const T4A_EXPERIMENTAL_REVISION = Int32(2)  # experimental
+const T4A_EXPERIMENTAL_REVISION = Int32(3)  # experimental
 const T4A_LAUNCH_COOPERATIVE = UInt32(1)  # experimental
 const T4A_BARRIER_EXPECT_PER_BLOCK = UInt32(1)  # experimental
 const T4A_BARRIER_EXPECT_AT_MOST = UInt32(2)  # experimental
@@ -843,6 +873,30 @@ t4a_kernel_declare_barrier(kernel, desc, index) =
 # t4a_status t4a_kernel_barrier_audit(t4a_kernel kernel, uint32_t index, t4a_barrier_audit * audit)  [experimental]
 t4a_kernel_barrier_audit(kernel, index, audit) =
     ccall((:t4a_kernel_barrier_audit, libt4acuda), Int32, (Kernel, UInt32, Ptr{BarrierAudit}), kernel, index, audit)
+
+# t4a_status t4a_capture_begin(t4a_runtime runtime, const t4a_capture_options * options)  [experimental]
+t4a_capture_begin(runtime, options) =
+    ccall((:t4a_capture_begin, libt4acuda), Int32, (Runtime, Ptr{CaptureOptions}), runtime, options)
+
+# t4a_status t4a_capture_end(t4a_runtime runtime, t4a_graph * graph)  [experimental]
+t4a_capture_end(runtime, graph) =
+    ccall((:t4a_capture_end, libt4acuda), Int32, (Runtime, Ptr{Graph}), runtime, graph)
+
+# t4a_status t4a_graph_launch(t4a_runtime runtime, t4a_graph graph)  [experimental]
+t4a_graph_launch(runtime, graph) =
+    ccall((:t4a_graph_launch, libt4acuda), Int32, (Runtime, Graph), runtime, graph)
+
+# t4a_status t4a_graph_retain(t4a_graph graph)  [experimental]
+t4a_graph_retain(graph) =
+    ccall((:t4a_graph_retain, libt4acuda), Int32, (Graph,), graph)
+
+# t4a_status t4a_graph_release(t4a_graph graph)  [experimental]
+t4a_graph_release(graph) =
+    ccall((:t4a_graph_release, libt4acuda), Int32, (Graph,), graph)
+
+# t4a_status t4a_graph_info_get(t4a_graph graph, t4a_graph_info * info)  [experimental]
+t4a_graph_info_get(graph, info) =
+    ccall((:t4a_graph_info_get, libt4acuda), Int32, (Graph, Ptr{GraphInfo}), graph, info)
 
 # t4a_status t4a_buffer_to_dlpack(t4a_runtime runtime, t4a_buffer buffer, const t4a_dlpack_desc * desc, int64_t consumer_stream, DLManagedTensorVersioned * * out)
 t4a_buffer_to_dlpack(runtime, buffer, desc, consumer_stream, out) =
