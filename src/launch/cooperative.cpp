@@ -237,6 +237,26 @@ t4a_status max_cooperative_blocks(Kernel &k, int32_t block_size,
   CoopState &st = k.coop_state();
   core::ContextScope scope;
   bool entered = false;
+  // Above the default shared-memory limit no block fits until the kernel's
+  // dynamic-shared limit is raised, which a launch of this shape does
+  // before its co-residency check: so does the query, for the same answer
+  // (and so that the cached answer is the launch's). Above the opt-in
+  // maximum no launch is possible, and the occupancy, 0, says so.
+  const uint64_t total = dynamic_shared + k.signature().static_shared_bytes;
+  if (total > k.limits().max_shared_default &&
+      total <= k.limits().max_shared_optin) {
+    core::Admission adm(rt.admission());
+    if (adm.status() != T4A_SUCCESS) return adm.status();
+    if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
+    if (t4a_status s = enter_once(rt, scope, entered,
+                                  "computing the cooperative grid limit");
+        s != T4A_SUCCESS)
+      return s;
+    if (t4a_status s =
+            k.ensure_dynamic_shared(static_cast<uint32_t>(dynamic_shared));
+        s != T4A_SUCCESS)
+      return s;
+  }
   CoopLimit lim;
   if (t4a_status s =
           cooperative_limit(rt, k, st, static_cast<uint32_t>(block_size),

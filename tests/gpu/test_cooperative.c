@@ -728,6 +728,33 @@ static void test_many_audits_fake(void **state) {
   teardown(&f);
 }
 
+/* Fake: above 48 KiB of dynamic shared memory, a block fits only once the
+ * kernel's dynamic-shared limit is raised (the fake's occupancy, like a
+ * device's, is 0 before). A launch raises it before its co-residency
+ * check; the query answers for that launch, and what it caches does not
+ * turn the launch of the same shape away afterwards. 150000 bytes: above
+ * any limit an earlier test raised the fake's one function to. */
+static void test_max_blocks_large_shared_fake(void **state) {
+  (void)state;
+  struct fixture f;
+  setup(&f);
+  const uint32_t shared = 150000;
+  int32_t m = -1;
+  ASSERT_OK(t4a_kernel_max_cooperative_blocks(f.reduce, BLOCK, shared, &m));
+  assert_int_equal(m, 1 * 4); /* 228 KiB / 150000 bytes per block x 4 SMs */
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.flags = T4A_LAUNCH_COOPERATIVE;
+  d.kernel = f.reduce;
+  d.grid[0] = (uint32_t)m;
+  d.block[0] = BLOCK;
+  d.dynamic_shared_bytes = shared;
+  ASSERT_OK(t4a_launch(f.rt, &d));
+  d.grid[0] = (uint32_t)m + 1;
+  ASSERT_STATUS(t4a_launch(f.rt, &d), T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("at most 4 co-resident");
+  teardown(&f);
+}
+
 static void load_fake_controls(void) {
 #if defined(T4A_FAKE_CUDA_PATH)
   void *h = dlopen(T4A_FAKE_CUDA_PATH, RTLD_NOW);
@@ -758,10 +785,15 @@ int main(int argc, char **argv) {
     g_fake = 1;
     load_fake_controls();
     const struct CMUnitTest fake[] = {
-        T(test_max_blocks),         T(test_max_plus_one),
-        T(test_reduction_repeated), T(test_dirty_counter),
-        T(test_declare_errors),     T(test_order_and_audit_fake),
-        T(test_unsupported_fake),   T(test_many_audits_fake),
+        T(test_max_blocks),
+        T(test_max_plus_one),
+        T(test_reduction_repeated),
+        T(test_dirty_counter),
+        T(test_declare_errors),
+        T(test_order_and_audit_fake),
+        T(test_unsupported_fake),
+        T(test_many_audits_fake),
+        T(test_max_blocks_large_shared_fake),
     };
     return cmocka_run_group_tests(fake, NULL, NULL);
 #else
