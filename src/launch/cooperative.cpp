@@ -446,17 +446,20 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
 
   // Reserve -> enqueue -> keep: the kernel (it owns the audit slots and
   // holds its module) and, with barriers, one audit ticket.
+  // The ticket is reserved first: its reservation may seal a full open
+  // epoch, after which an earlier keep of the kernel no longer covers this
+  // launch, so whether the kernel is recently kept is asked only after.
   core::Epochs &ep = rt.epochs();
   std::optional<core::Epochs::Reservation> keep_kernel, keep_ticket;
-  if (!ep.recently_kept(&k)) {
-    keep_kernel.emplace(ep.reserve_keep(rt));
-    if (keep_kernel->status() != T4A_SUCCESS) return keep_kernel->status();
-  }
   Ref<AuditTicket> ticket;
   if (nb > 0) {
     keep_ticket.emplace(ep.reserve_keep(rt));
     if (keep_ticket->status() != T4A_SUCCESS) return keep_ticket->status();
     ticket = Ref<AuditTicket>::adopt(new AuditTicket(st->progress));
+  }
+  if (!ep.recently_kept(&k)) {
+    keep_kernel.emplace(ep.reserve_keep(rt));
+    if (keep_kernel->status() != T4A_SUCCESS) return keep_kernel->status();
   }
   // After the launch was enqueued (the ticket armed with its sequence).
   auto keep_all = [&] {

@@ -122,6 +122,7 @@ static unsigned long (*fake_occupancy_calls)(void);
 static void (*fake_set_no_cooperative)(int);
 static void (*fake_kernel_writes)(const char *, unsigned long long);
 static void (*fake_op_log)(int, char *, size_t);
+static unsigned long (*fake_early_host_frees)(void);
 
 #define BLOCK 256u
 
@@ -755,6 +756,39 @@ static void test_max_blocks_large_shared_fake(void **state) {
   teardown(&f);
 }
 
+/* Fake: every barrier launch keeps its kernel object (the pinned audit
+ * slots, the module) until its audit copy is proven complete, also when
+ * the kernel's previous keep sits among the open epoch's last keeps and
+ * the launch's own ticket reservation seals that (full) epoch: its seal
+ * event then precedes the launch. The kernel and module are released
+ * right after such a launch; allocations poll and retire that sealed
+ * epoch (amortized, once per 64); the audit slots must not be freed while
+ * the copy into them is in flight (fake_cuda_early_host_frees). */
+static void test_kernel_kept_across_seal_fake(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime();
+  t4a_module m = {0};
+  ASSERT_OK(compile_module(rt, k_src, NULL, 0, &m));
+  t4a_kernel k = kernel(m, "reduce");
+  declare(k, "coop_bar");
+  unsigned long early0 = fake_early_host_frees();
+  int full = 0;
+  for (int i = 0; i < 4000 && !full; ++i) {
+    full = stats_of(rt).open_epoch_items == 256; /* T4A_OPEN_EPOCH_LIMIT */
+    ASSERT_OK(launch_simple(rt, k, 4, 0, NULL, 0));
+  }
+  assert_true(full);
+  ASSERT_OK(t4a_kernel_release(k));
+  ASSERT_OK(t4a_module_release(m));
+  for (int i = 0; i < 128; ++i) {
+    t4a_buffer b = {0};
+    ASSERT_OK(t4a_buffer_alloc(rt, 256, 0, &b));
+    ASSERT_OK(t4a_buffer_release(b));
+  }
+  assert_int_equal(fake_early_host_frees(), early0);
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
 static void load_fake_controls(void) {
 #if defined(T4A_FAKE_CUDA_PATH)
   void *h = dlopen(T4A_FAKE_CUDA_PATH, RTLD_NOW);
@@ -767,8 +801,9 @@ static void load_fake_controls(void) {
   *(void **)&fake_set_no_cooperative = dlsym(h, "fake_cuda_set_no_cooperative");
   *(void **)&fake_kernel_writes = dlsym(h, "fake_cuda_kernel_writes");
   *(void **)&fake_op_log = dlsym(h, "fake_cuda_op_log");
+  *(void **)&fake_early_host_frees = dlsym(h, "fake_cuda_early_host_frees");
   if (!fake_launch_count || !fake_occupancy_calls || !fake_set_no_cooperative ||
-      !fake_kernel_writes || !fake_op_log) {
+      !fake_kernel_writes || !fake_op_log || !fake_early_host_frees) {
     fprintf(stderr, "the fake driver lacks the cooperative controls\n");
     exit(1);
   }
@@ -794,6 +829,7 @@ int main(int argc, char **argv) {
         T(test_unsupported_fake),
         T(test_many_audits_fake),
         T(test_max_blocks_large_shared_fake),
+        T(test_kernel_kept_across_seal_fake),
     };
     return cmocka_run_group_tests(fake, NULL, NULL);
 #else
