@@ -471,14 +471,17 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
   };
 
   // The resets, in stream order before the kernel. A failed reset leaves
-  // the kernel unlaunched (earlier resets are harmless).
+  // the kernel unlaunched (earlier resets are harmless), and the kernel
+  // kept: the resets enqueued, or the failed one, write module memory.
   for (uint32_t i = 0; i < nb; ++i) {
     const Barrier &b = *st->barriers[i];
     DrvResult r = core::in_stream_context(
         rt, [&] { return reset_counter(b, rt.stream()); });
-    if (!r)
+    if (!r) {
+      if (keep_kernel) ep.keep(std::move(*keep_kernel), k);
       return rt.fail_op(r, "resetting a grid barrier counter before a "
                            "launch (cuMemsetD32Async)");
+    }
   }
   DrvResult r = core::in_stream_context(rt, [&] {
     return coop

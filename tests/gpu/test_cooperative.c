@@ -11,6 +11,7 @@
  * back-pressure. Skipped (exit 77) without a GPU unless T4A_REQUIRE_GPU.
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
 #define _POSIX_C_SOURCE 200809L
 #define T4A_EXPERIMENTAL 1
 #include <setjmp.h>
@@ -789,6 +790,43 @@ static void test_kernel_kept_across_seal_fake(void **state) {
   ASSERT_OK(t4a_runtime_destroy(rt));
 }
 
+/* Fake: a reset that fails after an earlier one of the same launch was
+ * enqueued (the second barrier's) keeps the kernel object in the open
+ * epoch, as a failed launch does: the first reset may already be queued
+ * against the module's memory. Needs the test build's fault injection
+ * (t4a_testing_fault_arm, looked up at run time; skipped without it). */
+static void test_failed_reset_keeps_kernel_fake(void **state) {
+  (void)state;
+  t4a_status (*arm)(const char *, uint64_t, int32_t, int32_t);
+  void (*disarm)(void);
+  *(void **)&arm = dlsym(RTLD_DEFAULT, "t4a_testing_fault_arm");
+  *(void **)&disarm = dlsym(RTLD_DEFAULT, "t4a_testing_fault_reset");
+  if (arm == NULL || disarm == NULL) skip();
+  t4a_runtime rt = make_runtime();
+  t4a_module m = {0};
+  ASSERT_OK(compile_module(rt, k_src, NULL, 0, &m));
+  t4a_kernel k = kernel(m, "reduce");
+  declare(k, "coop_bar");
+  t4a_barrier_desc b = T4A_BARRIER_DESC_INIT;
+  b.global_name = "coop_bar64";
+  b.width = 8;
+  ASSERT_OK(t4a_kernel_declare_barrier(k, &b, NULL));
+  ASSERT_OK(t4a_runtime_synchronize(rt));
+  uint64_t open0 = stats_of(rt).open_epoch_items;
+  /* The second cuMemsetD32Async: barrier 1's reset (barrier 0's is one
+   * call); 1 is CUDA_ERROR_INVALID_VALUE, 1 T4A_TESTING_FAULT_INSTEAD. */
+  ASSERT_OK(arm("cuMemsetD32Async", 2, 1, 1));
+  t4a_status s = launch_simple(rt, k, 4, 0, NULL, 0);
+  disarm();
+  ASSERT_STATUS(s, T4A_ERROR_DRIVER);
+  ASSERT_MESSAGE_HAS("resetting a grid barrier counter");
+  assert_int_equal(stats_of(rt).open_epoch_items, open0 + 1);
+  assert_int_equal(audit_of(k, 0).launches, 0);
+  ASSERT_OK(t4a_kernel_release(k));
+  ASSERT_OK(t4a_module_release(m));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
 static void load_fake_controls(void) {
 #if defined(T4A_FAKE_CUDA_PATH)
   void *h = dlopen(T4A_FAKE_CUDA_PATH, RTLD_NOW);
@@ -830,6 +868,7 @@ int main(int argc, char **argv) {
         T(test_many_audits_fake),
         T(test_max_blocks_large_shared_fake),
         T(test_kernel_kept_across_seal_fake),
+        T(test_failed_reset_keeps_kernel_fake),
     };
     return cmocka_run_group_tests(fake, NULL, NULL);
 #else
