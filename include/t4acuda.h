@@ -2431,7 +2431,9 @@ T4A_API t4a_status t4a_process_fault_get(t4a_process_fault *fault);
  *        device's multiprocessors.
  *
  * The occupancy answer is cached per kernel for the last (block size,
- * shared bytes) pair, which cooperative launches share.
+ * shared bytes) pair, which cooperative launches share. Above 48 KiB (and
+ * within the device's opt-in maximum) the kernel's dynamic-shared limit is
+ * raised first, as t4a_launch() does.
  * @param[in]  kernel         the kernel.
  * @param[in]  block_size     threads per block (at least 1).
  * @param[in]  dynamic_shared dynamic shared memory per block.

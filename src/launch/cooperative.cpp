@@ -238,6 +238,26 @@ t4a_status max_cooperative_blocks(Kernel &k, int32_t block_size,
   CoopState &st = k.coop_state();
   core::ContextScope scope;
   bool entered = false;
+  // Above the default shared-memory limit no block fits until the kernel's
+  // dynamic-shared limit is raised, which a launch of this shape does
+  // before its co-residency check: so does the query, for the same answer
+  // (and so that the cached answer is the launch's). Above the opt-in
+  // maximum no launch is possible, and the occupancy, 0, says so.
+  const uint64_t total = dynamic_shared + k.signature().static_shared_bytes;
+  if (total > k.limits().max_shared_default &&
+      total <= k.limits().max_shared_optin) {
+    core::Admission adm(rt.admission());
+    if (adm.status() != T4A_SUCCESS) return adm.status();
+    if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
+    if (t4a_status s = enter_once(rt, scope, entered,
+                                  "computing the cooperative grid limit");
+        s != T4A_SUCCESS)
+      return s;
+    if (t4a_status s =
+            k.ensure_dynamic_shared(static_cast<uint32_t>(dynamic_shared));
+        s != T4A_SUCCESS)
+      return s;
+  }
   CoopLimit lim;
   if (t4a_status s =
           cooperative_limit(rt, k, st, static_cast<uint32_t>(block_size),
@@ -436,17 +456,20 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
 
   // Reserve -> enqueue -> keep: the kernel (it owns the audit slots and
   // holds its module) and, with barriers, one audit ticket.
+  // The ticket is reserved first: its reservation may seal a full open
+  // epoch, after which an earlier keep of the kernel no longer covers this
+  // launch, so whether the kernel is recently kept is asked only after.
   core::Epochs &ep = rt.epochs();
   std::optional<core::Epochs::Reservation> keep_kernel, keep_ticket;
-  if (!ep.recently_kept(&k)) {
-    keep_kernel.emplace(ep.reserve_keep(rt));
-    if (keep_kernel->status() != T4A_SUCCESS) return keep_kernel->status();
-  }
   Ref<AuditTicket> ticket;
   if (audited > 0) {
     keep_ticket.emplace(ep.reserve_keep(rt));
     if (keep_ticket->status() != T4A_SUCCESS) return keep_ticket->status();
     ticket = Ref<AuditTicket>::adopt(new AuditTicket(st->progress));
+  }
+  if (!ep.recently_kept(&k)) {
+    keep_kernel.emplace(ep.reserve_keep(rt));
+    if (keep_kernel->status() != T4A_SUCCESS) return keep_kernel->status();
   }
   // After the launch was enqueued (the ticket armed with its sequence).
   auto keep_all = [&] {
@@ -458,14 +481,17 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
   };
 
   // The resets, in stream order before the kernel. A failed reset leaves
-  // the kernel unlaunched (earlier resets are harmless).
+  // the kernel unlaunched (earlier resets are harmless), and the kernel
+  // kept: the resets enqueued, or the failed one, write module memory.
   for (uint32_t i = 0; i < nb; ++i) {
     const Barrier &b = *st->barriers[i];
     DrvResult r = core::in_stream_context(
         rt, [&] { return reset_counter(b, rt.stream()); });
-    if (!r)
+    if (!r) {
+      if (keep_kernel) ep.keep(std::move(*keep_kernel), k);
       return rt.fail_op(r, "resetting a grid barrier counter before a "
                            "launch (cuMemsetD32Async)");
+    }
   }
   DrvResult r = core::in_stream_context(rt, [&] {
     return coop

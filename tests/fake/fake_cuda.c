@@ -1058,8 +1058,14 @@ static CUresult f_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n,
                                                               size_t shared) {
   if (f == NULL || block <= 0) return CUDA_ERROR_INVALID_VALUE;
   int by_threads = 2048 / block > 32 ? 32 : 2048 / block;
-  /* 228 KiB of shared memory per multiprocessor. */
-  int by_shared = shared == 0 ? by_threads : (int)((228u << 10) / shared);
+  /* 228 KiB of shared memory per multiprocessor. As on a device, no block
+   * fits with more dynamic shared bytes than the function's limit (48 KiB
+   * until cuFuncSetAttribute raised it). */
+  size_t limit = f->dynamic_shared > 48 * 1024 ? (size_t)f->dynamic_shared
+                                               : (size_t)48 * 1024;
+  int by_shared = shared == 0      ? by_threads
+                  : shared > limit ? 0
+                                   : (int)((228u << 10) / shared);
   *n = by_threads < by_shared ? by_threads : by_shared;
   pthread_mutex_lock(&g_mu);
   ++g_occupancy_calls;

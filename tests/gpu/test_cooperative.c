@@ -11,6 +11,7 @@
  * back-pressure. Skipped (exit 77) without a GPU unless T4A_REQUIRE_GPU.
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
 #define _POSIX_C_SOURCE 200809L
 #define T4A_EXPERIMENTAL 1
 #include <setjmp.h>
@@ -122,6 +123,7 @@ static unsigned long (*fake_occupancy_calls)(void);
 static void (*fake_set_no_cooperative)(int);
 static void (*fake_kernel_writes)(const char *, unsigned long long);
 static void (*fake_op_log)(int, char *, size_t);
+static unsigned long (*fake_early_host_frees)(void);
 
 #define BLOCK 256u
 
@@ -777,6 +779,103 @@ static void test_many_audits_fake(void **state) {
   teardown(&f);
 }
 
+/* Fake: above 48 KiB of dynamic shared memory, a block fits only once the
+ * kernel's dynamic-shared limit is raised (the fake's occupancy, like a
+ * device's, is 0 before). A launch raises it before its co-residency
+ * check; the query answers for that launch, and what it caches does not
+ * turn the launch of the same shape away afterwards. 150000 bytes: above
+ * any limit an earlier test raised the fake's one function to. */
+static void test_max_blocks_large_shared_fake(void **state) {
+  (void)state;
+  struct fixture f;
+  setup(&f);
+  const uint32_t shared = 150000;
+  int32_t m = -1;
+  ASSERT_OK(t4a_kernel_max_cooperative_blocks(f.reduce, BLOCK, shared, &m));
+  assert_int_equal(m, 1 * 4); /* 228 KiB / 150000 bytes per block x 4 SMs */
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.flags = T4A_LAUNCH_COOPERATIVE;
+  d.kernel = f.reduce;
+  d.grid[0] = (uint32_t)m;
+  d.block[0] = BLOCK;
+  d.dynamic_shared_bytes = shared;
+  ASSERT_OK(t4a_launch(f.rt, &d));
+  d.grid[0] = (uint32_t)m + 1;
+  ASSERT_STATUS(t4a_launch(f.rt, &d), T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("at most 4 co-resident");
+  teardown(&f);
+}
+
+/* Fake: every barrier launch keeps its kernel object (the pinned audit
+ * slots, the module) until its audit copy is proven complete, also when
+ * the kernel's previous keep sits among the open epoch's last keeps and
+ * the launch's own ticket reservation seals that (full) epoch: its seal
+ * event then precedes the launch. The kernel and module are released
+ * right after such a launch; allocations poll and retire that sealed
+ * epoch (amortized, once per 64); the audit slots must not be freed while
+ * the copy into them is in flight (fake_cuda_early_host_frees). */
+static void test_kernel_kept_across_seal_fake(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime();
+  t4a_module m = {0};
+  ASSERT_OK(compile_module(rt, k_src, NULL, 0, &m));
+  t4a_kernel k = kernel(m, "reduce");
+  declare(k, "coop_bar");
+  unsigned long early0 = fake_early_host_frees();
+  int full = 0;
+  for (int i = 0; i < 4000 && !full; ++i) {
+    full = stats_of(rt).open_epoch_items == 256; /* T4A_OPEN_EPOCH_LIMIT */
+    ASSERT_OK(launch_simple(rt, k, 4, 0, NULL, 0));
+  }
+  assert_true(full);
+  ASSERT_OK(t4a_kernel_release(k));
+  ASSERT_OK(t4a_module_release(m));
+  for (int i = 0; i < 128; ++i) {
+    t4a_buffer b = {0};
+    ASSERT_OK(t4a_buffer_alloc(rt, 256, 0, &b));
+    ASSERT_OK(t4a_buffer_release(b));
+  }
+  assert_int_equal(fake_early_host_frees(), early0);
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
+/* Fake: a reset that fails after an earlier one of the same launch was
+ * enqueued (the second barrier's) keeps the kernel object in the open
+ * epoch, as a failed launch does: the first reset may already be queued
+ * against the module's memory. Needs the test build's fault injection
+ * (t4a_testing_fault_arm, looked up at run time; skipped without it). */
+static void test_failed_reset_keeps_kernel_fake(void **state) {
+  (void)state;
+  t4a_status (*arm)(const char *, uint64_t, int32_t, int32_t);
+  void (*disarm)(void);
+  *(void **)&arm = dlsym(RTLD_DEFAULT, "t4a_testing_fault_arm");
+  *(void **)&disarm = dlsym(RTLD_DEFAULT, "t4a_testing_fault_reset");
+  if (arm == NULL || disarm == NULL) skip();
+  t4a_runtime rt = make_runtime();
+  t4a_module m = {0};
+  ASSERT_OK(compile_module(rt, k_src, NULL, 0, &m));
+  t4a_kernel k = kernel(m, "reduce");
+  declare(k, "coop_bar");
+  t4a_barrier_desc b = T4A_BARRIER_DESC_INIT;
+  b.global_name = "coop_bar64";
+  b.width = 8;
+  ASSERT_OK(t4a_kernel_declare_barrier(k, &b, NULL));
+  ASSERT_OK(t4a_runtime_synchronize(rt));
+  uint64_t open0 = stats_of(rt).open_epoch_items;
+  /* The second cuMemsetD32Async: barrier 1's reset (barrier 0's is one
+   * call); 1 is CUDA_ERROR_INVALID_VALUE, 1 T4A_TESTING_FAULT_INSTEAD. */
+  ASSERT_OK(arm("cuMemsetD32Async", 2, 1, 1));
+  t4a_status s = launch_simple(rt, k, 4, 0, NULL, 0);
+  disarm();
+  ASSERT_STATUS(s, T4A_ERROR_DRIVER);
+  ASSERT_MESSAGE_HAS("resetting a grid barrier counter");
+  assert_int_equal(stats_of(rt).open_epoch_items, open0 + 1);
+  assert_int_equal(audit_of(k, 0).launches, 0);
+  ASSERT_OK(t4a_kernel_release(k));
+  ASSERT_OK(t4a_module_release(m));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
 static void load_fake_controls(void) {
 #if defined(T4A_FAKE_CUDA_PATH)
   void *h = dlopen(T4A_FAKE_CUDA_PATH, RTLD_NOW);
@@ -789,8 +888,9 @@ static void load_fake_controls(void) {
   *(void **)&fake_set_no_cooperative = dlsym(h, "fake_cuda_set_no_cooperative");
   *(void **)&fake_kernel_writes = dlsym(h, "fake_cuda_kernel_writes");
   *(void **)&fake_op_log = dlsym(h, "fake_cuda_op_log");
+  *(void **)&fake_early_host_frees = dlsym(h, "fake_cuda_early_host_frees");
   if (!fake_launch_count || !fake_occupancy_calls || !fake_set_no_cooperative ||
-      !fake_kernel_writes || !fake_op_log) {
+      !fake_kernel_writes || !fake_op_log || !fake_early_host_frees) {
     fprintf(stderr, "the fake driver lacks the cooperative controls\n");
     exit(1);
   }
@@ -807,10 +907,17 @@ int main(int argc, char **argv) {
     g_fake = 1;
     load_fake_controls();
     const struct CMUnitTest fake[] = {
-        T(test_max_blocks),         T(test_max_plus_one),
-        T(test_reduction_repeated), T(test_dirty_counter),
-        T(test_declare_errors),     T(test_order_and_audit_fake),
-        T(test_unsupported_fake),   T(test_many_audits_fake),
+        T(test_max_blocks),
+        T(test_max_plus_one),
+        T(test_reduction_repeated),
+        T(test_dirty_counter),
+        T(test_declare_errors),
+        T(test_order_and_audit_fake),
+        T(test_unsupported_fake),
+        T(test_many_audits_fake),
+        T(test_max_blocks_large_shared_fake),
+        T(test_kernel_kept_across_seal_fake),
+        T(test_failed_reset_keeps_kernel_fake),
         T(test_captured_barrier),
     };
     return cmocka_run_group_tests(fake, NULL, NULL);
