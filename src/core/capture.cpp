@@ -12,12 +12,10 @@ using namespace t4a::driver;
 
 bool Capture::defer_free(Runtime &rt, FreeFn fn, CUdeviceptr ptr,
                          uint64_t bytes) {
+  // The caller holds the gate: the flag cannot change until it returns.
   if (!rt.capturing()) [[likely]]
     return false;
   std::lock_guard<std::mutex> lock(mu_);
-  // Checked again under the mutex: capture_end_graph clears the flag under
-  // it before it takes the deferred list.
-  if (!rt.capturing()) return false;
   try {
     deferred_.push_back({fn, ptr, bytes});
   } catch (...) {
@@ -32,6 +30,10 @@ bool Capture::defer_free(Runtime &rt, FreeFn fn, CUdeviceptr ptr,
 t4a_status refuse_capturing(Runtime &rt, const char *op) {
   if (!rt.capturing()) [[likely]]
     return T4A_SUCCESS;
+  return fail_capturing(rt, op);
+}
+
+t4a_status fail_capturing(Runtime &rt, const char *op) {
   return fail(T4A_ERROR_CAPTURING,
               "%s: runtime %#llx is capturing a graph (t4a_capture_begin); "
               "this operation cannot be captured and nothing was enqueued; "
@@ -72,16 +74,21 @@ t4a_status capture_begin(Runtime &rt, int32_t mode) {
   // every thread). Counting one too many for a moment only relaxes calls
   // that were safe anyway.
   g_active_captures.fetch_add(1, std::memory_order_relaxed);
-  DrvResult r = in_stream_context(
-      rt, [&] { return cu::stream_begin_capture(rt.stream(), m); });
+  DrvResult r{};
+  {
+    // The flag is set before the driver's begin, under the gate: a free
+    // (or allocation) that saw it clear has been enqueued before the
+    // capture began; one that comes later is deferred (refused).
+    std::unique_lock<std::shared_mutex> gate(c.gate_);
+    rt.set_capturing(true);
+    r = in_stream_context(
+        rt, [&] { return cu::stream_begin_capture(rt.stream(), m); });
+    if (!r) rt.set_capturing(false); // nothing deferred: the gate was held
+  }
   if (!r) {
     g_active_captures.fetch_sub(1, std::memory_order_relaxed);
     return rt.fail_op(r, "t4a_capture_begin: beginning the capture of the "
                          "runtime's stream");
-  }
-  {
-    std::lock_guard<std::mutex> lock(c.mu_);
-    rt.set_capturing(true);
   }
   c.owns_mode_count = true;
   ++c.begun;
@@ -120,7 +127,7 @@ t4a_status capture_end_graph(Runtime &rt, CUgraph *graph,
   // this cannot fail) instead of recording an event.
   (void)rt.epochs().seal(rt, false); // the capturing branch always succeeds
   {
-    std::lock_guard<std::mutex> lock(c.mu_);
+    std::unique_lock<std::shared_mutex> gate(c.gate_);
     rt.set_capturing(false);
   }
   if (c.owns_mode_count) {

@@ -18,14 +18,19 @@
 //    become a free node of the graph) until the capture ends.
 // The flag that says "capturing" is the runtime's (Runtime::capturing(),
 // on the launch's cache line); the rest is here. Begin and end run under
-// admission; defer_free runs on any thread, without admission, under the
-// capture's own mutex, which also orders it against end.
+// admission. The runtime's stream work that is not admitted (stream-ordered
+// allocation and its zeroing, free, an imported buffer's release event)
+// checks the flag and enqueues holding gate() shared; begin and end change
+// the flag and call the driver's begin/end holding it exclusively, so none
+// of that work can land inside a capture (a free checked before a begin on
+// another thread and enqueued after it would be a free node of the graph).
 #pragma once
 
 #include <cuda.h>
 
 #include <cstdint>
 #include <mutex>
+#include <shared_mutex>
 #include <vector>
 
 #include "core/object.hpp"
@@ -52,9 +57,13 @@ public:
   // The list itself (Epochs::seal moves the open epoch here).
   Items &items() { return items_; }
 
-  // Runs `fn(rt, ptr, bytes)` now (returns false) unless the runtime
-  // captures; then it is deferred until the capture ends (returns true).
+  // Holding gate() shared: false unless the runtime captures; then
+  // `fn(rt, ptr, bytes)` is deferred until the capture ends (true).
   bool defer_free(Runtime &rt, FreeFn fn, CUdeviceptr ptr, uint64_t bytes);
+  // Held shared around "not capturing? then enqueue" by unadmitted stream
+  // work; exclusively by capture begin and end (see above). Nothing that
+  // logs or takes another lock runs under it.
+  std::shared_mutex &gate() { return gate_; }
 
   // Capture state, under admission (see capture.cpp).
   bool owns_mode_count = false; // counted in driver::g_active_captures
@@ -69,7 +78,8 @@ private:
     uint64_t bytes;
   };
   Items items_;
-  std::mutex mu_; // deferred_ and the runtime's flag changes
+  std::shared_mutex gate_;
+  std::mutex mu_; // deferred_
   std::vector<Deferred> deferred_;
 };
 
@@ -98,6 +108,8 @@ private:
 // a graph; ... cannot be captured; nothing was enqueued". SUCCESS
 // otherwise (one relaxed load).
 t4a_status refuse_capturing(Runtime &rt, const char *op);
+// That T4A_ERROR_CAPTURING, unconditionally (the caller saw the flag).
+t4a_status fail_capturing(Runtime &rt, const char *op);
 
 // t4a_capture_begin with a mode (T4A_CAPTURE_*), under admission: seals
 // the open epoch, then cuStreamBeginCapture.

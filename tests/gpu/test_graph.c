@@ -25,6 +25,7 @@
 
 #include "gpu_support.h"
 #include "t4acuda.h"
+#include "t4acuda_dlpack.h"
 #include "test_assert.h"
 
 static const char *const k_src =
@@ -380,6 +381,101 @@ static void test_other_runtime_during_global_capture(void **state) {
           t4a_status_name(a.upload), t4a_status_name(end));
 }
 
+/* Review (issue 11): allocations and frees on one thread race captures
+ * begun and ended on another. Neither is admitted; each must land either
+ * before the capture or after it (an allocation during it is refused, a
+ * free is deferred), never inside it: every capture ends with an empty
+ * graph. */
+struct churn_args {
+  t4a_runtime rt;
+  _Atomic int stop;
+  t4a_status bad;
+  int allocs;
+};
+static void *churn_thread(void *p) {
+  struct churn_args *a = p;
+  while (!a->stop) {
+    t4a_buffer b = {0};
+    t4a_status s = t4a_buffer_alloc(a->rt, 256, T4A_BUFFER_ZERO, &b);
+    if (s == T4A_SUCCESS) {
+      ++a->allocs;
+      s = t4a_buffer_release(b);
+    }
+    if (s != T4A_SUCCESS && s != T4A_ERROR_CAPTURING) {
+      a->bad = s;
+      break;
+    }
+  }
+  return NULL;
+}
+static void test_alloc_free_race_capture_begin(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime();
+  struct churn_args a = {rt, 0, T4A_SUCCESS, 0};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, churn_thread, &a), 0);
+  int failed = 0;
+  size_t nodes = 0;
+  for (int i = 0; i < 400 && !failed; ++i) {
+    if (t4a_capture_begin(rt, NULL) != T4A_SUCCESS) {
+      failed = 1;
+      break;
+    }
+    t4a_graph g = {0};
+    if (t4a_capture_end(rt, &g) != T4A_SUCCESS) {
+      failed = 2;
+      break;
+    }
+    t4a_graph_info info = T4A_GRAPH_INFO_INIT;
+    ASSERT_OK(t4a_graph_info_get(g, &info));
+    nodes += info.node_count;
+    ASSERT_OK(t4a_graph_release(g));
+  }
+  a.stop = 1;
+  assert_int_equal(pthread_join(t, NULL), 0);
+  fprintf(stderr, "alloc/free race: %d allocations, capture failure %d, %s\n",
+          a.allocs, failed, t4a_status_name(a.bad));
+  assert_int_equal(failed, 0);
+  assert_int_equal(a.bad, T4A_SUCCESS);
+  assert_int_equal(nodes, 0);
+  ASSERT_OK(t4a_runtime_synchronize(rt));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
+/* Review (issue 11): DLPack releases during a capture. An imported
+ * buffer's release records its release event, and an exported tensor's
+ * deleter makes the runtime's stream wait for the consumer: neither may
+ * go onto the capturing stream (the capture would be invalidated). */
+static void test_dlpack_release_during_capture(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime();
+  t4a_buffer b;
+  ASSERT_OK(t4a_buffer_alloc(rt, 256, T4A_BUFFER_ZERO, &b));
+  DLManagedTensorVersioned *t1 = NULL, *t2 = NULL;
+  ASSERT_OK(t4a_buffer_to_dlpack(rt, b, NULL, 1, &t1));
+  ASSERT_OK(t4a_buffer_to_dlpack(rt, b, NULL, 1, &t2));
+  t4a_buffer imported;
+  ASSERT_OK(t4a_buffer_from_dlpack(rt, t1, &imported));
+  ASSERT_OK(t4a_capture_begin(rt, NULL));
+  ASSERT_OK(t4a_buffer_fill(rt, b, 0, 256, 5));
+  ASSERT_OK(t4a_buffer_release(imported)); /* its release event */
+  t2->deleter(t2);                         /* the consumer's ordering */
+  t4a_graph g;
+  ASSERT_OK(t4a_capture_end(rt, &g));
+  t4a_graph_info info = T4A_GRAPH_INFO_INIT;
+  ASSERT_OK(t4a_graph_info_get(g, &info));
+  assert_int_equal(info.node_count, 1);
+  ASSERT_OK(t4a_graph_launch(rt, g));
+  ASSERT_OK(t4a_runtime_synchronize(rt)); /* the import's owner goes */
+  unsigned char back[256];
+  ASSERT_OK(t4a_buffer_download_sync(rt, b, 0, back, sizeof back));
+  assert_int_equal(back[255], 5);
+  ASSERT_OK(t4a_graph_release(g));
+  ASSERT_OK(t4a_buffer_release(b));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
+
 /* Argument checks of the entry points. */
 static void test_graph_arguments(void **state) {
   (void)state;
@@ -423,13 +519,18 @@ int main(int argc, char **argv) {
     setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);
     g_fake = 1;
     const struct CMUnitTest fake[] = {
-        T(test_graph_arguments),
-        T(test_refused_during_capture),
-        T(test_captured_transfers),
-        T(test_free_deferred_to_capture_end),
-        T(test_other_runtime_during_global_capture),
-        T(test_chain_replay_1000),
-        T(test_release_in_flight),
+      T(test_graph_arguments),
+      T(test_refused_during_capture),
+      T(test_captured_transfers),
+      T(test_free_deferred_to_capture_end),
+      T(test_other_runtime_during_global_capture),
+      T(test_chain_replay_1000),
+      T(test_release_in_flight),
+      T(test_alloc_free_race_capture_begin),
+      T(test_dlpack_release_during_capture),
+#if defined(T4A_GRAPH_ADMISSION_HOOK)
+      T(test_refusal_under_admission),
+#endif
     };
     return cmocka_run_group_tests(fake, NULL, NULL);
 #else
@@ -446,6 +547,8 @@ int main(int argc, char **argv) {
       T(test_other_runtime_during_global_capture),
       T(test_chain_replay_1000),
       T(test_release_in_flight),
+      T(test_alloc_free_race_capture_begin),
+      T(test_dlpack_release_during_capture),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
