@@ -216,6 +216,11 @@ t4a_status Runtime::synchronize(const char *what) {
   {
     Admission adm(admission_);
     if (adm.status() != T4A_SUCCESS) return adm.status();
+    // Under admission: a capture begun by another thread after an earlier
+    // check would be invalidated by the drain below.
+    if (t4a_status s = refuse_capturing(*this, "t4a_runtime_synchronize");
+        s != T4A_SUCCESS)
+      return s;
     // The open epoch is sealed so that the drain can retire it.
     if (t4a_status s = epochs_.seal(*this); s != T4A_SUCCESS) return s;
     through = epochs_.sealed_through();

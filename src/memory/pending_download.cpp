@@ -17,7 +17,7 @@ t4a_status PendingDownload::create(core::Runtime &rt, Buffer &src,
   auto d = core::Ref<PendingDownload>::adopt(new PendingDownload(rt));
   d->bytes_ = bytes;
   if (bytes > 0) {
-    core::OpScope op(rt, "enqueuing a download");
+    core::OpScope op(rt, "enqueuing a download", "t4a_buffer_download");
     if (op.status() != T4A_SUCCESS) return op.status();
     if (t4a_status s = device_alloc(rt, bytes, &d->snapshot_,
                                     "allocating a download snapshot");

@@ -26,7 +26,7 @@ t4a_status enqueue_failure(core::Runtime &rt, DrvResult r, bool enqueued_before,
 
 t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
                   const void *src, uint64_t bytes) {
-  core::OpScope op(rt, "uploading");
+  core::OpScope op(rt, "uploading", "t4a_buffer_upload (pageable host memory)");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (bytes > 0) {
     StagingRing &ring = StagingRing::of(rt);
@@ -156,7 +156,8 @@ t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
 
 t4a_status download_sync(core::Runtime &rt, Buffer &src, uint64_t offset,
                          void *dst, uint64_t bytes) {
-  core::OpScope op(rt, "downloading");
+  core::OpScope op(rt, "downloading",
+                   "t4a_buffer_download_sync (pageable host memory)");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (bytes > 0) {
     if (t4a_status s = d2h_pipeline(rt, rt.stream(), src.ptr() + offset,

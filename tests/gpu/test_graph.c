@@ -26,6 +26,9 @@
 #include "gpu_support.h"
 #include "t4acuda.h"
 #include "t4acuda_dlpack.h"
+#if defined(T4A_GRAPH_ADMISSION_HOOK)
+#include "t4acuda_testing.h"
+#endif
 #include "test_assert.h"
 
 static const char *const k_src =
@@ -475,6 +478,64 @@ static void test_dlpack_release_during_capture(void **state) {
   ASSERT_OK(t4a_runtime_destroy(rt));
 }
 
+#if defined(T4A_GRAPH_ADMISSION_HOOK)
+/* Review (issue 11): an operation that cannot be captured checks for a
+ * capture under admission. The hook begins a capture just before the
+ * operation waits for admission (as another thread's t4a_capture_begin
+ * could, after the operation's first check): the operation must still
+ * return CAPTURING and leave the capture intact. */
+static t4a_runtime g_hook_rt;
+static int g_hook_armed;
+static void begin_capture_hook(void *arg) {
+  (void)arg;
+  if (!g_hook_armed) return;
+  g_hook_armed = 0; /* the begin below is admitted too */
+  ASSERT_OK(t4a_capture_begin(g_hook_rt, NULL));
+}
+static void end_empty_capture(t4a_runtime rt) {
+  t4a_graph g = {0};
+  ASSERT_OK(t4a_capture_end(rt, &g));
+  t4a_graph_info info = T4A_GRAPH_INFO_INIT;
+  ASSERT_OK(t4a_graph_info_get(g, &info));
+  assert_int_equal(info.node_count, 0);
+  ASSERT_OK(t4a_graph_release(g));
+}
+static void test_refusal_under_admission(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime();
+  g_hook_rt = rt;
+  t4a_buffer b;
+  ASSERT_OK(t4a_buffer_alloc(rt, 64, T4A_BUFFER_ZERO, &b));
+  unsigned char host[64] = {0};
+  t4a_testing_admission_hook(begin_capture_hook, NULL);
+  g_hook_armed = 1;
+  ASSERT_STATUS(t4a_runtime_synchronize(rt), T4A_ERROR_CAPTURING);
+  ASSERT_MESSAGE_HAS("t4a_runtime_synchronize");
+  end_empty_capture(rt);
+  g_hook_armed = 1;
+  ASSERT_STATUS(t4a_buffer_download_sync(rt, b, 0, host, sizeof host),
+                T4A_ERROR_CAPTURING);
+  end_empty_capture(rt);
+  g_hook_armed = 1;
+  ASSERT_STATUS(t4a_buffer_upload(rt, b, 0, host, sizeof host),
+                T4A_ERROR_CAPTURING);
+  end_empty_capture(rt);
+  g_hook_armed = 1;
+  t4a_completion c = {0};
+  ASSERT_STATUS(t4a_runtime_record(rt, &c), T4A_ERROR_CAPTURING);
+  end_empty_capture(rt);
+  g_hook_armed = 1;
+  t4a_download dl = {0};
+  ASSERT_STATUS(t4a_buffer_download(rt, b, 0, sizeof host, &dl),
+                T4A_ERROR_CAPTURING);
+  end_empty_capture(rt);
+  g_hook_armed = 0;
+  t4a_testing_admission_hook(NULL, NULL);
+  ASSERT_OK(t4a_runtime_synchronize(rt));
+  ASSERT_OK(t4a_buffer_release(b));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+#endif
 
 /* Argument checks of the entry points. */
 static void test_graph_arguments(void **state) {
