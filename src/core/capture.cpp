@@ -1,5 +1,6 @@
 #include "core/capture.hpp"
 
+#include <thread>
 #include <utility>
 
 #include "core/error.hpp"
@@ -54,6 +55,12 @@ t4a_status capture_begin(Runtime &rt, int32_t mode) {
                 "t4a_capture_begin: runtime %#llx is already capturing a "
                 "graph; end that capture first (t4a_capture_end)",
                 static_cast<unsigned long long>(rt.handle_id()));
+  // A synchronize admitted before this capture may still be draining the
+  // stream (it waits without admission): a drain of a capturing stream
+  // would invalidate the capture, so wait for it to return. It needs no
+  // admission to return, so waiting here under admission cannot deadlock;
+  // synchronizes admitted after this point see the capture and refuse.
+  while (rt.drains_in_progress() > 0) std::this_thread::yield();
   // Everything kept so far belongs to work enqueued before the capture:
   // sealed now, outside it, so that the open epoch at capture end holds
   // only what captured work kept.

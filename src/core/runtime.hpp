@@ -94,6 +94,12 @@ public:
     capturing_.store(on, std::memory_order_release);
   }
   Capture &capture() { return capture_; }
+  // Host drains of the stream begun under admission and still waiting
+  // (synchronize releases admission for its wait): capture begin waits for
+  // them, since a drain of a capturing stream would invalidate the capture.
+  uint32_t drains_in_progress() const {
+    return drains_.load(std::memory_order_acquire);
+  }
   // The internal stream that drains download snapshots; created on first
   // use, under admission, with the context current.
   t4a_status delivery_stream(CUstream *out);
@@ -135,6 +141,7 @@ private:
   bool ctx_retained_ = false;
   // runtimes_live/runtimes_leaked already settled for this runtime.
   std::atomic<bool> leak_accounted_{false};
+  std::atomic<uint32_t> drains_{0}; // see drains_in_progress()
   mutable std::mutex fault_mu_;
   std::string fault_message_;
   int32_t fault_result_ = 0;

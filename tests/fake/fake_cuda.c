@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define FAKE_API __attribute__((visibility("default")))
 
@@ -537,9 +538,17 @@ static CUresult f_cuStreamDestroy(CUstream s) {
   pthread_mutex_unlock(&g_mu);
   return CUDA_SUCCESS;
 }
+/* fake_cuda_sync_delay_us: every cuStreamSynchronize first sleeps this
+ * long (a drain in progress), then sees the stream as it is by then. */
+static _Atomic unsigned g_sync_delay_us;
+FAKE_API void fake_cuda_sync_delay_us(unsigned us) { g_sync_delay_us = us; }
 static CUresult f_cuStreamSynchronize(CUstream s) {
   if ((uintptr_t)s == FAKE_GARBAGE) return CUDA_ERROR_INVALID_HANDLE;
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (g_sync_delay_us != 0) {
+    struct timespec ts = {0, (long)g_sync_delay_us * 1000L};
+    nanosleep(&ts, NULL);
+  }
   if (capturing(s)) return refuse_in_capture(s);
   if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   pthread_mutex_lock(&g_mu);

@@ -16,10 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -445,6 +447,48 @@ static void test_alloc_free_race_capture_begin(void **state) {
   ASSERT_OK(t4a_runtime_destroy(rt));
 }
 
+/* A synchronize admitted before a capture begins drains the stream without
+ * holding admission: the capture's begin waits for that drain to return
+ * (a drain of the capturing stream would invalidate it). Fake driver: the
+ * drain sleeps 200 ms, the capture begins 50 ms into it and lasts 200 ms;
+ * both succeed. */
+static void *sync_thread(void *p) {
+  t4a_runtime *rt = p;
+  return (void *)(intptr_t)t4a_runtime_synchronize(*rt);
+}
+static void test_capture_waits_for_drain_fake(void **state) {
+  (void)state;
+  void (*delay)(unsigned) = NULL;
+#if defined(T4A_FAKE_CUDA_PATH)
+  void *h = dlopen(T4A_FAKE_CUDA_PATH, RTLD_NOW);
+  assert_non_null(h);
+  *(void **)&delay = dlsym(h, "fake_cuda_sync_delay_us");
+#endif
+  assert_non_null(delay);
+  t4a_runtime rt = make_runtime();
+  delay(200000);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, sync_thread, &rt), 0);
+  struct timespec ts = {0, 50000000L};
+  nanosleep(&ts, NULL);
+  ASSERT_OK(t4a_capture_begin(rt, NULL));
+  delay(0);
+  nanosleep(&ts, NULL); /* still capturing when an unwaited drain returns */
+  nanosleep(&ts, NULL);
+  nanosleep(&ts, NULL);
+  nanosleep(&ts, NULL);
+  t4a_graph g = {0};
+  ASSERT_OK(t4a_capture_end(rt, &g));
+  void *res = NULL;
+  assert_int_equal(pthread_join(t, &res), 0);
+  assert_int_equal((t4a_status)(intptr_t)res, T4A_SUCCESS);
+  ASSERT_OK(t4a_graph_release(g));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+#if defined(T4A_FAKE_CUDA_PATH)
+  dlclose(h);
+#endif
+}
+
 /* Review (issue 11): DLPack releases during a capture. An imported
  * buffer's release records its release event, and an exported tensor's
  * deleter makes the runtime's stream wait for the consumer: neither may
@@ -589,6 +633,7 @@ int main(int argc, char **argv) {
       T(test_release_in_flight),
       T(test_alloc_free_race_capture_begin),
       T(test_dlpack_release_during_capture),
+      T(test_capture_waits_for_drain_fake),
 #if defined(T4A_GRAPH_ADMISSION_HOOK)
       T(test_refusal_under_admission),
 #endif
