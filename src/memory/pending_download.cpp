@@ -2,6 +2,7 @@
 
 #include "core/log.hpp"
 #include "core/op_scope.hpp"
+#include "memory/staging_ring.hpp"
 #include "memory/transfer.hpp"
 
 namespace t4a::memory {
@@ -19,6 +20,7 @@ t4a_status PendingDownload::create(core::Runtime &rt, Buffer &src,
   if (bytes > 0) {
     core::OpScope op(rt, "enqueuing a download");
     if (op.status() != T4A_SUCCESS) return op.status();
+    d->chain_wait_ = StagingRing::of(rt).tuning().pend_stream == 1;
     if (t4a_status s = device_alloc(rt, bytes, &d->snapshot_,
                                     "allocating a download snapshot");
         s != T4A_SUCCESS)
@@ -56,7 +58,8 @@ t4a_status PendingDownload::deliver(void *dst, bool wait) {
                       static_cast<unsigned long long>(bytes_));
   if (bytes_ > 0) {
     if (t4a_status s = rt_->check_usable(); s != T4A_SUCCESS) return s;
-    if (!ready_seen_) {
+    const bool chain = wait && !ready_seen_ && chain_wait_;
+    if (!ready_seen_ && !chain) {
       // Observed without admission: other threads keep enqueuing.
       DrvResult r{};
       if (wait) {
@@ -74,6 +77,11 @@ t4a_status PendingDownload::deliver(void *dst, bool wait) {
     CUstream delivery = nullptr;
     if (t4a_status s = rt_->delivery_stream(&delivery); s != T4A_SUCCESS)
       return s;
+    if (chain) {
+      if (auto r = cu::stream_wait_event(delivery, ready_, 0); !r)
+        return rt_->fail_op(r, "ordering a download's delivery");
+      ready_seen_ = true; // the delivery's own wait covers the snapshot
+    }
     if (t4a_status s = d2h_pipeline(*rt_, delivery, snapshot_,
                                     static_cast<unsigned char *>(dst), bytes_);
         s != T4A_SUCCESS) {

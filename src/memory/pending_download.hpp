@@ -40,6 +40,10 @@ private:
   uint64_t bytes_ = 0;
   CUevent ready_ = nullptr;
   bool ready_seen_ = false;
+  // A waited delivery orders its copies after the snapshot on the delivery
+  // stream (cuStreamWaitEvent) instead of waiting for the snapshot's event
+  // first: one host wait instead of two (T4A_TRANSFER_FORCE pend=stream).
+  bool chain_wait_ = false;
   bool delivered_ = false;
 };
 

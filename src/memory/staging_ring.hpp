@@ -22,6 +22,24 @@ namespace t4a::memory {
 
 class StagingRing;
 
+// Forced transfer-plan parameters, for measuring the candidate paths
+// (bench/transfer_sweep.cpp): read once per runtime, when its ring is made,
+// from the environment variable T4A_TRANSFER_FORCE, a comma-separated list
+// of `piece=BYTES` (the pipeline unit: bytes per DMA), `part=BYTES` (the
+// smallest parallel host-copy part), `direct=0|1` (downloads straight into
+// the caller's memory, without staging) and `pend=event|stream` (how a
+// waited pending download orders its delivery after its snapshot). BYTES
+// may end in K or M. Unset or 0: chosen by size (transfer.cpp). A
+// malformed value is logged (warning) and ignored.
+struct TransferTuning {
+  uint64_t piece = 0;
+  uint64_t min_part = 0;
+  int direct = -1;      // -1: by size
+  int pend_stream = -1; // -1: by default
+  static TransferTuning from_env();
+  static TransferTuning parse(const char *text, bool *ok);
+};
+
 // One pinned chunk. References: the ring while it is the current chunk,
 // each epoch and each pipeline stage that uses part of it. When the last
 // reference goes it returns to the ring's free list (or, quarantined, is
@@ -54,6 +72,7 @@ public:
 
   size_t chunk_bytes() const { return chunk_bytes_; }
   size_t capacity_chunks() const { return capacity_; }
+  const TransferTuning &tuning() const { return tuning_; }
 
   // Reserves `len` (<= chunk_bytes) contiguous pinned bytes. Sets *blocked
   // (and returns SUCCESS without a span) when every chunk is held by the
@@ -69,6 +88,7 @@ private:
   t4a_status take_chunk(core::Ref<Chunk> *out, bool *exhausted);
 
   core::Runtime &rt_;
+  const TransferTuning tuning_ = TransferTuning::from_env();
   const size_t chunk_bytes_;
   const size_t capacity_;
   std::mutex mu_; // free list: chunks may be recycled from any thread

@@ -24,6 +24,29 @@ t4a_status enqueue_failure(core::Runtime &rt, DrvResult r, bool enqueued_before,
       static_cast<int32_t>(r.code));
 }
 
+namespace {
+// The measured thresholds (docs/memory.md, "Transfer paths"; measured by
+// bench/transfer_sweep.cpp on a 16-core H200 host).
+constexpr size_t k_part_bytes = size_t(256) << 10;
+} // namespace
+
+TransferPlan plan_transfer(const TransferTuning &forced, size_t chunk_bytes,
+                           bool upload, uint64_t bytes) {
+  (void)upload;
+  TransferPlan p;
+  p.piece = chunk_bytes;
+  p.min_part = k_part_bytes;
+  p.direct = false;
+  if (forced.piece != 0)
+    p.piece =
+        static_cast<size_t>(std::min<uint64_t>(forced.piece, chunk_bytes));
+  if (forced.min_part != 0) p.min_part = static_cast<size_t>(forced.min_part);
+  if (forced.direct >= 0 && !upload) p.direct = forced.direct == 1;
+  if (bytes < p.piece) p.piece = static_cast<size_t>(bytes);
+  if (p.piece == 0) p.piece = 1;
+  return p;
+}
+
 t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
                   const void *src, uint64_t bytes) {
   core::OpScope op(rt, "uploading");
@@ -31,11 +54,13 @@ t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
   if (bytes > 0) {
     StagingRing &ring = StagingRing::of(rt);
     CopyWorkers &workers = CopyWorkers::of(rt);
+    const TransferPlan plan =
+        plan_transfer(ring.tuning(), ring.chunk_bytes(), true, bytes);
     const auto *in = static_cast<const unsigned char *>(src);
     bool enqueued = false;
     for (uint64_t done = 0; done < bytes;) {
-      size_t len = static_cast<size_t>(
-          std::min<uint64_t>(ring.chunk_bytes(), bytes - done));
+      size_t len =
+          static_cast<size_t>(std::min<uint64_t>(plan.piece, bytes - done));
       Span span;
       bool blocked = false;
       if (t4a_status s = ring.reserve(len, &span, &blocked); s != T4A_SUCCESS)
@@ -61,7 +86,7 @@ t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
                                 "after %llu of %llu bytes were enqueued",
                                 static_cast<unsigned long long>(done),
                                 static_cast<unsigned long long>(bytes));
-      workers.copy(span.host, in + done, len);
+      workers.copy(span.host, in + done, len, plan.min_part);
       DrvResult r = cu::memcpy_htod_async(dst.ptr() + offset + done, span.host,
                                           len, rt.stream());
       if (!r) {
@@ -82,12 +107,55 @@ t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
 t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
                         unsigned char *dst, uint64_t bytes) {
   StagingRing &ring = StagingRing::of(rt);
+  const TransferPlan plan =
+      plan_transfer(ring.tuning(), ring.chunk_bytes(), false, bytes);
+  if (plan.direct) {
+    // One DMA straight into the caller's memory: the driver stages it
+    // itself; the stream is drained before the bytes are read.
+    if (auto r = cu::memcpy_dtoh_async(dst, src, bytes, stream); !r)
+      return enqueue_failure(rt, r, false,
+                             "downloading from the device to host memory");
+    rt.counters().host_waits.add();
+    if (auto r = cu::stream_synchronize(stream); !r)
+      return rt.fail_op(r, "waiting for a download");
+    return T4A_SUCCESS;
+  }
   CopyWorkers &workers = CopyWorkers::of(rt);
+  if (bytes <= plan.piece) {
+    // One piece: no pipeline and no event; the stream is drained (the
+    // copy is its last work: we hold admission, or the stream is the
+    // delivery stream, used under admission only).
+    Span span;
+    bool blocked = false;
+    if (t4a_status s =
+            ring.reserve(static_cast<size_t>(bytes), &span, &blocked);
+        s != T4A_SUCCESS)
+      return s;
+    if (blocked)
+      return core::fail(T4A_ERROR_INTERNAL,
+                        "downloading: staging reported no chunk to wait for");
+    if (auto r = cu::memcpy_dtoh_async(span.host, src, bytes, stream); !r) {
+      ring.quarantine(*span.chunk);
+      return enqueue_failure(rt, r, false,
+                             "downloading from the device to staging");
+    }
+    rt.counters().host_waits.add();
+    if (auto r = cu::stream_synchronize(stream); !r) {
+      ring.quarantine(*span.chunk);
+      return rt.fail_op(r, "waiting for a staged download");
+    }
+    workers.copy(dst, span.host, static_cast<size_t>(bytes), plan.min_part);
+    return T4A_SUCCESS;
+  }
   struct Stage {
     Span span;
     CUevent event;
     uint64_t offset;
   };
+  // Stages in flight at most: the budget in pieces.
+  const size_t max_stages =
+      ring.capacity_chunks() *
+      std::max<size_t>(1, ring.chunk_bytes() / plan.piece);
   std::deque<Stage> stages;
   bool enqueued = false;
   // On failure, chunks whose copies were enqueued may still be written by
@@ -105,17 +173,17 @@ t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
     rt.counters().host_waits.add();
     if (auto r = cu::event_synchronize(st.event); !r)
       return abandon(rt.fail_op(r, "waiting for a staged download chunk"));
-    workers.copy(dst + st.offset, st.span.host, st.span.bytes);
+    workers.copy(dst + st.offset, st.span.host, st.span.bytes, plan.min_part);
     rt.events().give_back(st.event);
     stages.pop_front();
     return T4A_SUCCESS;
   };
   for (uint64_t done = 0; done < bytes;) {
-    size_t len = static_cast<size_t>(
-        std::min<uint64_t>(ring.chunk_bytes(), bytes - done));
+    size_t len =
+        static_cast<size_t>(std::min<uint64_t>(plan.piece, bytes - done));
     Span span;
     for (;;) {
-      if (stages.size() >= ring.capacity_chunks())
+      if (stages.size() >= max_stages)
         if (t4a_status s = drain_front(); s != T4A_SUCCESS) return s;
       bool blocked = false;
       if (t4a_status s = ring.reserve(len, &span, &blocked); s != T4A_SUCCESS)
