@@ -1,8 +1,6 @@
 #include "memory/staging_ring.hpp"
 
-#include <cerrno>
 #include <cstdlib>
-#include <string>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -21,65 +19,11 @@ constexpr size_t k_align = 256;
 size_t align_up(size_t n) { return (n + k_align - 1) & ~(k_align - 1); }
 } // namespace
 
-TransferTuning TransferTuning::parse(const char *text, bool *ok) {
-  TransferTuning t;
-  *ok = true;
-  std::string all(text);
-  size_t at = 0;
-  while (at <= all.size()) {
-    size_t end = all.find(',', at);
-    if (end == std::string::npos) end = all.size();
-    std::string item = all.substr(at, end - at);
-    at = end + 1;
-    if (item.empty()) continue;
-    size_t eq = item.find('=');
-    if (eq == std::string::npos) {
-      *ok = false;
-      continue;
-    }
-    std::string key = item.substr(0, eq), val = item.substr(eq + 1);
-    if (key == "pend") {
-      if (val == "event")
-        t.pend_stream = 0;
-      else if (val == "stream")
-        t.pend_stream = 1;
-      else
-        *ok = false;
-      continue;
-    }
-    char *stop = nullptr;
-    errno = 0;
-    unsigned long long n = std::strtoull(val.c_str(), &stop, 10);
-    if (stop == val.c_str() || errno != 0) {
-      *ok = false;
-      continue;
-    }
-    if (*stop == 'K')
-      n <<= 10, ++stop;
-    else if (*stop == 'M')
-      n <<= 20, ++stop;
-    if (*stop != '\0') {
-      *ok = false;
-      continue;
-    }
-    if (key == "piece")
-      t.piece = n;
-    else if (key == "part")
-      t.min_part = n;
-    else if (key == "direct" && n <= 1)
-      t.direct = static_cast<int>(n);
-    else
-      *ok = false;
-  }
-  return t;
-}
-
 TransferTuning TransferTuning::from_env() {
   const char *v = std::getenv("T4A_TRANSFER_FORCE");
   if (v == nullptr || *v == '\0') return {};
-  bool ok = true;
-  TransferTuning t = parse(v, &ok);
-  if (!ok) {
+  TransferTuning t;
+  if (!TransferTuning::parse(v, &t)) {
     core::logf(T4A_LOG_WARN,
                "T4A_TRANSFER_FORCE=\"%s\" is malformed (expected a comma-"
                "separated list of piece=BYTES, part=BYTES, direct=0|1, "

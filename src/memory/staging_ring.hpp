@@ -17,28 +17,11 @@
 #include "core/component.hpp"
 #include "core/object.hpp"
 #include "core/runtime.hpp"
+#include "memory/transfer_plan.hpp"
 
 namespace t4a::memory {
 
 class StagingRing;
-
-// Forced transfer-plan parameters, for measuring the candidate paths
-// (bench/transfer_sweep.cpp): read once per runtime, when its ring is made,
-// from the environment variable T4A_TRANSFER_FORCE, a comma-separated list
-// of `piece=BYTES` (the pipeline unit: bytes per DMA), `part=BYTES` (the
-// smallest parallel host-copy part), `direct=0|1` (downloads straight into
-// the caller's memory, without staging) and `pend=event|stream` (how a
-// waited pending download orders its delivery after its snapshot). BYTES
-// may end in K or M. Unset or 0: chosen by size (transfer.cpp). A
-// malformed value is logged (warning) and ignored.
-struct TransferTuning {
-  uint64_t piece = 0;
-  uint64_t min_part = 0;
-  int direct = -1;      // -1: by size
-  int pend_stream = -1; // -1: by default
-  static TransferTuning from_env();
-  static TransferTuning parse(const char *text, bool *ok);
-};
 
 // One pinned chunk. References: the ring while it is the current chunk,
 // each epoch and each pipeline stage that uses part of it. When the last

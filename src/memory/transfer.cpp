@@ -24,29 +24,6 @@ t4a_status enqueue_failure(core::Runtime &rt, DrvResult r, bool enqueued_before,
       static_cast<int32_t>(r.code));
 }
 
-namespace {
-// The measured thresholds (docs/memory.md, "Transfer paths"; measured by
-// bench/transfer_sweep.cpp on a 16-core H200 host).
-constexpr size_t k_part_bytes = size_t(256) << 10;
-} // namespace
-
-TransferPlan plan_transfer(const TransferTuning &forced, size_t chunk_bytes,
-                           bool upload, uint64_t bytes) {
-  (void)upload;
-  TransferPlan p;
-  p.piece = chunk_bytes;
-  p.min_part = k_part_bytes;
-  p.direct = false;
-  if (forced.piece != 0)
-    p.piece =
-        static_cast<size_t>(std::min<uint64_t>(forced.piece, chunk_bytes));
-  if (forced.min_part != 0) p.min_part = static_cast<size_t>(forced.min_part);
-  if (forced.direct >= 0 && !upload) p.direct = forced.direct == 1;
-  if (bytes < p.piece) p.piece = static_cast<size_t>(bytes);
-  if (p.piece == 0) p.piece = 1;
-  return p;
-}
-
 t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
                   const void *src, uint64_t bytes) {
   core::OpScope op(rt, "uploading");

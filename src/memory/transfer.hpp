@@ -8,24 +8,9 @@
 
 #include "memory/buffer.hpp"
 #include "memory/host_buffer.hpp"
+#include "memory/transfer_plan.hpp"
 
 namespace t4a::memory {
-
-struct TransferTuning;
-
-// How one pageable transfer of `bytes` runs (docs/memory.md, "Transfer
-// paths"): pieces of `piece` bytes (each one DMA from or to a staging span;
-// a transfer of one piece is not pipelined), each piece copied between the
-// caller's memory and staging in parts of at least `min_part` bytes on the
-// copy workers (one part: inline on the calling thread), or, for a
-// download with `direct`, one DMA straight into the caller's memory.
-struct TransferPlan {
-  size_t piece = 0;
-  size_t min_part = 0;
-  bool direct = false;
-};
-TransferPlan plan_transfer(const TransferTuning &forced, size_t chunk_bytes,
-                           bool upload, uint64_t bytes);
 
 t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
                   const void *src, uint64_t bytes);

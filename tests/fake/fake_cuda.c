@@ -329,9 +329,13 @@ static CUresult f_cuStreamDestroy(CUstream s) {
   pthread_mutex_unlock(&g_mu);
   return CUDA_SUCCESS;
 }
+/* Host-DMA copy calls and stream synchronizations, for the transfer-plan
+ * tests (fake_cuda_live). */
+static unsigned long g_htod_calls, g_dtoh_calls, g_stream_syncs;
 static CUresult f_cuStreamSynchronize(CUstream s) {
   if ((uintptr_t)s == FAKE_GARBAGE) return CUDA_ERROR_INVALID_HANDLE;
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  __atomic_fetch_add(&g_stream_syncs, 1, __ATOMIC_RELAXED);
   pthread_mutex_lock(&g_mu);
   observe(s, s->enqueued);
   pthread_mutex_unlock(&g_mu);
@@ -568,6 +572,7 @@ static CUresult f_cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n,
 static CUresult f_cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n,
                                     CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  __atomic_fetch_add(&g_htod_calls, 1, __ATOMIC_RELAXED);
   memcpy((void *)(uintptr_t)d, h, n);
   note_dma(s, h, n);
   return CUDA_SUCCESS;
@@ -575,6 +580,7 @@ static CUresult f_cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n,
 static CUresult f_cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n,
                                     CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  __atomic_fetch_add(&g_dtoh_calls, 1, __ATOMIC_RELAXED);
   memcpy(h, (const void *)(uintptr_t)d, n);
   note_dma(s, h, n);
   return CUDA_SUCCESS;
@@ -806,7 +812,9 @@ FAKE_API unsigned fake_cuda_pool_access(void *pool) {
 
 /* "streams", "pools", "allocations" (stream-ordered, not yet freed),
  * "context_refs" (device 0) or "peer_copies" (peer copies that passed the
- * access check); -1 for another name. */
+ * access check); the calls so far of cuMemcpyHtoDAsync ("htod_calls"),
+ * cuMemcpyDtoHAsync ("dtoh_calls") and cuStreamSynchronize
+ * ("stream_syncs"); -1 for another name. */
 FAKE_API int fake_cuda_live(const char *what) {
   int n = -1;
   pthread_mutex_lock(&g_mu);
@@ -815,6 +823,12 @@ FAKE_API int fake_cuda_live(const char *what) {
   if (strcmp(what, "allocations") == 0) n = g_live_allocations;
   if (strcmp(what, "context_refs") == 0) n = g_primary[0].refs;
   if (strcmp(what, "peer_copies") == 0) n = (int)g_peer_copies;
+  if (strcmp(what, "htod_calls") == 0)
+    n = (int)__atomic_load_n(&g_htod_calls, __ATOMIC_RELAXED);
+  if (strcmp(what, "dtoh_calls") == 0)
+    n = (int)__atomic_load_n(&g_dtoh_calls, __ATOMIC_RELAXED);
+  if (strcmp(what, "stream_syncs") == 0)
+    n = (int)__atomic_load_n(&g_stream_syncs, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&g_mu);
   return n;
 }
