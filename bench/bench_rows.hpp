@@ -1,0 +1,32 @@
+// Row groups of the benchmark that live in their own files; main()
+// (t4acuda_bench.cpp) calls each when its group is enabled.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include "harness.hpp"
+
+namespace bench {
+
+// The source of module m of the alternating and scaling rows: axpy4
+// (y[i] += a * x[i] + m + 1) with a per-module constant, so that each
+// source is a distinct artifact and module.
+inline std::string module_source(int m) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "extern \"C\" __global__ void axpy4(float *y, const float *x,\n"
+                "                                    int n, float a) {\n"
+                "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                "  if (i < n) y[i] += a * x[i] + %d.0f;\n"
+                "}\n",
+                m + 1);
+  return buf;
+}
+
+// bench/scaling_rows.cpp (group "scaling"): how cost grows with the
+// number of alternating modules, live handles, threads and cached
+// artifacts.
+void scaling_rows(const Context &c);
+
+} // namespace bench
