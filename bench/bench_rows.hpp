@@ -29,4 +29,7 @@ inline std::string module_source(int m) {
 // artifacts.
 void scaling_rows(const Context &c);
 
+// bench/transfer_sweep.cpp (group "sweep"): host transfers 4 B .. 256 MiB.
+void transfer_sweep_rows(const Context &c);
+
 } // namespace bench

@@ -823,6 +823,7 @@ int main(int argc, char **argv) {
   if (enabled("transfer") || enabled("xrt")) transfer_rows(c, sweep);
   if (enabled("compile") || enabled("launch")) compile_launch_rows(c);
   if (enabled("scaling")) scaling_rows(c);
+  if (enabled("sweep")) transfer_sweep_rows(c);
 
   t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
   check(t4a_runtime_stats_get(c.rt, &st), "stats");
