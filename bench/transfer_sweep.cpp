@@ -4,6 +4,11 @@
 // paired and alternating (docs/performance.md, "Transfer sweep"):
 //   upload pageable        t4a_buffer_upload + t4a_runtime_synchronize
 //                          vs cuMemcpyHtoD;
+//   upload pageable, back to back
+//                          a loop of t4a_buffer_upload, then one
+//                          t4a_runtime_synchronize, vs a loop of
+//                          cuMemcpyHtoD, then one cuStreamSynchronize of
+//                          the legacy stream (cuMemcpyHtoD's);
 //   download pageable      t4a_buffer_download_sync vs cuMemcpyDtoH;
 //   pending download       t4a_buffer_download + t4a_download_wait +
 //                          t4a_download_release vs cuMemcpyDtoH;
@@ -19,6 +24,7 @@
 // bytes (bench/plot.py draws them). bench/transfer_probe.cpp is the same
 // sweep with the candidate paths forced.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -43,25 +49,37 @@ std::string size_name(uint64_t n) {
   return buf;
 }
 
+// `ours_end` / `raw_end` (may be empty) run once after each timed loop,
+// inside the timing: the completion of a loop of calls.
 void sweep_row(const char *kind, uint64_t bytes, int reps,
                const std::function<void()> &ours,
-               const std::function<void()> &raw_op) {
-  ours(); // warm-up, then a loop of ~1.5 ms per sample
-  raw_op();
-  double t1 = std::max(time_loop(1, ours), time_loop(1, raw_op));
+               const std::function<void()> &raw_op,
+               const std::function<void()> &ours_end = {},
+               const std::function<void()> &raw_end = {}) {
+  auto loop = [](int iters, const std::function<void()> &f,
+                 const std::function<void()> &end) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) f();
+    if (end) end();
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  // Warm-up, then a loop of ~1.5 ms per sample.
+  loop(1, ours, ours_end);
+  loop(1, raw_op, raw_end);
+  double t1 = std::max(loop(1, ours, ours_end), loop(1, raw_op, raw_end));
   int iters =
       static_cast<int>(std::clamp(1.5e-3 / std::max(t1, 1e-7), 1.0, 2000.0));
-  time_loop(iters, ours);
-  time_loop(iters, raw_op);
+  loop(iters, ours, ours_end);
+  loop(iters, raw_op, raw_end);
   std::vector<double> a, b, ratios;
   for (int r = 0; r < reps; ++r) {
     double ta = 0, tb = 0;
     if (r % 2 == 0) {
-      ta = time_loop(iters, ours);
-      tb = time_loop(iters, raw_op);
+      ta = loop(iters, ours, ours_end);
+      tb = loop(iters, raw_op, raw_end);
     } else {
-      tb = time_loop(iters, raw_op);
-      ta = time_loop(iters, ours);
+      tb = loop(iters, raw_op, raw_end);
+      ta = loop(iters, ours, ours_end);
     }
     a.push_back(ta * 1e6 / iters);
     b.push_back(tb * 1e6 / iters);
@@ -116,6 +134,18 @@ void transfer_sweep_rows(const Context &c) {
           check(t4a_runtime_synchronize(rt), "sync");
         },
         [&] { check_cu(raw.cuMemcpyHtoD(dptr, in.data(), n), "raw htod"); });
+    // Back to back: a loop of calls, then one completion on each side
+    // (cuMemcpyHtoD returns before its DMA is done, so the call + stream
+    // sync row above charges t4acuda a completion the raw call is not
+    // charged; here each side's completion is timed once per loop).
+    sweep_row(
+        "upload pageable, back to back", n, reps,
+        [&] { check(t4a_buffer_upload(rt, dbuf, 0, in.data(), n), "upload"); },
+        [&] { check_cu(raw.cuMemcpyHtoD(dptr, in.data(), n), "raw htod"); },
+        [&] { check(t4a_runtime_synchronize(rt), "sync"); },
+        [&] {
+          check_cu(raw.cuStreamSynchronize(CU_STREAM_LEGACY), "sync legacy");
+        });
     sweep_row(
         "download pageable", n, reps,
         [&] {

@@ -63,7 +63,7 @@ t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
                                 "after %llu of %llu bytes were enqueued",
                                 static_cast<unsigned long long>(done),
                                 static_cast<unsigned long long>(bytes));
-      workers.copy(span.host, in + done, len, plan.min_part);
+      workers.copy(span.host, in + done, len, plan.part_for(len));
       DrvResult r = cu::memcpy_htod_async(dst.ptr() + offset + done, span.host,
                                           len, rt.stream());
       if (!r) {
@@ -121,7 +121,8 @@ t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
       ring.quarantine(*span.chunk);
       return rt.fail_op(r, "waiting for a staged download");
     }
-    workers.copy(dst, span.host, static_cast<size_t>(bytes), plan.min_part);
+    workers.copy(dst, span.host, static_cast<size_t>(bytes),
+                 plan.part_for(static_cast<size_t>(bytes)));
     return T4A_SUCCESS;
   }
   struct Stage {
@@ -150,7 +151,8 @@ t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
     rt.counters().host_waits.add();
     if (auto r = cu::event_synchronize(st.event); !r)
       return abandon(rt.fail_op(r, "waiting for a staged download chunk"));
-    workers.copy(dst + st.offset, st.span.host, st.span.bytes, plan.min_part);
+    workers.copy(dst + st.offset, st.span.host, st.span.bytes,
+                 plan.part_for(st.span.bytes));
     rt.events().give_back(st.event);
     stages.pop_front();
     return T4A_SUCCESS;

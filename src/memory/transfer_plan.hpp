@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 namespace t4a::memory {
@@ -90,15 +91,30 @@ struct TransferTuning {
 };
 
 struct TransferPlan {
-  size_t piece = 0;    // bytes per DMA, 1 .. the staging chunk
-  size_t min_part = 0; // smallest parallel host-copy part
-  bool direct = false; // download only: no staging
+  size_t piece = 0;         // bytes per DMA, 1 .. the staging chunk
+  size_t min_part = 0;      // smallest parallel host-copy part
+  size_t parallel_from = 0; // smallest piece copied in parallel
+  bool direct = false;      // download only: no staging
+  // The min_part argument of CopyWorkers::copy for a piece of `len`
+  // bytes: std::numeric_limits<size_t>::max() (inline) below parallel_from.
+  size_t part_for(size_t len) const {
+    return len >= parallel_from ? min_part : std::numeric_limits<size_t>::max();
+  }
 };
 
-// The measured thresholds (docs/memory.md, "Transfer paths"): parts of at
-// least 256 KiB, so that a 1 MiB transfer is copied by 4 threads and an
-// 8 MiB piece by up to 32.
-inline constexpr size_t k_copy_part_bytes = size_t(256) << 10;
+// The measured thresholds (docs/memory.md, "Transfer paths"; measured with
+// bench/transfer_probe.cpp --variants on a 16-core H200 host):
+// - a piece of at least 1 MiB is copied in parallel, in parts of at least
+//   64 KiB (1 MiB: 16 parts on 16 threads); a smaller one inline (256 KiB
+//   split in two took 37.7 us against 28.4 inline);
+// - uploads run in pieces of one staging chunk (8 MiB by default);
+// - downloads above 2 MiB run in pieces of a quarter of the transfer,
+//   rounded up to a power of two, at least 2 MiB and at most a chunk, so
+//   that mid-size downloads pipeline (4 MiB in two pieces took 156 us
+//   against 213 in one; 16 MiB in four 502 us against 858 in two).
+inline constexpr size_t k_copy_part_bytes = size_t(64) << 10;
+inline constexpr size_t k_parallel_from_bytes = size_t(1) << 20;
+inline constexpr size_t k_download_piece_min = size_t(2) << 20;
 
 inline TransferPlan plan_transfer(const TransferTuning &forced,
                                   size_t chunk_bytes, bool upload,
@@ -106,11 +122,20 @@ inline TransferPlan plan_transfer(const TransferTuning &forced,
   TransferPlan p;
   p.piece = chunk_bytes;
   p.min_part = k_copy_part_bytes;
+  p.parallel_from = k_parallel_from_bytes;
   p.direct = false;
+  if (!upload && bytes > k_download_piece_min) {
+    uint64_t quarter = (bytes + 3) / 4, piece = k_download_piece_min;
+    while (piece < quarter) piece <<= 1;
+    p.piece = static_cast<size_t>(std::min<uint64_t>(piece, chunk_bytes));
+  }
   if (forced.piece != 0)
     p.piece =
         static_cast<size_t>(std::min<uint64_t>(forced.piece, chunk_bytes));
-  if (forced.min_part != 0) p.min_part = static_cast<size_t>(forced.min_part);
+  if (forced.min_part != 0) {
+    p.min_part = static_cast<size_t>(forced.min_part);
+    p.parallel_from = 2 * p.min_part;
+  }
   if (forced.direct >= 0 && !upload) p.direct = forced.direct == 1;
   if (bytes < p.piece) p.piece = static_cast<size_t>(bytes);
   if (p.piece == 0) p.piece = 1;

@@ -11,7 +11,11 @@
 //    pieces, direct downloads (no staging) and chained pending deliveries
 //    (T4A_TRANSFER_FORCE is read at a runtime's first pageable transfer);
 //  - bytes are exact across piece and part boundaries, at odd sizes and
-//    offsets, both directions.
+//    offsets, both directions;
+//  - small pending downloads take pinned host snapshot slots (16, then a
+//    device snapshot), given back on delivery and on release. (That a
+//    released slot is not reused while its DMA is in flight needs device
+//    timing: the fake completes every copy at once.)
 // Nothing here is timed.
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #include <dlfcn.h>
@@ -33,6 +37,8 @@ extern "C" {
 #include "t4acuda.h"
 
 using t4a::memory::k_copy_part_bytes;
+using t4a::memory::k_download_piece_min;
+using t4a::memory::k_parallel_from_bytes;
 using t4a::memory::plan_transfer;
 using t4a::memory::TransferPlan;
 using t4a::memory::TransferTuning;
@@ -71,21 +77,40 @@ int threads_now() {
 void test_plan_sizes(void **) {
   const TransferTuning none;
   const size_t chunk = 8 * MiB;
+  const size_t inline_copy = ~size_t(0);
+  // Uploads: one piece up to a chunk, then pieces of a chunk.
+  for (uint64_t n :
+       {uint64_t(1), uint64_t(4), 4 * KiB, 64 * KiB, MiB, 8 * MiB - 1, 8 * MiB})
+    assert_int_equal(plan_transfer(none, chunk, true, n).piece, n);
+  for (uint64_t n : {8 * MiB + 1, 16 * MiB, 256 * MiB})
+    assert_int_equal(plan_transfer(none, chunk, true, n).piece, chunk);
+  // Downloads: one piece up to 2 MiB; above, a quarter of the transfer
+  // rounded up to a power of two, 2 MiB .. a chunk.
+  for (uint64_t n : {uint64_t(1), 4 * KiB, 256 * KiB, MiB, 2 * MiB})
+    assert_int_equal(plan_transfer(none, chunk, false, n).piece, n);
+  assert_int_equal(k_download_piece_min, 2 * MiB);
+  assert_int_equal(plan_transfer(none, chunk, false, 2 * MiB + 1).piece,
+                   2 * MiB);
+  assert_int_equal(plan_transfer(none, chunk, false, 4 * MiB).piece, 2 * MiB);
+  assert_int_equal(plan_transfer(none, chunk, false, 8 * MiB).piece, 2 * MiB);
+  assert_int_equal(plan_transfer(none, chunk, false, 8 * MiB + 1).piece,
+                   4 * MiB);
+  assert_int_equal(plan_transfer(none, chunk, false, 16 * MiB).piece, 4 * MiB);
+  assert_int_equal(plan_transfer(none, chunk, false, 32 * MiB).piece, chunk);
+  assert_int_equal(plan_transfer(none, chunk, false, 256 * MiB).piece, chunk);
+  // A smaller chunk bounds the piece.
+  assert_int_equal(plan_transfer(none, MiB, false, 16 * MiB).piece, MiB);
+  // Host copies: inline below 1 MiB, else parts of at least 64 KiB.
+  assert_int_equal(k_parallel_from_bytes, MiB);
+  assert_int_equal(k_copy_part_bytes, 64 * KiB);
   for (bool up : {true, false}) {
-    for (uint64_t n : {uint64_t(1), uint64_t(4), 4 * KiB, 64 * KiB, MiB,
-                       8 * MiB - 1, 8 * MiB}) {
-      TransferPlan p = plan_transfer(none, chunk, up, n);
-      assert_int_equal(p.piece, n); // one piece: not pipelined
-      assert_int_equal(p.min_part, k_copy_part_bytes);
-      assert_false(p.direct);
-    }
-    for (uint64_t n : {8 * MiB + 1, 16 * MiB, 256 * MiB}) {
-      TransferPlan p = plan_transfer(none, chunk, up, n);
-      assert_int_equal(p.piece, chunk); // pipelined in chunks
-    }
+    TransferPlan p = plan_transfer(none, chunk, up, 256 * MiB);
+    assert_false(p.direct);
+    assert_int_equal(p.part_for(MiB - 1), inline_copy);
+    assert_int_equal(p.part_for(256 * KiB), inline_copy);
+    assert_int_equal(p.part_for(MiB), 64 * KiB);
+    assert_int_equal(p.part_for(8 * MiB), 64 * KiB);
   }
-  // 256 KiB parts: 1 MiB is copied by 4 threads, less than 512 KiB inline.
-  assert_int_equal(k_copy_part_bytes, 256 * KiB);
   // A zero-byte plan still has a non-zero piece (never divides by zero).
   assert_int_equal(plan_transfer(none, chunk, true, 0).piece, 1);
 }
@@ -98,6 +123,8 @@ void test_plan_forced(void **) {
   TransferPlan up = plan_transfer(t, 8 * MiB, true, 256 * MiB);
   assert_int_equal(up.piece, 8 * MiB);
   assert_int_equal(up.min_part, 64 * KiB);
+  assert_int_equal(up.part_for(128 * KiB), 64 * KiB); // from 2 parts
+  assert_int_equal(up.part_for(128 * KiB - 1), ~size_t(0));
   assert_false(up.direct); // never for uploads: src must be captured
   TransferPlan down = plan_transfer(t, 8 * MiB, false, 256 * MiB);
   assert_true(down.direct);
@@ -220,18 +247,18 @@ void test_pieces_and_bytes(void **) {
   }
 }
 
-// Copy workers start only when a piece splits into two parts of at least
-// 256 KiB; then the pool (threads - 1 workers) runs.
+// Copy workers start only for a piece of at least 1 MiB; then the pool
+// (threads - 1 workers) runs.
 void test_parallel_threshold(void **) {
   Rt r(4, 8 * MiB, 16 * MiB, 4 * MiB);
   int t0 = threads_now();
-  auto small = pattern(2 * k_copy_part_bytes - 1, 7);
+  auto small = pattern(k_parallel_from_bytes - 1, 7);
   ok(t4a_buffer_upload(r.rt, r.buf, 0, small.data(), small.size()));
   std::vector<unsigned char> back(small.size());
   ok(t4a_buffer_download_sync(r.rt, r.buf, 0, back.data(), back.size()));
   assert_memory_equal(back.data(), small.data(), small.size());
   assert_int_equal(threads_now(), t0); // inline: no workers
-  auto big = pattern(2 * k_copy_part_bytes, 8);
+  auto big = pattern(k_parallel_from_bytes, 8);
   ok(t4a_buffer_upload(r.rt, r.buf, 0, big.data(), big.size()));
   assert_int_equal(threads_now(), t0 + 3); // the pool started
   // A parallel copy across part boundaries at an odd size and offset.
@@ -311,6 +338,49 @@ void test_pending(void **) {
   }
 }
 
+// Small pending downloads take pinned host snapshot slots (no device
+// allocation), 16 at a time; the 17th takes a device snapshot; larger
+// ones always do. Slots come back on delivery and on release.
+void test_host_snapshots(void **) {
+  Rt r(2, MiB, 4 * MiB, 2 * MiB);
+  auto in = pattern(2 * MiB, 21);
+  ok(t4a_buffer_upload(r.rt, r.buf, 0, in.data(), in.size()));
+  auto allocations = [&] {
+    t4a_runtime_stats s = T4A_RUNTIME_STATS_INIT;
+    ok(t4a_runtime_stats_get(r.rt, &s));
+    return s.allocations;
+  };
+  const uint64_t small = 256 * KiB; // the largest that takes a slot
+  for (int round = 0; round < 2; ++round) {
+    uint64_t a0 = allocations();
+    std::vector<t4a_download> ds(17);
+    for (size_t i = 0; i < ds.size(); ++i)
+      ok(t4a_buffer_download(r.rt, r.buf, i * 1000, small, &ds[i]));
+    assert_int_equal(allocations() - a0, 1); // only the 17th
+    t4a_download big{};
+    ok(t4a_buffer_download(r.rt, r.buf, 7, small + 1, &big));
+    assert_int_equal(allocations() - a0, 2);
+    // Delivered in reverse order, each exact; the 5th released undelivered.
+    for (size_t k = ds.size(); k-- > 0;) {
+      if (k == 5) continue;
+      std::vector<unsigned char> out(small, 0);
+      ok(t4a_download_wait(ds[k], out.data()));
+      assert_memory_equal(out.data(), in.data() + k * 1000, small);
+      ok(t4a_download_release(ds[k]));
+    }
+    ok(t4a_download_release(ds[5]));
+    std::vector<unsigned char> out(small + 1, 0);
+    ok(t4a_download_wait(big, out.data()));
+    assert_memory_equal(out.data(), in.data() + 7, small + 1);
+    ok(t4a_download_release(big));
+  }
+  // Every slot came back (round 2 again took 16 slots and one device
+  // snapshot, checked above); nothing was quarantined.
+  t4a_runtime_stats s = T4A_RUNTIME_STATS_INIT;
+  ok(t4a_runtime_stats_get(r.rt, &s));
+  assert_int_equal(s.quarantined, 0);
+}
+
 } // namespace
 
 int main() {
@@ -329,6 +399,7 @@ int main() {
       cmocka_unit_test(test_parallel_threshold),
       cmocka_unit_test(test_forced_paths),
       cmocka_unit_test(test_pending),
+      cmocka_unit_test(test_host_snapshots),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
