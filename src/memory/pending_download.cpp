@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/admission.hpp"
 #include "core/counters.hpp"
 #include "core/log.hpp"
 #include "core/op_scope.hpp"
@@ -202,7 +203,10 @@ t4a_status PendingDownload::deliver(void *dst, bool wait) {
     }
     if (slot_ >= 0) {
       // A host snapshot: complete (observed above); copied out, the slot
-      // given back.
+      // given back. Admitted like every delivery (a destroyed runtime's
+      // downloads are refused; no context is needed).
+      core::Admission adm(rt_->admission());
+      if (adm.status() != T4A_SUCCESS) return adm.status();
       std::memcpy(dst, host_->host(slot_), static_cast<size_t>(bytes_));
       host_->release(slot_, true);
       slot_ = -1;
