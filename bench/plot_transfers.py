@@ -9,7 +9,9 @@ with "transfer sweep") or the transfer probe's (t4acuda-transfer-probe
 docs/images):
   transfer_sweep_ratio.png  time per call, t4acuda / raw, against size
                             (below 1: faster than the raw call), with the
-                            spread across runs where the JSON has it;
+                            spread across runs where the JSON has it
+                            ("each synchronized" uploads are informational:
+                            the raw call does not wait for its DMA);
   transfer_sweep_time.png   time per call of both sides against size.
 plot_transfer_sweep(data, out_dir) is the function bench/plot.py may call.
 Needs matplotlib (present on the GPU machine).
@@ -21,7 +23,7 @@ import sys
 
 KINDS = [
     "upload pageable",
-    "upload pageable, back to back",
+    "upload pageable, each synchronized",
     "download pageable",
     "pending download",
     "upload host buffer",
@@ -43,6 +45,8 @@ def sweep_points(data):
         if not series.startswith("transfer sweep"):
             continue
         kind = series.split(":", 1)[1].strip() if ":" in series else series
+        if kind.startswith("diag"):
+            continue  # diagnostics, not sizes
         spread = r.get("ratio_runs") or {}
         out.setdefault(kind, []).append((
             snap(r["x"]), r["ratio"], spread.get("min", r["ratio"]),

@@ -2,13 +2,14 @@
 // from 4 B to 256 MiB (powers of 4; 16 MiB at most with --quick), each
 // against the raw driver call from the same memory, in the same process,
 // paired and alternating (docs/performance.md, "Transfer sweep"):
-//   upload pageable        t4a_buffer_upload + t4a_runtime_synchronize
-//                          vs cuMemcpyHtoD;
-//   upload pageable, back to back
-//                          a loop of t4a_buffer_upload, then one
+//   upload pageable        a loop of t4a_buffer_upload, then one
 //                          t4a_runtime_synchronize, vs a loop of
 //                          cuMemcpyHtoD, then one cuStreamSynchronize of
-//                          the legacy stream (cuMemcpyHtoD's);
+//                          the legacy stream (cuMemcpyHtoD's): both calls
+//                          return once the source is captured;
+//   upload pageable, each synchronized (informational, no target)
+//                          t4a_buffer_upload + t4a_runtime_synchronize
+//                          vs cuMemcpyHtoD alone;
 //   download pageable      t4a_buffer_download_sync vs cuMemcpyDtoH;
 //   pending download       t4a_buffer_download + t4a_download_wait +
 //                          t4a_download_release vs cuMemcpyDtoH;
@@ -20,9 +21,10 @@
 // repetitions, each repetition a loop of ~1.5 ms or one call), its ratio
 // the median of the paired ratios ours / raw (a pair is timed back to
 // back, alternating which goes first, which cancels drift better than a
-// ratio of medians); target <= 1.0x. Series "transfer sweep: <kind>", x =
-// bytes (bench/plot.py draws them). bench/transfer_probe.cpp is the same
-// sweep with the candidate paths forced.
+// ratio of medians); target <= 1.0x, except the informational rows
+// (each-synchronized uploads, "diag:" rows for the host-buffer gap). Series
+// "transfer sweep: <kind>", x = bytes (bench/plot.py draws them).
+// bench/transfer_probe.cpp is the same sweep with the candidate paths forced.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -51,11 +53,12 @@ std::string size_name(uint64_t n) {
 
 // `ours_end` / `raw_end` (may be empty) run once after each timed loop,
 // inside the timing: the completion of a loop of calls.
+// `target`: false for informational rows (no goal).
 void sweep_row(const char *kind, uint64_t bytes, int reps,
                const std::function<void()> &ours,
                const std::function<void()> &raw_op,
                const std::function<void()> &ours_end = {},
-               const std::function<void()> &raw_end = {}) {
+               const std::function<void()> &raw_end = {}, bool target = true) {
   auto loop = [](int iters, const std::function<void()> &f,
                  const std::function<void()> &end) {
     auto t0 = Clock::now();
@@ -91,8 +94,8 @@ void sweep_row(const char *kind, uint64_t bytes, int reps,
   row.ours = stats_of(a);
   row.raw = stats_of(b);
   row.ratio = median(ratios);
-  row.goal = Goal::ratio_at_most;
-  row.bound = 1.0;
+  row.goal = target ? Goal::ratio_at_most : Goal::none;
+  row.bound = target ? 1.0 : 0.0;
   row.extra.push_back({"iters", double(iters)});
   row.extra.push_back({"bytes", double(bytes)});
   add_row(row);
@@ -127,25 +130,28 @@ void transfer_sweep_rows(const Context &c) {
   const CUstream stream = c.stream;
 
   for (uint64_t n = 4; n <= max_bytes; n *= 4) {
+    // Uploads: a loop of calls, then one completion on each side. The
+    // two calls have the same contract (return once the source is
+    // captured; the DMA may still run), so each side's completion is timed
+    // once per loop, as a caller streaming uploads pays it.
     sweep_row(
         "upload pageable", n, reps,
-        [&] {
-          check(t4a_buffer_upload(rt, dbuf, 0, in.data(), n), "upload");
-          check(t4a_runtime_synchronize(rt), "sync");
-        },
-        [&] { check_cu(raw.cuMemcpyHtoD(dptr, in.data(), n), "raw htod"); });
-    // Back to back: a loop of calls, then one completion on each side
-    // (cuMemcpyHtoD returns before its DMA is done, so the call + stream
-    // sync row above charges t4acuda a completion the raw call is not
-    // charged; here each side's completion is timed once per loop).
-    sweep_row(
-        "upload pageable, back to back", n, reps,
         [&] { check(t4a_buffer_upload(rt, dbuf, 0, in.data(), n), "upload"); },
         [&] { check_cu(raw.cuMemcpyHtoD(dptr, in.data(), n), "raw htod"); },
         [&] { check(t4a_runtime_synchronize(rt), "sync"); },
         [&] {
           check_cu(raw.cuStreamSynchronize(CU_STREAM_LEGACY), "sync legacy");
         });
+    // Informational: each upload followed by t4a_runtime_synchronize,
+    // against cuMemcpyHtoD alone (which does not wait for its DMA).
+    sweep_row(
+        "upload pageable, each synchronized", n, reps,
+        [&] {
+          check(t4a_buffer_upload(rt, dbuf, 0, in.data(), n), "upload");
+          check(t4a_runtime_synchronize(rt), "sync");
+        },
+        [&] { check_cu(raw.cuMemcpyHtoD(dptr, in.data(), n), "raw htod"); }, {},
+        {}, false);
     sweep_row(
         "download pageable", n, reps,
         [&] {
@@ -183,6 +189,30 @@ void transfer_sweep_rows(const Context &c) {
           check_cu(raw.cuStreamSynchronize(stream), "sync");
         });
   }
+  // Where the host-buffer rows' gap is (informational, 4 B and 64 KiB):
+  // the same upload completed by a plain cuStreamSynchronize instead of
+  // t4a_runtime_synchronize, and t4a_runtime_synchronize of an idle
+  // runtime against cuStreamSynchronize.
+  for (uint64_t n : {uint64_t(4), uint64_t(64) << 10}) {
+    sweep_row(
+        "diag: upload host buffer + cuStreamSynchronize", n, reps,
+        [&] {
+          check(t4a_buffer_upload_host(rt, dbuf, 0, hb, 0, n), "up host");
+          check_cu(raw.cuStreamSynchronize(stream), "sync");
+        },
+        [&] {
+          check_cu(raw.cuMemcpyHtoDAsync(dptr, pinned, n, stream), "raw");
+          check_cu(raw.cuStreamSynchronize(stream), "sync");
+        },
+        {}, {}, false);
+  }
+  check(t4a_runtime_synchronize(rt), "sync"); // retire what the rows kept
+  sweep_row(
+      "diag: t4a_runtime_synchronize, idle", 0, reps,
+      [&] { check(t4a_runtime_synchronize(rt), "sync"); },
+      [&] { check_cu(raw.cuStreamSynchronize(stream), "sync"); }, {}, {},
+      false);
+
   // What went up comes back, at the largest size.
   check(t4a_buffer_upload(rt, dbuf, 0, in.data(), max_bytes), "upload");
   std::memset(out.data(), 0, max_bytes);
