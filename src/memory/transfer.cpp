@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <deque>
 
+#include "core/admission.hpp"
 #include "core/op_scope.hpp"
+#include "core/stream_context.hpp"
 #include "memory/copy_workers.hpp"
 #include "memory/staging_ring.hpp"
 
@@ -216,21 +218,46 @@ t4a_status download_sync(core::Runtime &rt, Buffer &src, uint64_t offset,
   return T4A_SUCCESS;
 }
 
+namespace {
+// One DMA between a host buffer and the device, admitted without making the
+// context current (it names the runtime's stream: core/stream_context.hpp,
+// as launches do). Reserve -> enqueue -> commit: the host buffer is kept
+// alive by the open epoch until the stream proves the DMA done, failed or
+// not; a host buffer among the open epoch's last keeps is already kept
+// until a seal recorded after this DMA, so nothing is added.
+template <class Enqueue>
+t4a_status host_buffer_dma(core::Runtime &rt, HostBuffer &hb, uint64_t bytes,
+                           const char *what, Enqueue enqueue) {
+  core::Admission adm(rt.admission());
+  if (adm.status() != T4A_SUCCESS) return adm.status();
+  if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
+  if (bytes == 0) return T4A_SUCCESS;
+  core::Epochs &ep = rt.epochs();
+  DrvResult r{};
+  if (ep.recently_kept(&hb)) {
+    r = core::in_stream_context(rt, enqueue);
+  } else {
+    core::Epochs::Reservation keep = ep.reserve_keep(rt);
+    if (keep.status() != T4A_SUCCESS) return keep.status();
+    r = core::in_stream_context(rt, enqueue);
+    ep.keep(std::move(keep), hb);
+  }
+  if (!r) return enqueue_failure(rt, r, false, what);
+  return T4A_SUCCESS;
+}
+} // namespace
+
 t4a_status upload_host(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
                        HostBuffer &src, uint64_t src_offset, uint64_t bytes) {
-  core::OpScope op(rt, "uploading from a host buffer");
-  if (op.status() != T4A_SUCCESS) return op.status();
-  if (bytes > 0) {
-    // Reserve -> enqueue -> commit: kept alive until the stream proves the
-    // DMA done, failed or not; nothing after the enqueue can fail.
-    core::Epochs::Reservation keep = rt.epochs().reserve_keep(rt);
-    if (keep.status() != T4A_SUCCESS) return keep.status();
-    DrvResult r = cu::memcpy_htod_async(
-        dst.ptr() + dst_offset, src.data() + src_offset, bytes, rt.stream());
-    rt.epochs().keep(std::move(keep), src);
-    if (!r)
-      return enqueue_failure(rt, r, false, "uploading from a host buffer");
-  }
+  if (t4a_status s =
+          host_buffer_dma(rt, src, bytes, "uploading from a host buffer",
+                          [&] {
+                            return cu::memcpy_htod_async(
+                                dst.ptr() + dst_offset, src.data() + src_offset,
+                                bytes, rt.stream());
+                          });
+      s != T4A_SUCCESS)
+    return s;
   rt.counters().uploads.add();
   rt.counters().bytes_uploaded.add(bytes);
   return T4A_SUCCESS;
@@ -238,18 +265,15 @@ t4a_status upload_host(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
 
 t4a_status download_host(core::Runtime &rt, Buffer &src, uint64_t src_offset,
                          HostBuffer &dst, uint64_t dst_offset, uint64_t bytes) {
-  core::OpScope op(rt, "downloading into a host buffer");
-  if (op.status() != T4A_SUCCESS) return op.status();
-  if (bytes > 0) {
-    // Reserve -> enqueue -> commit, as for uploads from a host buffer.
-    core::Epochs::Reservation keep = rt.epochs().reserve_keep(rt);
-    if (keep.status() != T4A_SUCCESS) return keep.status();
-    DrvResult r = cu::memcpy_dtoh_async(
-        dst.data() + dst_offset, src.ptr() + src_offset, bytes, rt.stream());
-    rt.epochs().keep(std::move(keep), dst);
-    if (!r)
-      return enqueue_failure(rt, r, false, "downloading into a host buffer");
-  }
+  if (t4a_status s =
+          host_buffer_dma(rt, dst, bytes, "downloading into a host buffer",
+                          [&] {
+                            return cu::memcpy_dtoh_async(
+                                dst.data() + dst_offset, src.ptr() + src_offset,
+                                bytes, rt.stream());
+                          });
+      s != T4A_SUCCESS)
+    return s;
   rt.counters().downloads.add();
   rt.counters().bytes_downloaded.add(bytes);
   return T4A_SUCCESS;
