@@ -659,7 +659,7 @@ T4A_API t4a_status t4a_device_can_access_peer(int32_t ordinal, int32_t peer,
 #define T4A_DEFAULT_STAGING_BYTES (UINT64_C(64) << 20)
 /** Default staging chunk size. */
 #define T4A_DEFAULT_STAGING_CHUNK_BYTES (UINT64_C(8) << 20)
-/** Staging copy threads: choose from the host's cores (at most 8). */
+/** Staging copy threads: choose from the host's cores (at most 16). */
 #define T4A_STAGING_THREADS_AUTO 0
 /** Default bound on the modules a runtime's module cache keeps loaded. */
 #define T4A_DEFAULT_MODULE_CACHE_ENTRIES 64u
@@ -697,8 +697,8 @@ typedef struct t4a_runtime_options {
    *  smaller; else 4 KiB .. staging_bytes. */
   uint64_t staging_chunk_bytes;
   /** Host threads copying between pageable memory and staging, 1..64, or
-   *  #T4A_STAGING_THREADS_AUTO (0, the default: half the host's cores, at
-   *  most 8). */
+   *  #T4A_STAGING_THREADS_AUTO (0, the default: the host's cores, at most
+   *  16; the calling thread is one of them). */
   int32_t staging_threads;
   uint32_t reserved0; /**< zero. */
   /** Modules the runtime's module cache keeps loaded (least recently used
@@ -1239,12 +1239,15 @@ T4A_API t4a_status t4a_buffer_upload(t4a_runtime runtime, t4a_buffer dst,
  * @brief Enqueues a copy of `bytes` of `src` at `offset` to the host.
  *
  * The bytes are those the buffer holds at this point of the stream order:
- * they are copied on the stream into a device snapshot (memory from the
- * runtime's pool) followed by one event, so the buffer may be changed or
- * released afterwards. Deliver them once with t4a_download_poll() or
- * t4a_download_wait(); release the handle with t4a_download_release()
- * (also undelivered: safe). Never waits on the host; staging is used only
- * at delivery.
+ * they are copied on the stream into a snapshot followed by one event, so
+ * the buffer may be changed or released afterwards. A download of at most
+ * 256 KiB takes one of the runtime's 16 pinned host snapshot slots when
+ * one is free (one portable pinned block of 4 MiB, made on first use,
+ * outside the staging budget; delivery then only copies out); otherwise the
+ * snapshot is device memory from the runtime's pool. Deliver them once with
+ * t4a_download_poll() or t4a_download_wait(); release the handle with
+ * t4a_download_release() (also undelivered: safe). Never waits on the host;
+ * staging is used only at delivery.
  * @param[in]  runtime  the runtime that owns `src`.
  * @param[in]  src      the buffer to read.
  * @param[in]  offset   first byte of `src` to read.
@@ -1265,8 +1268,9 @@ T4A_API t4a_status t4a_buffer_download(t4a_runtime runtime, t4a_buffer src,
 /**
  * @brief Delivers a download into `dst` if its copy has completed.
  *
- * Once the snapshot is complete, delivery moves it to `dst` through pinned
- * staging and waits for those copies (counted host waits). The copies run
+ * Once the snapshot is complete, delivery copies a host snapshot to `dst`,
+ * or moves a device snapshot to `dst` through pinned staging and waits for
+ * those copies (counted host waits). The copies run
  * on an internal delivery stream, not behind later work of the runtime;
  * when the staging budget is exhausted, delivery may wait for the oldest
  * staging chunk of the runtime's own transfers. A delivery that fails

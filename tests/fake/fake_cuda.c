@@ -542,9 +542,13 @@ static CUresult f_cuStreamDestroy(CUstream s) {
  * long (a drain in progress), then sees the stream as it is by then. */
 static _Atomic unsigned g_sync_delay_us;
 FAKE_API void fake_cuda_sync_delay_us(unsigned us) { g_sync_delay_us = us; }
+/* Host-DMA copy calls and stream synchronizations, for the transfer-plan
+ * tests (fake_cuda_live). */
+static unsigned long g_htod_calls, g_dtoh_calls, g_stream_syncs;
 static CUresult f_cuStreamSynchronize(CUstream s) {
   if ((uintptr_t)s == FAKE_GARBAGE) return CUDA_ERROR_INVALID_HANDLE;
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  __atomic_fetch_add(&g_stream_syncs, 1, __ATOMIC_RELAXED);
   if (g_sync_delay_us != 0) {
     struct timespec ts = {0, (long)g_sync_delay_us * 1000L};
     nanosleep(&ts, NULL);
@@ -836,6 +840,7 @@ static CUresult f_cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n,
                                     CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
   if (capturing(s)) return add_node(s, 2, (void *)(uintptr_t)d, h, n, 0);
+  __atomic_fetch_add(&g_htod_calls, 1, __ATOMIC_RELAXED);
   memcpy((void *)(uintptr_t)d, h, n);
   note_dma(s, h, n);
   return CUDA_SUCCESS;
@@ -844,6 +849,7 @@ static CUresult f_cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n,
                                     CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
   if (capturing(s)) return add_node(s, 2, h, (const void *)(uintptr_t)d, n, 0);
+  __atomic_fetch_add(&g_dtoh_calls, 1, __ATOMIC_RELAXED);
   memcpy(h, (const void *)(uintptr_t)d, n);
   note_dma(s, h, n);
   op_log("dtoh %llx %llu\n", (unsigned long long)d, (unsigned long long)n);
@@ -1197,7 +1203,9 @@ FAKE_API unsigned fake_cuda_pool_access(void *pool) {
 
 /* "streams", "pools", "allocations" (stream-ordered, not yet freed),
  * "context_refs" (device 0) or "peer_copies" (peer copies that passed the
- * access check); -1 for another name. */
+ * access check); the calls so far of cuMemcpyHtoDAsync ("htod_calls"),
+ * cuMemcpyDtoHAsync ("dtoh_calls") and cuStreamSynchronize
+ * ("stream_syncs"); -1 for another name. */
 FAKE_API int fake_cuda_live(const char *what) {
   int n = -1;
   pthread_mutex_lock(&g_mu);
@@ -1206,6 +1214,12 @@ FAKE_API int fake_cuda_live(const char *what) {
   if (strcmp(what, "allocations") == 0) n = g_live_allocations;
   if (strcmp(what, "context_refs") == 0) n = g_primary[0].refs;
   if (strcmp(what, "peer_copies") == 0) n = (int)g_peer_copies;
+  if (strcmp(what, "htod_calls") == 0)
+    n = (int)__atomic_load_n(&g_htod_calls, __ATOMIC_RELAXED);
+  if (strcmp(what, "dtoh_calls") == 0)
+    n = (int)__atomic_load_n(&g_dtoh_calls, __ATOMIC_RELAXED);
+  if (strcmp(what, "stream_syncs") == 0)
+    n = (int)__atomic_load_n(&g_stream_syncs, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&g_mu);
   return n;
 }
