@@ -1,0 +1,96 @@
+// Borrow sections: lock-free handle reads without reference counting.
+//
+// A thread inside a BorrowSection may use the objects it resolved from the
+// registry (Registry::borrow_many) through plain pointers until the section
+// ends: no registry lock and no reference increment or decrement per
+// object. What keeps such an object alive is that its registry reference
+// is never dropped while a section that might have read it is open: the
+// registry unpublishes a slot first (generation, then object pointer) and
+// hands the slot's reference to retire(), which drops it at once only when
+// no thread is inside a section, and otherwise defers it to the last
+// section to end (or the next retire that finds none open).
+//
+// Why that is enough (Dekker's pattern; every access below is seq_cst):
+//   reader: active := 1;  p := slot.obj;  (use p) ... active := 0
+//   writer: slot.obj := null;  scan every thread's `active`
+// In the single total order of seq_cst operations either the reader's load
+// of slot.obj comes after the writer's store (it reads null, or a later
+// object whose generation differs from its id's: the borrow fails as a
+// stale handle), or the reader's `active := 1` comes before the writer's
+// scan, which then sees it (unless the section already ended, when the
+// reader is done with p) and defers the drop. A deferred reference is
+// dropped by whoever finds no section open after it was deferred: a
+// section's end reads `pending` after clearing its own flag, and retire()
+// scans again after setting `pending`, so by the same argument one of the
+// two sees the other and the list never outlives the last open section.
+//
+// Cost on the warm path: entering the outermost section is one seq_cst
+// store (an xchg on x86), leaving it one more plus a load of `pending`;
+// the thread's record is reached through an initial-exec TLS pointer.
+// Sections nest (a log callback calling back into the library): only the
+// outermost one touches `active`. Each thread's record is on its own
+// cache line and reused after the thread exits, so retire() scans at most
+// as many records as threads have been inside the library at once.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "core/fork.hpp"
+#include "core/object.hpp"
+
+namespace t4a::core {
+
+struct alignas(64) BorrowRecord {
+  std::atomic<uint32_t> active{0}; // inside an outermost section
+  uint32_t depth = 0;              // this thread only
+  std::atomic<bool> in_use{true};  // owned by a live thread
+  BorrowRecord *next = nullptr;    // the list of every record (never freed)
+};
+
+namespace borrow {
+extern __thread BorrowRecord *tl_record
+    __attribute__((tls_model("initial-exec")));
+extern std::atomic<bool> g_pending;
+
+BorrowRecord *attach(); // the calling thread's record, made on first use
+void drain();           // drops the deferred references if no section is open
+} // namespace borrow
+
+class BorrowSection {
+public:
+  BorrowSection() {
+    BorrowRecord *r = borrow::tl_record;
+    if (r == nullptr) [[unlikely]]
+      r = borrow::attach();
+    rec_ = r;
+    if (r->depth++ == 0) r->active.store(1, std::memory_order_seq_cst);
+  }
+  ~BorrowSection() {
+    if (--rec_->depth != 0) return;
+    rec_->active.store(0, std::memory_order_seq_cst);
+    if (borrow::g_pending.load(std::memory_order_seq_cst)) [[unlikely]]
+      borrow::drain();
+  }
+  BorrowSection(const BorrowSection &) = delete;
+  BorrowSection &operator=(const BorrowSection &) = delete;
+
+private:
+  BorrowRecord *rec_;
+};
+
+// Drops `obj`'s reference (one a registry slot held, the slot unpublished
+// already) now if no borrow section is open in any thread, else once the
+// sections open now have ended. Call it holding no lock: the drop may run
+// the object's destructor.
+void retire(Object *obj);
+
+// Deferred references now (tests).
+size_t borrow_deferred();
+
+// Fork: prepare takes the deferred list's lock, the parent releases it;
+// the child releases it and forgets the other threads' sections (those
+// threads do not exist there).
+void borrow_at_fork(ForkPhase phase);
+
+} // namespace t4a::core
