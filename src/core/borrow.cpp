@@ -33,8 +33,11 @@ union Deferred {
 };
 constinit Deferred g_deferred;
 
+// seq_cst throughout, the list head too: a record pushed after this scan
+// read the head belongs to a reader whose slot loads come after the
+// writer's unpublishing store (borrow.hpp).
 bool any_active() {
-  for (BorrowRecord *r = g_records.load(std::memory_order_acquire);
+  for (BorrowRecord *r = g_records.load(std::memory_order_seq_cst);
        r != nullptr; r = r->next)
     if (r->active.load(std::memory_order_seq_cst) != 0) return true;
   return false;
@@ -104,7 +107,9 @@ void drain() {
 
 void retire(Object *obj) {
   if (!borrow::any_active()) {
-    obj->drop_ref();
+    obj->drop_ref_fast(); // registered objects are never recycled
+    if (borrow::g_pending.load(std::memory_order_acquire)) [[unlikely]]
+      borrow::drain();
     return;
   }
   {

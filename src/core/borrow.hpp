@@ -10,27 +10,36 @@
 // no thread is inside a section, and otherwise defers it to the last
 // section to end (or the next retire that finds none open).
 //
-// Why that is enough (Dekker's pattern; every access below is seq_cst):
-//   reader: active := 1;  p := slot.obj;  (use p) ... active := 0
-//   writer: slot.obj := null;  scan every thread's `active`
+// Why that is enough (Dekker's pattern, seq_cst where marked):
+//   reader: active := 1 (seq_cst);  p := slot.obj (seq_cst);  (use p)
+//           ... active := 0 (release)
+//   writer: slot.obj := null (seq_cst);  scan every thread's `active`
+//           (seq_cst)
 // In the single total order of seq_cst operations either the reader's load
 // of slot.obj comes after the writer's store (it reads null, or a later
 // object whose generation differs from its id's: the borrow fails as a
 // stale handle), or the reader's `active := 1` comes before the writer's
-// scan, which then sees it (unless the section already ended, when the
-// reader is done with p) and defers the drop. A deferred reference is
-// dropped by whoever finds no section open after it was deferred: a
-// section's end reads `pending` after clearing its own flag, and retire()
-// scans again after setting `pending`, so by the same argument one of the
-// two sees the other and the list never outlives the last open section.
+// scan, which then sees it and defers the drop, or sees the release store
+// that ended the section, after which the reader no longer uses p (the
+// release/acquire pair orders its last use before the drop).
+//
+// Deferred references are dropped by the first section end (any thread)
+// or retire() that finds `pending` set and no section open. The end of a
+// section reads `pending` without a fence, so it may miss a flag set at
+// that very moment; retire() scans again after setting it, and every
+// later section end on any thread looks again, so a deferred reference
+// waits at most until the library is next entered anywhere after the
+// borrowing sections ended (an entry point resolving a handle ends a
+// section before its body runs: a test that joins its threads and then
+// reads the counters sees the frees).
 //
 // Cost on the warm path: entering the outermost section is one seq_cst
-// store (an xchg on x86), leaving it one more plus a load of `pending`;
-// the thread's record is reached through an initial-exec TLS pointer.
-// Sections nest (a log callback calling back into the library): only the
-// outermost one touches `active`. Each thread's record is on its own
-// cache line and reused after the thread exits, so retire() scans at most
-// as many records as threads have been inside the library at once.
+// store (an xchg on x86), leaving it a plain store and a load of
+// `pending`; the thread's record is reached through an initial-exec TLS
+// pointer. Sections nest (a log callback calling back into the library):
+// only the outermost one touches `active`. Each thread's record is on its
+// own cache line and reused after the thread exits, so retire() scans at
+// most as many records as threads have been inside the library at once.
 #pragma once
 
 #include <atomic>
@@ -68,8 +77,8 @@ public:
   }
   ~BorrowSection() {
     if (--rec_->depth != 0) return;
-    rec_->active.store(0, std::memory_order_seq_cst);
-    if (borrow::g_pending.load(std::memory_order_seq_cst)) [[unlikely]]
+    rec_->active.store(0, std::memory_order_release);
+    if (borrow::g_pending.load(std::memory_order_acquire)) [[unlikely]]
       borrow::drain();
   }
   BorrowSection(const BorrowSection &) = delete;
