@@ -6,19 +6,23 @@
 // Each live slot holds one internal reference to its object plus the count
 // of handle references (_retain/_release).
 //
-// Writers (insert, retain, release, remove) hold one mutex
-// (core/fast_mutex.hpp) for a few dozen instructions. Readers take no lock:
-// slots live in chunks that are never moved or freed while the process lives
-// (chunk c holds 1024 << c slots), and a slot's object pointer and generation
-// are atomics. A lookup reads the object pointer, then the generation, and
-// accepts the object only when the generation is the id's: a slot is
-// unpublished by bumping its generation before clearing its pointer, and
-// republished by storing the new object after that, so a pointer read together
-// with the id's generation is the id's object. Whether that object may still be
-// used is the borrow protocol's business (core/borrow.hpp): borrow_many
-// returns plain pointers valid until the caller's BorrowSection ends, and
-// resolve takes a reference inside one. A freed slot's reference is
-// dropped through retire(), outside the lock.
+// No operation on a live handle takes a lock. Slots live in chunks that
+// are never moved or freed while the process lives (chunk c holds 1024 << c
+// slots); a slot is an atomic object pointer and an atomic state word
+// (generation, kind, handle count). Lookups read the pointer, then the
+// state, and accept the object only when the state has the id's
+// generation and kind and a handle count above 0. Retain and release
+// change the state with one compare-and-swap; the release that takes the
+// count to 0 also unpublishes the slot (the generation moves on, or the
+// slot is retired when it would wrap) and clears the pointer. Whether an
+// object read from a slot may still be used is the borrow protocol's
+// business (core/borrow.hpp): borrow_many returns plain pointers valid
+// until the caller's BorrowSection ends, resolve takes a reference inside
+// one, and a freed slot's reference is dropped through retire().
+//
+// Free slot indices are cached per thread (up to k_thread_free, no lock);
+// a thread takes and gives back batches from the shared free list under
+// a mutex, which also makes new slots (and chunks).
 #pragma once
 
 #include <atomic>
@@ -44,8 +48,8 @@ struct Lookup {
 };
 
 // Aligned so that what a lookup reads of the registry itself (the slot
-// count and the chunk pointers) starts a cache line; the writers' lock and
-// free list follow.
+// count and the chunk pointers) starts a cache line; the shared free list
+// and its lock follow.
 class alignas(64) Registry {
 public:
   static Registry &instance();
@@ -73,8 +77,8 @@ public:
 
   size_t live_count() const;
 
-  // Fork safety (core/fork.hpp): prepare takes the lock, the parent
-  // releases it. The child releases it too; when the child cannot use the
+  // Fork safety (core/fork.hpp): prepare takes the free list's lock, the
+  // parent releases it. The child releases it too; when the child cannot use the
   // driver (`drop_driver_objects`), every slot of a driver object (all
   // kinds but artifacts and test objects) is emptied without destroying
   // its object (destruction would call the driver): the object is leaked
@@ -87,12 +91,15 @@ public:
 private:
   struct Slot {
     std::atomic<Object *> obj{nullptr}; // owns one reference while live
-    std::atomic<uint32_t> generation{1};
-    uint32_t handle_refs = 0; // under mu_
+    // generation (24 bits) << 40 | kind << 32 | handle count; 0: never used.
+    std::atomic<uint64_t> state{0};
   };
   // Chunk c holds slots [1024 * (2^c - 1), 1024 * (2^(c+1) - 1)).
   static constexpr uint32_t k_first_chunk = 1024;
   static constexpr int k_chunks = 23; // covers every 32-bit slot index
+  // Slots made, and moved between a thread's cache and the shared list, at
+  // a time (divides k_first_chunk: a batch never spans two chunks).
+  static constexpr uint32_t k_batch = 32;
   Slot *slot(uint32_t i) const {
     uint64_t j = uint64_t(i) + k_first_chunk;
     int c = 63 - __builtin_clzll(j) - 10;
@@ -100,14 +107,24 @@ private:
            (j - (uint64_t(k_first_chunk) << c));
   }
   HandleCheck find(uint64_t id, Kind kind, Object **out) const;
-  HandleCheck find_locked(uint64_t id, Kind kind, Slot **out) const;
+  T4A_COLD HandleCheck find_slow(uint64_t id, Kind kind, Object **out) const;
+  // The writers' check of the state word `st` against the id.
+  static HandleCheck check_state(uint64_t id, Kind kind, uint64_t st);
   HandleCheck drop(uint64_t id, Kind kind, bool all, Ref<Object> *removed);
+  uint32_t take_slot();       // a free slot index for insert (may throw)
+  void give_slot(uint32_t i); // a freed slot index
 
+public:
+  // Free slot indices back to the shared list (a thread's cache, at its
+  // exit or when full).
+  void give_back(const uint32_t *index, uint32_t n);
+
+private:
   std::atomic<uint32_t> size_{0}; // slots made (published after their chunk)
   std::atomic<Slot *> chunks_[k_chunks] = {};
+  // The shared free list and slot growth.
   mutable FastMutex mu_;
   std::vector<uint32_t> free_;
-  size_t live_ = 0;
 };
 
 namespace detail {
