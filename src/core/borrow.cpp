@@ -18,36 +18,85 @@ std::atomic<bool> g_pending{false};
 
 namespace {
 
-std::atomic<BorrowRecord *> g_records{nullptr};
+// The directory of the threads in the library: chunks of entries, each
+// null (free) or the record of a live thread that has entered a section.
+// A scan reads the entries (15 to a 128-byte chunk) and only the records
+// of live threads, so threads that have exited (a pool of compile workers)
+// cost it nothing but a null entry. Chunks are never freed.
+struct alignas(64) DirChunk {
+  static constexpr int k_entries = 15;
+  std::atomic<BorrowRecord *> entry[k_entries] = {};
+  std::atomic<DirChunk *> next{nullptr};
+};
+constinit DirChunk g_dir;
 
-// The deferred references and their lock (a leaf: nothing else is taken
-// while it is held, and no destructor runs under it). Constant-initialized
-// and never destroyed: sections end in static destructors at exit too.
+// The deferred references, and the records of exited threads kept for
+// reuse, with their lock (a leaf: nothing else is taken while it is held,
+// and no destructor runs under it). Constant-initialized and never
+// destroyed: sections end in static destructors at exit too.
 union Deferred {
   struct State {
     std::mutex mu;
     std::vector<Object *> items;
+    std::vector<BorrowRecord *> free_records;
   } s;
   constexpr Deferred() : s() {}
   ~Deferred() {}
 };
 constinit Deferred g_deferred;
 
-// seq_cst throughout, the list head too: a record pushed after this scan
-// read the head belongs to a reader whose slot loads come after the
+// seq_cst throughout, the entries too: a record entered after this scan
+// read its entry belongs to a reader whose slot loads come after the
 // writer's unpublishing store (borrow.hpp).
 bool any_active() {
-  for (BorrowRecord *r = g_records.load(std::memory_order_seq_cst);
-       r != nullptr; r = r->next)
-    if (r->active.load(std::memory_order_seq_cst) != 0) return true;
+  for (const DirChunk *c = &g_dir; c != nullptr;
+       c = c->next.load(std::memory_order_seq_cst))
+    for (const auto &e : c->entry) {
+      BorrowRecord *r = e.load(std::memory_order_seq_cst);
+      if (r != nullptr && r->active.load(std::memory_order_seq_cst) != 0)
+        return true;
+    }
   return false;
+}
+
+// Enters `r` in a free entry of the directory (a new chunk if none).
+void enter_directory(BorrowRecord *r) {
+  DirChunk *last = &g_dir;
+  for (DirChunk *c = &g_dir; c != nullptr;
+       c = c->next.load(std::memory_order_seq_cst)) {
+    last = c;
+    for (auto &e : c->entry) {
+      BorrowRecord *none = nullptr;
+      if (e.load(std::memory_order_relaxed) == nullptr &&
+          e.compare_exchange_strong(none, r, std::memory_order_seq_cst)) {
+        r->entry = &e;
+        return;
+      }
+    }
+  }
+  // May throw std::bad_alloc: before anything was read through the record.
+  auto *chunk = new DirChunk();
+  chunk->entry[0].store(r, std::memory_order_relaxed);
+  r->entry = &chunk->entry[0];
+  DirChunk *none = nullptr;
+  while (!last->next.compare_exchange_weak(none, chunk,
+                                           std::memory_order_seq_cst)) {
+    if (none != nullptr) last = none;
+    none = nullptr;
+  }
 }
 
 void thread_exit(void *p) {
   auto *r = static_cast<BorrowRecord *>(p);
-  // No section is open at thread exit; the record is free for a new thread.
+  // No section is open at thread exit: the entry is freed and the record
+  // kept for another thread (leaked if there is no memory to keep it).
   tl_record = nullptr;
-  r->in_use.store(false, std::memory_order_release);
+  r->entry->store(nullptr, std::memory_order_seq_cst);
+  std::lock_guard<std::mutex> lock(g_deferred.s.mu);
+  try {
+    g_deferred.s.free_records.push_back(r);
+  } catch (const std::bad_alloc &) {
+  }
 }
 
 pthread_key_t exit_key() {
@@ -63,27 +112,18 @@ pthread_key_t exit_key() {
 
 BorrowRecord *attach() {
   BorrowRecord *r = nullptr;
-  for (BorrowRecord *f = g_records.load(std::memory_order_acquire);
-       f != nullptr; f = f->next) {
-    bool free = false;
-    if (!f->in_use.load(std::memory_order_relaxed) &&
-        f->in_use.compare_exchange_strong(free, true,
-                                          std::memory_order_acquire)) {
-      r = f;
-      break;
+  {
+    std::lock_guard<std::mutex> lock(g_deferred.s.mu);
+    if (!g_deferred.s.free_records.empty()) {
+      r = g_deferred.s.free_records.back();
+      g_deferred.s.free_records.pop_back();
     }
   }
-  if (r == nullptr) {
-    // Never freed: a reader of the list may hold it at any time. If even
-    // this small allocation fails, std::bad_alloc leaves the entry point
-    // (reported as OUT_OF_HOST_MEMORY) before anything was read.
-    r = new BorrowRecord();
-    BorrowRecord *head = g_records.load(std::memory_order_relaxed);
-    do {
-      r->next = head;
-    } while (!g_records.compare_exchange_weak(
-        head, r, std::memory_order_release, std::memory_order_relaxed));
-  }
+  // Never freed: a scan may read it at any time. If even this small
+  // allocation fails, std::bad_alloc leaves the entry point (reported as
+  // OUT_OF_HOST_MEMORY) before anything was read.
+  if (r == nullptr) r = new BorrowRecord();
+  enter_directory(r); // may throw std::bad_alloc: the record is leaked
   r->depth = 0;
   tl_record = r;
   // A thread that reaches the library after its TLS destructors ran (a
@@ -140,14 +180,16 @@ void borrow_at_fork(ForkPhase phase) {
     return;
   }
   if (phase == ForkPhase::Child) {
-    // Only this thread exists here: every other record is closed and free.
-    for (BorrowRecord *r = borrow::g_records.load(std::memory_order_acquire);
-         r != nullptr; r = r->next) {
-      if (r == borrow::tl_record) continue;
-      r->active.store(0, std::memory_order_relaxed);
-      r->depth = 0;
-      r->in_use.store(false, std::memory_order_relaxed);
-    }
+    // Only this thread exists here: every other thread's entry is freed
+    // (its record leaked).
+    for (borrow::DirChunk *c = &borrow::g_dir; c != nullptr;
+         c = c->next.load(std::memory_order_relaxed))
+      for (auto &e : c->entry) {
+        BorrowRecord *r = e.load(std::memory_order_relaxed);
+        if (r == nullptr || r == borrow::tl_record) continue;
+        r->active.store(0, std::memory_order_relaxed);
+        e.store(nullptr, std::memory_order_relaxed);
+      }
     // The parent's deferred references are leaked in the child (their
     // objects may need the parent's driver state to be destroyed).
     borrow::g_deferred.s.items.clear();

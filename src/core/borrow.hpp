@@ -38,8 +38,10 @@
 // `pending`; the thread's record is reached through an initial-exec TLS
 // pointer. Sections nest (a log callback calling back into the library):
 // only the outermost one touches `active`. Each thread's record is on its
-// own cache line and reused after the thread exits, so retire() scans at
-// most as many records as threads have been inside the library at once.
+// own cache line; a directory of pointers to the records of live threads
+// (null where a thread has exited) is what retire() scans, so it reads the
+// dense directory and the records of the threads alive now, not one line
+// per thread that ever called in.
 #pragma once
 
 #include <atomic>
@@ -53,8 +55,8 @@ namespace t4a::core {
 struct alignas(64) BorrowRecord {
   std::atomic<uint32_t> active{0}; // inside an outermost section
   uint32_t depth = 0;              // this thread only
-  std::atomic<bool> in_use{true};  // owned by a live thread
-  BorrowRecord *next = nullptr;    // the list of every record (never freed)
+  // Its entry in the directory of live threads (borrow.cpp).
+  std::atomic<BorrowRecord *> *entry = nullptr;
 };
 
 namespace borrow {
