@@ -29,6 +29,9 @@ struct alignas(64) DirChunk {
   std::atomic<DirChunk *> next{nullptr};
 };
 constinit DirChunk g_dir;
+// Entries ever used, in directory order (a thread takes the first free
+// one): a scan reads no further. Raised before an entry is taken.
+std::atomic<uint32_t> g_dir_high{0};
 
 // The deferred references, and the records of exited threads kept for
 // reuse, with their lock (a leaf: nothing else is taken while it is held,
@@ -49,40 +52,54 @@ constinit Deferred g_deferred;
 // read its entry belongs to a reader whose slot loads come after the
 // writer's unpublishing store (borrow.hpp).
 bool any_active() {
-  for (const DirChunk *c = &g_dir; c != nullptr;
-       c = c->next.load(std::memory_order_seq_cst))
-    for (const auto &e : c->entry) {
-      BorrowRecord *r = e.load(std::memory_order_seq_cst);
+  uint32_t left = g_dir_high.load(std::memory_order_seq_cst);
+  for (const DirChunk *c = &g_dir; left != 0;
+       c = c->next.load(std::memory_order_seq_cst)) {
+    uint32_t n = left < DirChunk::k_entries ? left : DirChunk::k_entries;
+    for (uint32_t i = 0; i < n; ++i) {
+      BorrowRecord *r = c->entry[i].load(std::memory_order_seq_cst);
       if (r != nullptr && r->active.load(std::memory_order_seq_cst) != 0)
         return true;
     }
+    left -= n;
+  }
   return false;
+}
+
+// Raises the high-water mark to cover entry `index` (before it is taken).
+void cover(uint32_t index) {
+  uint32_t high = g_dir_high.load(std::memory_order_seq_cst);
+  while (high <= index && !g_dir_high.compare_exchange_weak(
+                              high, index + 1, std::memory_order_seq_cst)) {
+  }
 }
 
 // Enters `r` in a free entry of the directory (a new chunk if none).
 void enter_directory(BorrowRecord *r) {
-  DirChunk *last = &g_dir;
-  for (DirChunk *c = &g_dir; c != nullptr;
-       c = c->next.load(std::memory_order_seq_cst)) {
-    last = c;
-    for (auto &e : c->entry) {
+  uint32_t base = 0;
+  for (DirChunk *c = &g_dir;; base += DirChunk::k_entries) {
+    for (uint32_t i = 0; i < DirChunk::k_entries; ++i) {
+      std::atomic<BorrowRecord *> &e = c->entry[i];
+      if (e.load(std::memory_order_relaxed) != nullptr) continue;
+      cover(base + i);
       BorrowRecord *none = nullptr;
-      if (e.load(std::memory_order_relaxed) == nullptr &&
-          e.compare_exchange_strong(none, r, std::memory_order_seq_cst)) {
+      if (e.compare_exchange_strong(none, r, std::memory_order_seq_cst)) {
         r->entry = &e;
         return;
       }
     }
-  }
-  // May throw std::bad_alloc: before anything was read through the record.
-  auto *chunk = new DirChunk();
-  chunk->entry[0].store(r, std::memory_order_relaxed);
-  r->entry = &chunk->entry[0];
-  DirChunk *none = nullptr;
-  while (!last->next.compare_exchange_weak(none, chunk,
-                                           std::memory_order_seq_cst)) {
-    if (none != nullptr) last = none;
-    none = nullptr;
+    DirChunk *next = c->next.load(std::memory_order_seq_cst);
+    if (next == nullptr) {
+      // May throw std::bad_alloc: before anything was read through the
+      // record. Appended empty; the loop then takes one of its entries.
+      auto *chunk = new DirChunk();
+      if (c->next.compare_exchange_strong(next, chunk,
+                                          std::memory_order_seq_cst))
+        next = chunk;
+      else
+        delete chunk; // another thread appended first: `next` is its chunk
+    }
+    c = next;
   }
 }
 
