@@ -23,6 +23,8 @@ using Gpa = CUresult (*)(const char *, void **, int, cuuint64_t,
 Gpa g_gpa = nullptr;
 std::vector<Row> g_rows;
 std::set<std::string> g_only; // empty: every group
+std::string g_scratch;
+bool g_scratch_owned = false;
 
 } // namespace
 
@@ -243,6 +245,29 @@ Row &bounded(const std::string &name, double ours_us, double reference_us,
   return bounded(name, std::vector<double>{ours_us}, reference_us, max_us);
 }
 
+const std::string &scratch_dir() {
+  if (!g_scratch.empty()) return g_scratch;
+  if (const char *e = std::getenv("T4A_BENCH_SCRATCH"); e && *e) {
+    g_scratch = e;
+    return g_scratch;
+  }
+  char dir_template[] = "/tmp/t4a-bench-scratch-XXXXXX";
+  if (const char *d = mkdtemp(dir_template); d != nullptr) {
+    g_scratch = d;
+    g_scratch_owned = true;
+  }
+  return g_scratch;
+}
+
+void remove_scratch() {
+  if (!g_scratch_owned || g_scratch.empty()) return;
+  std::string cmd = "rm -rf '" + g_scratch + "'";
+  if (std::system(cmd.c_str()) != 0)
+    std::fprintf(stderr, "bench: could not remove %s\n", g_scratch.c_str());
+  g_scratch.clear();
+  g_scratch_owned = false;
+}
+
 bool enabled(const char *group) {
   return g_only.empty() || g_only.count(group) != 0;
 }
@@ -430,6 +455,8 @@ bool merge_runs(int runs, const std::vector<std::string> &child_args, Meta &m) {
   if (dir == nullptr) return false;
   std::vector<std::vector<Row>> per_run;
   bool ok = true;
+  if (!scratch_dir().empty())
+    setenv("T4A_BENCH_SCRATCH", scratch_dir().c_str(), 1);
   for (int i = 0; i < runs; ++i) {
     std::string file = std::string(dir) + "/run" + std::to_string(i);
     std::string cmd = std::string("'") + exe + "'";
@@ -448,6 +475,8 @@ bool merge_runs(int runs, const std::vector<std::string> &child_args, Meta &m) {
     std::remove(file.c_str());
   }
   rmdir(dir);
+  unsetenv("T4A_BENCH_SCRATCH");
+  remove_scratch();
   if (per_run.empty()) return false;
   // Merge by row name, in the order of the first run that has the row.
   g_rows.clear();

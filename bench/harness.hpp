@@ -163,6 +163,14 @@ struct Context {
   void sync() const; // cuStreamSynchronize(stream), checked
 };
 
+// A scratch directory (mode 0700) shared by every run of one benchmark:
+// merge_runs() creates it and passes it to the runs in
+// T4A_BENCH_SCRATCH; a single run creates its own. Rows use it for disk
+// caches that later runs may reuse (the compile results of the scaling
+// rows). remove_scratch() deletes it when this process created it.
+const std::string &scratch_dir();
+void remove_scratch();
+
 // ---- output ----
 struct Meta {
   std::string device;

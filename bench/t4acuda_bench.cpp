@@ -843,5 +843,6 @@ int main(int argc, char **argv) {
   if (json_path != nullptr && !write_json(json_path, meta))
     std::fprintf(stderr, "bench: cannot write %s\n", json_path);
   check(t4a_runtime_destroy(c.rt), "destroy");
+  remove_scratch();
   return 0;
 }

@@ -71,21 +71,22 @@ T4A_API t4a_status t4a_capture_end(t4a_runtime runtime, t4a_graph *graph) {
 
 T4A_API t4a_status t4a_graph_launch(t4a_runtime runtime, t4a_graph graph) {
   return T4A_ENTRY({
-    // Both handles resolve under one registry lock (as t4a_launch's do):
-    // a replay is on the hot path. Failures are reported in argument order.
+    // Both handles are borrowed in one pass, without reference counting,
+    // as t4a_launch's are (core/borrow.hpp): a replay is on the hot path.
+    // Failures are reported in argument order. The objects stay valid
+    // until the section ends, after the replay returned.
+    core::BorrowSection section;
     core::Lookup lookups[2] = {{runtime.id, core::Kind::Runtime},
                                {graph.id, core::Kind::Graph}};
     core::Object *objects[2] = {nullptr, nullptr};
     size_t bad = 0;
     core::HandleCheck c =
-        core::Registry::instance().resolve_many(lookups, 2, objects, &bad);
+        core::Registry::instance().borrow_many(lookups, 2, objects, &bad);
     if (c != core::HandleCheck::Ok)
       return core::fail_handle(c, lookups[bad].id,
                                bad == 0 ? "runtime" : "graph");
-    // The references resolve_many took, dropped at return.
-    auto rt =
-        Ref<core::Runtime>::adopt(static_cast<core::Runtime *>(objects[0]));
-    auto g = Ref<core::Graph>::adopt(static_cast<core::Graph *>(objects[1]));
+    auto *rt = static_cast<core::Runtime *>(objects[0]);
+    auto *g = static_cast<core::Graph *>(objects[1]);
     return g->launch(*rt);
   });
 }

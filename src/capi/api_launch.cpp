@@ -198,8 +198,8 @@ T4A_API t4a_status t4a_kernel_barrier_audit(t4a_kernel kernel, uint32_t index,
   });
 }
 
-// Not through capi::call: the launch path resolves the runtime, the kernel
-// and every buffer argument under one registry lock (launch/launch.hpp).
+// Not through capi::call: the launch path borrows the runtime, the kernel
+// and every buffer argument in one pass (launch/launch.hpp).
 T4A_API t4a_status t4a_launch(t4a_runtime runtime,
                               const t4a_launch_desc *desc) {
   return T4A_ENTRY({ return launch::launch(runtime, desc); });

@@ -82,8 +82,8 @@ template <class H, class T> t4a_status publish(core::Ref<T> obj, H *out) {
 inline t4a_status release_handle(uint64_t id, core::Kind kind,
                                  const char *arg) {
   if (id == T4A_NULL_ID) return T4A_SUCCESS;
-  core::Ref<core::Object> removed;
-  core::HandleCheck c = core::Registry::instance().release(id, kind, &removed);
+  // The registry retires its reference itself (core/borrow.hpp).
+  core::HandleCheck c = core::Registry::instance().release(id, kind, nullptr);
   if (c != core::HandleCheck::Ok) return core::fail_handle(c, id, arg);
   return T4A_SUCCESS;
 }

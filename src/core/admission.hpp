@@ -19,17 +19,17 @@
 #pragma once
 
 #include <atomic>
-#include <mutex>
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/fast_mutex.hpp"
 #include "core/log.hpp"
 
 namespace t4a::core {
 
 class AdmissionLock {
 public:
-  std::mutex mu;
+  FastMutex mu;
   std::atomic<std::thread::id> owner{};
   // Set once, by destroy, holding `mu`; read holding `mu`.
   bool closed = false;

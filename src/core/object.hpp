@@ -38,6 +38,18 @@ public:
   void drop_ref() {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) last_ref_dropped();
   }
+  // Drops a reference; when it is the only one left, frees without the
+  // locked decrement. Correct wherever drop_ref is: a new reference is only
+  // ever taken by a holder of one (or by a registry lookup, which the
+  // registry's own reference covers until it is retired), so a count of 1
+  // held by the caller cannot grow meanwhile. Not for recycled objects
+  // (last_ref_dropped overridden), which expect the count to reach 0.
+  void drop_ref_fast() {
+    if (refs_.load(std::memory_order_acquire) == 1)
+      last_ref_dropped();
+    else
+      drop_ref();
+  }
   // Drops a reference unless it is the last one: returns false, the
   // reference still held, when dropping it would free the object (a caller
   // that must not free here keeps it and drops it later).

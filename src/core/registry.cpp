@@ -1,7 +1,11 @@
 #include "core/registry.hpp"
 
-#include <mutex>
+#include <pthread.h>
 
+#include <mutex>
+#include <new>
+
+#include "core/borrow.hpp"
 #include "core/error.hpp"
 
 namespace t4a::core {
@@ -49,92 +53,248 @@ t4a_status fail_handle(HandleCheck c, uint64_t id, const char *arg) {
               static_cast<unsigned long long>(id), Registry::describe(c));
 }
 
-// Inlined into each caller: a launch runs it once per handle under one lock.
+namespace {
+// The state word: generation << 40 | kind << 32 | handle count.
+constexpr uint64_t pack(uint32_t gen, Kind kind, uint32_t refs) {
+  return (uint64_t(gen) << 40) | (uint64_t(kind) << 32) | refs;
+}
+constexpr uint32_t gen_of(uint64_t st) { return uint32_t(st >> 40); }
+constexpr Kind kind_in(uint64_t st) { return Kind(uint8_t(st >> 32)); }
+constexpr uint32_t refs_of(uint64_t st) { return uint32_t(st); }
+
+// This thread's cached free slot indices, on the heap behind an
+// initial-exec TLS pointer (a few bytes of the static TLS surplus, no call
+// to reach it). Given back to the shared list at thread exit.
+constexpr uint32_t k_thread_free = 64;
+struct ThreadSlots {
+  uint32_t n = 0;
+  uint32_t index[k_thread_free];
+};
+__thread ThreadSlots *tl_slots __attribute__((tls_model("initial-exec"))) =
+    nullptr;
+
+void thread_exit(void *p) {
+  auto *t = static_cast<ThreadSlots *>(p);
+  Registry::instance().give_back(t->index, t->n);
+  tl_slots = nullptr;
+  delete t;
+}
+
+pthread_key_t slots_key() {
+  static pthread_key_t key = [] {
+    pthread_key_t k;
+    // Failure: a thread's cached slots are not given back at its exit
+    // (they stay unused, never reissued: ids still never repeat).
+    (void)pthread_key_create(&k, &thread_exit);
+    return k;
+  }();
+  return key;
+}
+
+// This thread's cache, made on first use; nullptr if that fails.
+ThreadSlots *thread_slots() {
+  ThreadSlots *t = tl_slots;
+  if (t != nullptr) [[likely]]
+    return t;
+  t = new (std::nothrow) ThreadSlots();
+  if (t == nullptr) return nullptr;
+  tl_slots = t;
+  (void)pthread_setspecific(slots_key(), t); // failure: see slots_key
+  return t;
+}
+} // namespace
+
+// The lookup (see registry.hpp): the object pointer first, then the state.
+// The warm case is one comparison of the state's upper half (generation
+// and kind) with the id's and a non-zero handle count; anything else is
+// classified by find_slow. Inlined into each caller: a launch runs it per
+// handle.
 __attribute__((always_inline)) inline HandleCheck
-Registry::find(uint64_t id, Kind kind, uint32_t *index) const {
+Registry::find(uint64_t id, Kind kind, Object **out) const {
+  uint32_t i = static_cast<uint32_t>(id);
+  if (kind_of(id) == kind && i < size_.load(std::memory_order_acquire))
+      [[likely]] {
+    const Slot &s = *slot(i);
+    // seq_cst: ordered after the caller's borrow-section entry, and the
+    // state after the pointer (borrow.hpp, registry.hpp).
+    Object *obj = s.obj.load(std::memory_order_seq_cst);
+    uint64_t st = s.state.load(std::memory_order_seq_cst);
+    uint64_t want = ((id >> 32) & k_generation_mask) << 8 | uint8_t(kind);
+    if ((st >> 32) == want && refs_of(st) != 0 && obj != nullptr) [[likely]] {
+      *out = obj;
+      return HandleCheck::Ok;
+    }
+  }
+  return find_slow(id, kind, out);
+}
+
+HandleCheck Registry::find_slow(uint64_t id, Kind kind, Object **out) const {
   if (id == 0) return HandleCheck::Null;
   if (kind_of(id) != kind) return HandleCheck::WrongKind;
   uint32_t i = static_cast<uint32_t>(id);
   uint32_t gen = static_cast<uint32_t>(id >> 32) & k_generation_mask;
-  if (i >= slots_.size() || gen == 0) return HandleCheck::Unknown;
-  const Slot &s = slots_[i];
-  if (gen > s.generation) return HandleCheck::Unknown;
-  if (s.obj == nullptr || s.generation != gen) return HandleCheck::Stale;
-  // The slot is live but holds another type: the id's kind byte was forged.
-  if (s.obj->kind() != kind) return HandleCheck::Unknown;
-  *index = i;
+  if (i >= size_.load(std::memory_order_acquire) || gen == 0)
+    return HandleCheck::Unknown;
+  const Slot &s = *slot(i);
+  Object *obj = s.obj.load(std::memory_order_seq_cst);
+  uint64_t st = s.state.load(std::memory_order_seq_cst);
+  if (HandleCheck c = check_state(id, kind, st); c != HandleCheck::Ok) return c;
+  if (obj == nullptr) return HandleCheck::Stale;
+  *out = obj;
   return HandleCheck::Ok;
 }
 
-uint64_t Registry::insert(Ref<Object> obj) {
-  std::lock_guard<std::mutex> lock(mu_);
-  uint32_t i;
-  if (!free_.empty()) {
-    i = free_.back();
+HandleCheck Registry::check_state(uint64_t id, Kind kind, uint64_t st) {
+  uint32_t gen = static_cast<uint32_t>(id >> 32) & k_generation_mask;
+  uint32_t now = gen_of(st);
+  if (gen > now) return HandleCheck::Unknown;
+  if (now != gen || refs_of(st) == 0) return HandleCheck::Stale;
+  if (kind_in(st) != kind) return HandleCheck::Unknown;
+  return HandleCheck::Ok;
+}
+
+uint32_t Registry::take_slot() {
+  ThreadSlots *t = tl_slots;
+  if (t != nullptr && t->n != 0) [[likely]]
+    return t->index[--t->n];
+  t = thread_slots();
+  if (t == nullptr) throw std::bad_alloc();
+  std::lock_guard<FastMutex> lock(mu_);
+  uint32_t n = 0;
+  while (n < k_batch && !free_.empty()) {
+    t->index[n++] = free_.back();
     free_.pop_back();
-  } else {
-    slots_.emplace_back();
-    i = static_cast<uint32_t>(slots_.size() - 1);
   }
-  Slot &s = slots_[i];
+  if (n == 0) { // make k_batch new slots
+    uint32_t i = size_.load(std::memory_order_relaxed);
+    if (i > UINT32_MAX - k_batch) throw std::bad_alloc(); // every id used
+    uint64_t j = uint64_t(i) + k_first_chunk;
+    int c = 63 - __builtin_clzll(j) - 10;
+    if (j == (uint64_t(k_first_chunk) << c)) { // the first slot of chunk c
+      // May throw std::bad_alloc: before anything changed. Never freed:
+      // a lock-free reader may hold any slot.
+      Slot *chunk = new Slot[size_t(k_first_chunk) << c];
+      chunks_[c].store(chunk, std::memory_order_release);
+    }
+    size_.store(i + k_batch, std::memory_order_release);
+    for (; n < k_batch; ++n) t->index[n] = i + k_batch - 1 - n; // lowest last
+  }
+  t->n = n - 1;
+  return t->index[n - 1];
+}
+
+void Registry::give_slot(uint32_t i) {
+  ThreadSlots *t = thread_slots();
+  if (t == nullptr) [[unlikely]] {
+    give_back(&i, 1);
+    return;
+  }
+  if (t->n == k_thread_free) [[unlikely]] {
+    give_back(t->index + k_batch, k_thread_free - k_batch);
+    t->n = k_batch;
+  }
+  t->index[t->n++] = i;
+}
+
+void Registry::give_back(const uint32_t *index, uint32_t n) {
+  std::lock_guard<FastMutex> lock(mu_);
+  try {
+    free_.insert(free_.end(), index, index + n);
+  } catch (const std::bad_alloc &) {
+    // Those slots stay unused (never reissued: ids still never repeat).
+  }
+}
+
+uint64_t Registry::insert(Ref<Object> obj) {
+  uint32_t i = take_slot(); // may throw std::bad_alloc: nothing changed
+  Slot &s = *slot(i);
   Kind kind = obj->kind();
-  s.obj = obj.detach();
-  s.handle_refs = 1;
-  ++live_;
-  return make_id(kind, s.generation, i);
+  uint32_t gen = gen_of(s.state.load(std::memory_order_relaxed));
+  if (gen == 0) gen = 1; // first use
+  // The pointer first, then the state that makes the slot live (release:
+  // a reader of the new id got it after this returned; a reader of an
+  // older id that reads this pointer then reads a later generation).
+  s.obj.store(obj.detach(), std::memory_order_release);
+  s.state.store(pack(gen, kind, 1), std::memory_order_release);
+  return make_id(kind, gen, i);
 }
 
 HandleCheck Registry::resolve(uint64_t id, Kind kind, Ref<Object> *out) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  uint32_t i = 0;
-  HandleCheck c = find(id, kind, &i);
-  if (c == HandleCheck::Ok) *out = Ref<Object>(slots_[i].obj);
+  BorrowSection section;
+  Object *obj = nullptr;
+  HandleCheck c = find(id, kind, &obj);
+  if (c == HandleCheck::Ok) *out = Ref<Object>(obj);
   return c;
 }
 
-HandleCheck Registry::resolve_many(const Lookup *lookups, size_t n,
-                                   Object **out, size_t *bad_index) const {
-  std::lock_guard<std::mutex> lock(mu_);
+HandleCheck Registry::borrow_many(const Lookup *lookups, size_t n, Object **out,
+                                  size_t *bad_index) const {
   for (size_t k = 0; k < n; ++k) {
-    uint32_t i = 0;
-    HandleCheck c = find(lookups[k].id, lookups[k].kind, &i);
-    if (c != HandleCheck::Ok) {
-      // Never the last reference: each of these objects' slots holds one.
-      for (size_t j = 0; j < k; ++j) out[j]->drop_ref();
+    HandleCheck c = find(lookups[k].id, lookups[k].kind, &out[k]);
+    if (c != HandleCheck::Ok) [[unlikely]] {
       *bad_index = k;
       return c;
     }
-    out[k] = slots_[i].obj;
-    out[k]->add_ref();
   }
   return HandleCheck::Ok;
 }
 
 HandleCheck Registry::retain(uint64_t id, Kind kind) {
-  std::lock_guard<std::mutex> lock(mu_);
-  uint32_t i = 0;
-  HandleCheck c = find(id, kind, &i);
-  if (c != HandleCheck::Ok) return c;
-  if (slots_[i].handle_refs == UINT32_MAX) return HandleCheck::Saturated;
-  ++slots_[i].handle_refs;
-  return c;
+  if (id == 0) return HandleCheck::Null;
+  if (kind_of(id) != kind) return HandleCheck::WrongKind;
+  uint32_t i = static_cast<uint32_t>(id);
+  if (i >= size_.load(std::memory_order_acquire) ||
+      (static_cast<uint32_t>(id >> 32) & k_generation_mask) == 0)
+    return HandleCheck::Unknown;
+  Slot &s = *slot(i);
+  uint64_t st = s.state.load(std::memory_order_acquire);
+  for (;;) {
+    if (HandleCheck c = check_state(id, kind, st); c != HandleCheck::Ok)
+      return c;
+    if (refs_of(st) == UINT32_MAX) return HandleCheck::Saturated;
+    if (s.state.compare_exchange_weak(st, st + 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire))
+      return HandleCheck::Ok;
+  }
 }
 
 HandleCheck Registry::drop(uint64_t id, Kind kind, bool all,
                            Ref<Object> *removed) {
-  std::lock_guard<std::mutex> lock(mu_);
-  uint32_t i = 0;
-  HandleCheck c = find(id, kind, &i);
-  if (c != HandleCheck::Ok) return c;
-  Slot &s = slots_[i];
-  if (!all && --s.handle_refs > 0) return c;
-  s.handle_refs = 0;
-  *removed = Ref<Object>::adopt(s.obj);
-  s.obj = nullptr;
-  --live_;
-  // A generation that would wrap retires the slot: ids never repeat.
-  if (++s.generation <= k_generation_mask) free_.push_back(i);
-  return c;
+  if (id == 0) return HandleCheck::Null;
+  if (kind_of(id) != kind) return HandleCheck::WrongKind;
+  uint32_t i = static_cast<uint32_t>(id);
+  if (i >= size_.load(std::memory_order_acquire) ||
+      (static_cast<uint32_t>(id >> 32) & k_generation_mask) == 0)
+    return HandleCheck::Unknown;
+  Slot &s = *slot(i);
+  uint64_t st = s.state.load(std::memory_order_acquire);
+  uint64_t next;
+  for (;;) {
+    if (HandleCheck c = check_state(id, kind, st); c != HandleCheck::Ok)
+      return c;
+    uint32_t gen = gen_of(st);
+    if (!all && refs_of(st) > 1)
+      next = st - 1;
+    else if (gen < k_generation_mask)
+      next = pack(gen + 1, Kind::Internal, 0); // unpublished
+    else
+      next = pack(gen, Kind::Internal, 0); // retired: ids never repeat
+    // seq_cst: the unpublishing store of the borrow protocol (borrow.hpp).
+    if (s.state.compare_exchange_weak(st, next, std::memory_order_seq_cst,
+                                      std::memory_order_acquire))
+      break;
+  }
+  if (refs_of(next) != 0) return HandleCheck::Ok;
+  // This thread freed the slot: the pointer is its own to clear (readers
+  // already reject the slot by its state).
+  Object *obj = s.obj.load(std::memory_order_relaxed);
+  s.obj.store(nullptr, std::memory_order_release);
+  if (gen_of(next) != gen_of(st)) give_slot(i);
+  // The caller's reference is taken while the slot's is still held; the
+  // slot's goes through retire(): not while a borrow section may use it.
+  if (removed != nullptr) *removed = Ref<Object>(obj);
+  retire(obj);
+  return HandleCheck::Ok;
 }
 
 HandleCheck Registry::release(uint64_t id, Kind kind, Ref<Object> *removed) {
@@ -148,25 +308,36 @@ HandleCheck Registry::remove(uint64_t id, Kind kind, Ref<Object> *removed) {
 void Registry::at_fork(ForkPhase phase, bool drop_driver_objects) {
   if (phase == ForkPhase::Prepare) {
     mu_.lock();
+    borrow_at_fork(phase);
     return;
   }
+  borrow_at_fork(phase);
   if (phase == ForkPhase::Child && drop_driver_objects) {
-    for (Slot &s : slots_) {
-      if (s.obj == nullptr || !is_driver_kind(s.obj->kind())) continue;
+    uint32_t n = size_.load(std::memory_order_relaxed);
+    for (uint32_t i = 0; i < n; ++i) {
+      Slot &s = *slot(i);
+      uint64_t st = s.state.load(std::memory_order_relaxed);
+      Object *obj = s.obj.load(std::memory_order_relaxed);
+      if (refs_of(st) == 0 || obj == nullptr || !is_driver_kind(kind_in(st)))
+        continue;
       // Leaked on purpose: its destructor would call the driver. The slot
-      // keeps its generation and stays off the free list, so the id reads
-      // as stale for good.
-      s.obj = nullptr;
-      s.handle_refs = 0;
-      --live_;
+      // keeps its generation with no handles and is never given back, so
+      // the id reads as stale for good.
+      s.state.store(pack(gen_of(st), Kind::Internal, 0),
+                    std::memory_order_relaxed);
+      s.obj.store(nullptr, std::memory_order_relaxed);
     }
   }
   mu_.unlock(); // in the child: the only thread, the one that locked it
 }
 
 size_t Registry::live_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return live_;
+  // A scan (tests and stats only): slots with a handle.
+  size_t live = 0;
+  uint32_t n = size_.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < n; ++i)
+    if (refs_of(slot(i)->state.load(std::memory_order_acquire)) != 0) ++live;
+  return live;
 }
 
 } // namespace t4a::core

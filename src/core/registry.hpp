@@ -4,18 +4,35 @@
 // A slot's generation grows each time it is freed, so a stale id never
 // matches again; a slot whose generation would wrap is retired for good.
 // Each live slot holds one internal reference to its object plus the count
-// of handle references (_retain/_release). Every operation holds one plain
-// mutex for a few dozen instructions (a lookup: bounds, generation and kind
-// checks and one atomic increment); a reader-writer lock, a spin lock and
-// a hand-written futex mutex all measured slower on the allocation path.
-// Objects are destroyed outside the lock (by dropping the returned Ref).
+// of handle references (_retain/_release).
+//
+// No operation on a live handle takes a lock. Slots live in chunks that
+// are never moved or freed while the process lives (chunk c holds 1024 << c
+// slots); a slot is an atomic object pointer and an atomic state word
+// (generation, kind, handle count). Lookups read the pointer, then the
+// state, and accept the object only when the state has the id's
+// generation and kind and a handle count above 0. Retain and release
+// change the state with one compare-and-swap; the release that takes the
+// count to 0 also unpublishes the slot (the generation moves on, or the
+// slot is retired when it would wrap) and clears the pointer. Whether an
+// object read from a slot may still be used is the borrow protocol's
+// business (core/borrow.hpp): borrow_many returns plain pointers valid
+// until the caller's BorrowSection ends, resolve takes a reference inside
+// one, and a freed slot's reference is dropped through retire().
+//
+// Free slot indices are cached per thread (up to k_thread_free, no lock);
+// a thread takes and gives back batches from the shared free list under
+// a mutex, which also makes new slots (and chunks).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <vector>
 
+#include "core/borrow.hpp"
 #include "core/error.hpp"
+#include "core/fast_mutex.hpp"
 #include "core/fork.hpp"
 #include "core/object.hpp"
 #include "t4acuda.h"
@@ -30,34 +47,38 @@ struct Lookup {
   Kind kind;
 };
 
-// Aligned so that the lock and the slot vector (all a lookup reads of the
-// registry itself) share one cache line.
+// Aligned so that what a lookup reads of the registry itself (the slot
+// count and the chunk pointers) starts a cache line; the shared free list
+// and its lock follow.
 class alignas(64) Registry {
 public:
   static Registry &instance();
 
   // Registers obj with a handle count of 1; returns its id.
   uint64_t insert(Ref<Object> obj);
-  // Resolves id to a new internal reference, or reports why not.
+  // Resolves id to a new internal reference, or reports why not (no lock:
+  // a borrow section around the lookup and the increment).
   HandleCheck resolve(uint64_t id, Kind kind, Ref<Object> *out) const;
-  // Resolves lookups[0..n), in order, under one lock (the launch path:
-  // runtime, kernel and buffers). On success out[k] holds a new internal
-  // reference to each object, owned by the caller (Ref::adopt, or
-  // drop_ref). Otherwise the first lookup that failed is reported
-  // (*bad_index is its index) and no reference is taken.
-  HandleCheck resolve_many(const Lookup *lookups, size_t n, Object **out,
-                           size_t *bad_index) const;
+  // Resolves lookups[0..n), in order, without a lock and without taking
+  // references (the launch path: runtime, kernel and buffers). The caller
+  // must be inside a BorrowSection (core/borrow.hpp): out[k] stays valid
+  // until that section ends. Otherwise the first lookup that failed is
+  // reported (*bad_index is its index).
+  HandleCheck borrow_many(const Lookup *lookups, size_t n, Object **out,
+                          size_t *bad_index) const;
   HandleCheck retain(uint64_t id, Kind kind);
-  // Drops one handle reference; when none are left the slot is freed and
-  // its object reference moved to *removed.
+  // Drops one handle reference; when none are left the slot is freed, its
+  // reference retired (core/borrow.hpp) and, when `removed` is not null, a
+  // new reference to the object stored there.
   HandleCheck release(uint64_t id, Kind kind, Ref<Object> *removed);
-  // Frees the slot whatever its handle count (destroy of unshared objects).
+  // Frees the slot whatever its handle count (destroy of unshared objects);
+  // `removed` as for release.
   HandleCheck remove(uint64_t id, Kind kind, Ref<Object> *removed);
 
   size_t live_count() const;
 
-  // Fork safety (core/fork.hpp): prepare takes the lock, the parent
-  // releases it. The child releases it too; when the child cannot use the
+  // Fork safety (core/fork.hpp): prepare takes the free list's lock, the
+  // parent releases it. The child releases it too; when the child cannot use the
   // driver (`drop_driver_objects`), every slot of a driver object (all
   // kinds but artifacts and test objects) is emptied without destroying
   // its object (destruction would call the driver): the object is leaked
@@ -69,17 +90,41 @@ public:
 
 private:
   struct Slot {
-    uint32_t generation = 1;
-    uint32_t handle_refs = 0;
-    Object *obj = nullptr; // owns one reference while live
+    std::atomic<Object *> obj{nullptr}; // owns one reference while live
+    // generation (24 bits) << 40 | kind << 32 | handle count; 0: never used.
+    std::atomic<uint64_t> state{0};
   };
-  HandleCheck find(uint64_t id, Kind kind, uint32_t *index) const;
+  // Chunk c holds slots [1024 * (2^c - 1), 1024 * (2^(c+1) - 1)).
+  static constexpr uint32_t k_first_chunk = 1024;
+  static constexpr int k_chunks = 23; // covers every 32-bit slot index
+  // Slots made, and moved between a thread's cache and the shared list, at
+  // a time (divides k_first_chunk: a batch never spans two chunks).
+  static constexpr uint32_t k_batch = 32;
+  Slot *slot(uint32_t i) const {
+    uint64_t j = uint64_t(i) + k_first_chunk;
+    int c = 63 - __builtin_clzll(j) - 10;
+    return chunks_[c].load(std::memory_order_acquire) +
+           (j - (uint64_t(k_first_chunk) << c));
+  }
+  HandleCheck find(uint64_t id, Kind kind, Object **out) const;
+  T4A_COLD HandleCheck find_slow(uint64_t id, Kind kind, Object **out) const;
+  // The writers' check of the state word `st` against the id.
+  static HandleCheck check_state(uint64_t id, Kind kind, uint64_t st);
   HandleCheck drop(uint64_t id, Kind kind, bool all, Ref<Object> *removed);
+  uint32_t take_slot();       // a free slot index for insert (may throw)
+  void give_slot(uint32_t i); // a freed slot index
 
-  mutable std::mutex mu_;
-  std::vector<Slot> slots_;
+public:
+  // Free slot indices back to the shared list (a thread's cache, at its
+  // exit or when full).
+  void give_back(const uint32_t *index, uint32_t n);
+
+private:
+  std::atomic<uint32_t> size_{0}; // slots made (published after their chunk)
+  std::atomic<Slot *> chunks_[k_chunks] = {};
+  // The shared free list and slot growth.
+  mutable FastMutex mu_;
   std::vector<uint32_t> free_;
-  size_t live_ = 0;
 };
 
 namespace detail {

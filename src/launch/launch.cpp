@@ -5,6 +5,7 @@
 #include <new>
 
 #include "core/admission.hpp"
+#include "core/borrow.hpp"
 #include "core/context_scope.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
@@ -28,9 +29,9 @@ namespace {
 // sized by the argument count, so a launch with few arguments touches few
 // cache lines. The handles a launch resolves are the runtime, the kernel,
 // then each buffer argument in order (`buffers` maps the j-th buffer to
-// its argument index); `objects` holds the references resolved, `held` of
-// them owned (dropped at return). Facts are written for buffer arguments
-// only (validate() reads no others).
+// its argument index); `objects` holds the objects borrowed (valid until
+// the launch's borrow section ends). Facts are written for buffer
+// arguments only (validate() reads no others).
 //
 // Its size for n arguments: n + 2 handles (lookups, objects), n arguments
 // (facts, device pointers, parameter pointers, buffer indices); every
@@ -50,7 +51,6 @@ struct ArgSpace {
   CUdeviceptr *ptrs;
   void **params;
   uint32_t *buffers;
-  size_t held = 0;
 
   explicit ArgSpace(uint32_t n) {
     unsigned char *p = stack;
@@ -69,9 +69,6 @@ struct ArgSpace {
     params = reinterpret_cast<void **>(p);
     p += n * sizeof(void *);
     buffers = reinterpret_cast<uint32_t *>(p);
-  }
-  ~ArgSpace() {
-    for (size_t i = 0; i < held; ++i) objects[i]->drop_ref();
   }
   ArgSpace(const ArgSpace &) = delete;
   ArgSpace &operator=(const ArgSpace &) = delete;
@@ -93,10 +90,14 @@ T4A_COLD t4a_status fail_lookup(const ArgSpace &space, size_t bad,
 } // namespace
 
 t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
+  // Every object this launch resolves is borrowed (no lock, no reference
+  // counting) and stays valid until this section ends, at return, after
+  // admission was given back (core/borrow.hpp).
+  core::BorrowSection section;
   // The descriptor is read first, without reporting anything, so that the
-  // runtime, the kernel and the buffers resolve under one registry lock;
-  // errors are still reported in argument order: the runtime, the
-  // descriptor itself, the kernel, the buffers.
+  // runtime, the kernel and the buffers resolve in one pass; errors are
+  // still reported in argument order: the runtime, the descriptor itself,
+  // the kernel, the buffers.
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
   core::StructFault fault;
   if (given != nullptr) fault = core::copy_struct(given, &d);
@@ -126,20 +127,19 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
     }
   }
   size_t bad = 0;
-  core::HandleCheck c = core::Registry::instance().resolve_many(
+  core::HandleCheck c = core::Registry::instance().borrow_many(
       space.lookups, handles, space.objects, &bad);
   // Without a readable descriptor only the runtime was looked up, so a
   // failed lookup is always the first error to report.
   if (c != core::HandleCheck::Ok) [[unlikely]]
     return fail_lookup(space, bad, c);
-  space.held = handles;
   if (!have_desc) [[unlikely]] {
     if (given == nullptr)
       return core::fail(T4A_ERROR_INVALID_ARGUMENT, "desc is NULL");
     return core::fail_struct(fault, "desc", sizeof d);
   }
-  // Each object stays alive until return through its reference: a buffer
-  // released meanwhile is freed after the launch, in stream order.
+  // Each object stays alive until return through the borrow section: a
+  // buffer released meanwhile is freed after the launch, in stream order.
   core::Runtime &rt = static_cast<core::Runtime &>(*space.objects[0]);
   Kernel &k = static_cast<Kernel &>(*space.objects[1]);
   Module &mod = k.module();

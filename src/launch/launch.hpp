@@ -1,6 +1,6 @@
-// The checked launch: resolves the runtime, the kernel and
-// every buffer argument under one registry lock, validates everything with
-// the pure validate() before anything is enqueued, then under one
+// The checked launch: borrows the runtime, the kernel and
+// every buffer argument without a lock (core/borrow.hpp), validates everything
+// with the pure validate() before anything is enqueued, then under one
 // admission raises the kernel's dynamic-shared limit if needed, enqueues
 // cuLaunchKernel and keeps the kernel's module alive in the open completion
 // epoch (consecutive launches of one module add one keepalive, no event).

@@ -1,0 +1,218 @@
+#include "core/borrow.hpp"
+
+#include <pthread.h>
+
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "core/log.hpp"
+
+namespace t4a::core {
+
+namespace borrow {
+
+__thread BorrowRecord *tl_record __attribute__((tls_model("initial-exec"))) =
+    nullptr;
+std::atomic<bool> g_pending{false};
+
+namespace {
+
+// The directory of the threads in the library: chunks of entries, each
+// null (free) or the record of a live thread that has entered a section.
+// A scan reads the entries (15 to a 128-byte chunk) and only the records
+// of live threads, so threads that have exited (a pool of compile workers)
+// cost it nothing but a null entry. Chunks are never freed.
+struct alignas(64) DirChunk {
+  static constexpr int k_entries = 15;
+  std::atomic<BorrowRecord *> entry[k_entries] = {};
+  std::atomic<DirChunk *> next{nullptr};
+};
+constinit DirChunk g_dir;
+// Entries ever used, in directory order (a thread takes the first free
+// one): a scan reads no further. Raised before an entry is taken.
+std::atomic<uint32_t> g_dir_high{0};
+
+// The deferred references, and the records of exited threads kept for
+// reuse, with their lock (a leaf: nothing else is taken while it is held,
+// and no destructor runs under it). Constant-initialized and never
+// destroyed: sections end in static destructors at exit too.
+union Deferred {
+  struct State {
+    std::mutex mu;
+    std::vector<Object *> items;
+    std::vector<BorrowRecord *> free_records;
+  } s;
+  constexpr Deferred() : s() {}
+  ~Deferred() {}
+};
+constinit Deferred g_deferred;
+
+// seq_cst throughout, the entries too: a record entered after this scan
+// read its entry belongs to a reader whose slot loads come after the
+// writer's unpublishing store (borrow.hpp).
+bool any_active() {
+  uint32_t left = g_dir_high.load(std::memory_order_seq_cst);
+  for (const DirChunk *c = &g_dir; left != 0;
+       c = c->next.load(std::memory_order_seq_cst)) {
+    uint32_t n = left < DirChunk::k_entries ? left : DirChunk::k_entries;
+    for (uint32_t i = 0; i < n; ++i) {
+      BorrowRecord *r = c->entry[i].load(std::memory_order_seq_cst);
+      if (r != nullptr && r->active.load(std::memory_order_seq_cst) != 0)
+        return true;
+    }
+    left -= n;
+  }
+  return false;
+}
+
+// Raises the high-water mark to cover entry `index` (before it is taken).
+void cover(uint32_t index) {
+  uint32_t high = g_dir_high.load(std::memory_order_seq_cst);
+  while (high <= index && !g_dir_high.compare_exchange_weak(
+                              high, index + 1, std::memory_order_seq_cst)) {
+  }
+}
+
+// Enters `r` in a free entry of the directory (a new chunk if none).
+void enter_directory(BorrowRecord *r) {
+  uint32_t base = 0;
+  for (DirChunk *c = &g_dir;; base += DirChunk::k_entries) {
+    for (uint32_t i = 0; i < DirChunk::k_entries; ++i) {
+      std::atomic<BorrowRecord *> &e = c->entry[i];
+      if (e.load(std::memory_order_relaxed) != nullptr) continue;
+      cover(base + i);
+      BorrowRecord *none = nullptr;
+      if (e.compare_exchange_strong(none, r, std::memory_order_seq_cst)) {
+        r->entry = &e;
+        return;
+      }
+    }
+    DirChunk *next = c->next.load(std::memory_order_seq_cst);
+    if (next == nullptr) {
+      // May throw std::bad_alloc: before anything was read through the
+      // record. Appended empty; the loop then takes one of its entries.
+      auto *chunk = new DirChunk();
+      if (c->next.compare_exchange_strong(next, chunk,
+                                          std::memory_order_seq_cst))
+        next = chunk;
+      else
+        delete chunk; // another thread appended first: `next` is its chunk
+    }
+    c = next;
+  }
+}
+
+void thread_exit(void *p) {
+  auto *r = static_cast<BorrowRecord *>(p);
+  // No section is open at thread exit: the entry is freed and the record
+  // kept for another thread (leaked if there is no memory to keep it).
+  tl_record = nullptr;
+  r->entry->store(nullptr, std::memory_order_seq_cst);
+  std::lock_guard<std::mutex> lock(g_deferred.s.mu);
+  try {
+    g_deferred.s.free_records.push_back(r);
+  } catch (const std::bad_alloc &) {
+  }
+}
+
+pthread_key_t exit_key() {
+  static pthread_key_t key = [] {
+    pthread_key_t k;
+    (void)pthread_key_create(&k, &thread_exit); // failure: records not reused
+    return k;
+  }();
+  return key;
+}
+
+} // namespace
+
+BorrowRecord *attach() {
+  BorrowRecord *r = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_deferred.s.mu);
+    if (!g_deferred.s.free_records.empty()) {
+      r = g_deferred.s.free_records.back();
+      g_deferred.s.free_records.pop_back();
+    }
+  }
+  // Never freed: a scan may read it at any time. If even this small
+  // allocation fails, std::bad_alloc leaves the entry point (reported as
+  // OUT_OF_HOST_MEMORY) before anything was read.
+  if (r == nullptr) r = new BorrowRecord();
+  enter_directory(r); // may throw std::bad_alloc: the record is leaked
+  r->depth = 0;
+  tl_record = r;
+  // A thread that reaches the library after its TLS destructors ran (a
+  // static destructor at exit) keeps its record: at most one per thread.
+  (void)pthread_setspecific(exit_key(), r); // failure: the record is kept
+  return r;
+}
+
+void drain() {
+  std::vector<Object *> items;
+  {
+    std::lock_guard<std::mutex> lock(g_deferred.s.mu);
+    if (g_deferred.s.items.empty() || any_active()) return;
+    items.swap(g_deferred.s.items);
+    g_pending.store(false, std::memory_order_seq_cst);
+  }
+  for (Object *o : items) o->drop_ref();
+}
+
+} // namespace borrow
+
+void retire(Object *obj) {
+  if (!borrow::any_active()) {
+    obj->drop_ref_fast(); // registered objects are never recycled
+    if (borrow::g_pending.load(std::memory_order_acquire)) [[unlikely]]
+      borrow::drain();
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(borrow::g_deferred.s.mu);
+    try {
+      borrow::g_deferred.s.items.push_back(obj);
+    } catch (const std::bad_alloc &) {
+      // Never dropped early: leaked rather than freed under a reader.
+      logf(T4A_LOG_ERROR, "internal: a released object is leaked (no memory "
+                          "to defer its release past a concurrent reader)");
+      return;
+    }
+    borrow::g_pending.store(true, std::memory_order_seq_cst);
+  }
+  // The sections that were open may all have ended before `pending` was
+  // set (and so not seen it): scan again.
+  borrow::drain();
+}
+
+size_t borrow_deferred() {
+  std::lock_guard<std::mutex> lock(borrow::g_deferred.s.mu);
+  return borrow::g_deferred.s.items.size();
+}
+
+void borrow_at_fork(ForkPhase phase) {
+  if (phase == ForkPhase::Prepare) {
+    borrow::g_deferred.s.mu.lock();
+    return;
+  }
+  if (phase == ForkPhase::Child) {
+    // Only this thread exists here: every other thread's entry is freed
+    // (its record leaked).
+    for (borrow::DirChunk *c = &borrow::g_dir; c != nullptr;
+         c = c->next.load(std::memory_order_relaxed))
+      for (auto &e : c->entry) {
+        BorrowRecord *r = e.load(std::memory_order_relaxed);
+        if (r == nullptr || r == borrow::tl_record) continue;
+        r->active.store(0, std::memory_order_relaxed);
+        e.store(nullptr, std::memory_order_relaxed);
+      }
+    // The parent's deferred references are leaked in the child (their
+    // objects may need the parent's driver state to be destroyed).
+    borrow::g_deferred.s.items.clear();
+    borrow::g_pending.store(false, std::memory_order_relaxed);
+  }
+  borrow::g_deferred.s.mu.unlock();
+}
+
+} // namespace t4a::core

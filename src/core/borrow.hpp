@@ -1,0 +1,107 @@
+// Borrow sections: lock-free handle reads without reference counting.
+//
+// A thread inside a BorrowSection may use the objects it resolved from the
+// registry (Registry::borrow_many) through plain pointers until the section
+// ends: no registry lock and no reference increment or decrement per
+// object. What keeps such an object alive is that its registry reference
+// is never dropped while a section that might have read it is open: the
+// registry unpublishes a slot first (generation, then object pointer) and
+// hands the slot's reference to retire(), which drops it at once only when
+// no thread is inside a section, and otherwise defers it to the last
+// section to end (or the next retire that finds none open).
+//
+// Why that is enough (Dekker's pattern, seq_cst where marked):
+//   reader: active := 1 (seq_cst);  p := slot.obj (seq_cst);  (use p)
+//           ... active := 0 (release)
+//   writer: slot.obj := null (seq_cst);  scan every thread's `active`
+//           (seq_cst)
+// In the single total order of seq_cst operations either the reader's load
+// of slot.obj comes after the writer's store (it reads null, or a later
+// object whose generation differs from its id's: the borrow fails as a
+// stale handle), or the reader's `active := 1` comes before the writer's
+// scan, which then sees it and defers the drop, or sees the release store
+// that ended the section, after which the reader no longer uses p (the
+// release/acquire pair orders its last use before the drop).
+//
+// Deferred references are dropped by the first section end (any thread)
+// or retire() that finds `pending` set and no section open. The end of a
+// section reads `pending` without a fence, so it may miss a flag set at
+// that very moment; retire() scans again after setting it, and every
+// later section end on any thread looks again, so a deferred reference
+// waits at most until the library is next entered anywhere after the
+// borrowing sections ended (an entry point resolving a handle ends a
+// section before its body runs: a test that joins its threads and then
+// reads the counters sees the frees).
+//
+// Cost on the warm path: entering the outermost section is one seq_cst
+// store (an xchg on x86), leaving it a plain store and a load of
+// `pending`; the thread's record is reached through an initial-exec TLS
+// pointer. Sections nest (a log callback calling back into the library):
+// only the outermost one touches `active`. Each thread's record is on its
+// own cache line; a directory of pointers to the records of live threads
+// (null where a thread has exited) is what retire() scans, so it reads the
+// dense directory and the records of the threads alive now, not one line
+// per thread that ever called in.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "core/fork.hpp"
+#include "core/object.hpp"
+
+namespace t4a::core {
+
+struct alignas(64) BorrowRecord {
+  std::atomic<uint32_t> active{0}; // inside an outermost section
+  uint32_t depth = 0;              // this thread only
+  // Its entry in the directory of live threads (borrow.cpp).
+  std::atomic<BorrowRecord *> *entry = nullptr;
+};
+
+namespace borrow {
+extern __thread BorrowRecord *tl_record
+    __attribute__((tls_model("initial-exec")));
+extern std::atomic<bool> g_pending;
+
+BorrowRecord *attach(); // the calling thread's record, made on first use
+void drain();           // drops the deferred references if no section is open
+} // namespace borrow
+
+class BorrowSection {
+public:
+  BorrowSection() {
+    BorrowRecord *r = borrow::tl_record;
+    if (r == nullptr) [[unlikely]]
+      r = borrow::attach();
+    rec_ = r;
+    if (r->depth++ == 0) r->active.store(1, std::memory_order_seq_cst);
+  }
+  ~BorrowSection() {
+    if (--rec_->depth != 0) return;
+    rec_->active.store(0, std::memory_order_release);
+    if (borrow::g_pending.load(std::memory_order_acquire)) [[unlikely]]
+      borrow::drain();
+  }
+  BorrowSection(const BorrowSection &) = delete;
+  BorrowSection &operator=(const BorrowSection &) = delete;
+
+private:
+  BorrowRecord *rec_;
+};
+
+// Drops `obj`'s reference (one a registry slot held, the slot unpublished
+// already) now if no borrow section is open in any thread, else once the
+// sections open now have ended. Call it holding no lock: the drop may run
+// the object's destructor.
+void retire(Object *obj);
+
+// Deferred references now (tests).
+size_t borrow_deferred();
+
+// Fork: prepare takes the deferred list's lock, the parent releases it;
+// the child releases it and forgets the other threads' sections (those
+// threads do not exist there).
+void borrow_at_fork(ForkPhase phase);
+
+} // namespace t4a::core
