@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <memory>
 #include <new>
+#include <optional>
+#include <vector>
 
 #include "core/admission.hpp"
 #include "core/borrow.hpp"
@@ -161,8 +163,23 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   // Admitted, but without making the context current: the launch names
   // the runtime's stream (core/stream_context.hpp); only raising a
   // kernel's shared-memory limit needs the context.
-  core::Admission adm(rt.admission());
-  if (adm.status() != T4A_SUCCESS) return adm.status();
+  // When another thread holds the runtime (a raw scope may hold it for
+  // long), the wait is made outside the borrow section, holding references
+  // to what was borrowed: a thread waiting inside a section would hold up
+  // every release in the process (core/borrow.hpp). Dropped after
+  // admission is given back.
+  std::vector<core::Ref<Object>> held;
+  std::optional<core::Admission> adm;
+  adm.emplace(rt.admission(), core::Admission::Try);
+  if (adm->busy()) [[unlikely]] {
+    held.reserve(handles); // may throw std::bad_alloc: nothing held yet
+    for (size_t j = 0; j < handles; ++j) held.emplace_back(space.objects[j]);
+    adm.reset(); // busy: it holds nothing
+    bool paused = section.pause();
+    adm.emplace(rt.admission());
+    if (paused) section.resume();
+  }
+  if (adm->status() != T4A_SUCCESS) return adm->status();
   if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
   if (v.raise_shared) {
     core::ContextScope scope;

@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,6 +254,58 @@ static void test_churn(void **state) {
   teardown_runtime();
 }
 
+/* ---- blocked ------------------------------------------------------------ */
+
+/* A launch that waits for admission (the main thread holds a raw scope of
+ * its runtime) must not hold up releases elsewhere: a buffer of another
+ * runtime, released meanwhile and never borrowed, is freed at once. */
+static atomic_int g_blocked_arrived;
+
+static void arrive(void *arg) {
+  (void)arg;
+  if (tl_stop) atomic_store(&g_blocked_arrived, 1);
+}
+
+static void test_blocked_launch_does_not_hold_releases(void **state) {
+  (void)state;
+  setup_runtime();
+  stopped_launch c = {{0}, new_buffer(), new_buffer(), T4A_SUCCESS, ""};
+  ASSERT_OK(t4a_kernel_get(g_module, "two_buffers", &c.kernel));
+  t4a_runtime other = {0};
+  ASSERT_OK(t4a_runtime_create(NULL, &other));
+
+  t4a_raw_scope scope = {0};
+  t4a_raw_info info = T4A_RAW_INFO_INIT;
+  ASSERT_OK(t4a_raw_begin(g_rt, &scope, &info));
+  atomic_store(&g_blocked_arrived, 0);
+  t4a_testing_admission_hook(arrive, NULL);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, stopped_thread, &c), 0);
+  while (!atomic_load(&g_blocked_arrived)) sched_yield();
+  /* The launch has borrowed its objects and waits for the raw scope. */
+  for (int i = 0; i < 16; ++i) {
+    t4a_buffer x = {0};
+    ASSERT_OK(t4a_buffer_alloc(other, 256, 0, &x));
+    ASSERT_OK(t4a_buffer_release(x));
+  }
+  t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
+  ASSERT_OK(t4a_runtime_stats_get(other, &st));
+  assert_int_equal(st.allocations, 16);
+  assert_int_equal(st.frees, 16);
+  ASSERT_OK(t4a_runtime_destroy(other));
+
+  ASSERT_OK(t4a_raw_end(scope));
+  assert_int_equal(pthread_join(t, NULL), 0);
+  t4a_testing_admission_hook(NULL, NULL);
+  if (c.status != T4A_SUCCESS)
+    fail_msg("the blocked launch gave %s: %s", t4a_status_name(c.status),
+             c.message);
+  ASSERT_OK(t4a_kernel_release(c.kernel));
+  ASSERT_OK(t4a_buffer_release(c.a));
+  ASSERT_OK(t4a_buffer_release(c.b));
+  teardown_runtime();
+}
+
 int main(void) {
 #if !defined(T4A_FAKE_CUDA_PATH)
   fprintf(stderr, "built without the fake driver\n");
@@ -262,6 +315,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_release_while_borrowed),
       cmocka_unit_test(test_churn),
+      cmocka_unit_test(test_blocked_launch_does_not_hold_releases),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 #endif
