@@ -71,8 +71,8 @@ T4A_API t4a_status t4a_capture_end(t4a_runtime runtime, t4a_graph *graph) {
 
 T4A_API t4a_status t4a_graph_launch(t4a_runtime runtime, t4a_graph graph) {
   return T4A_ENTRY({
-    // Both handles are borrowed in one pass, without reference counting,
-    // as t4a_launch's are (core/borrow.hpp): a replay is on the hot path.
+    // Both handles are borrowed in one pass, as t4a_launch's are
+    // (core/borrow.hpp).
     // Failures are reported in argument order. The objects stay valid
     // until the section ends, after the replay returned.
     core::BorrowSection section;
@@ -85,9 +85,15 @@ T4A_API t4a_status t4a_graph_launch(t4a_runtime runtime, t4a_graph graph) {
     if (c != core::HandleCheck::Ok)
       return core::fail_handle(c, lookups[bad].id,
                                bad == 0 ? "runtime" : "graph");
-    auto *rt = static_cast<core::Runtime *>(objects[0]);
-    auto *g = static_cast<core::Graph *>(objects[1]);
-    return g->launch(*rt);
+    // The replay waits for admission: it runs outside the section, holding
+    // references (a thread waiting inside a section would hold up every
+    // release in the process, core/borrow.hpp).
+    Ref<core::Runtime> rt(static_cast<core::Runtime *>(objects[0]));
+    Ref<core::Graph> g(static_cast<core::Graph *>(objects[1]));
+    bool paused = section.pause();
+    t4a_status s = g->launch(*rt);
+    if (paused) section.resume();
+    return s;
   });
 }
 

@@ -156,9 +156,19 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   if (v.status != T4A_SUCCESS) return core::fail(v.status, "%s", v.message);
   // A cooperative launch, or a kernel with grid barriers: its own path
   // (launch/cooperative.hpp). One flag word and one byte of the kernel.
-  if ((d.flags | static_cast<uint32_t>(k.has_barriers())) != 0) [[unlikely]]
-    return launch_special(rt, k, d, v, n > 0 ? space.params : nullptr,
-                          space.objects + 2, handles - 2);
+  // It waits for admission (and may wait on the host for audit room), so
+  // it runs outside the borrow section, holding references to what was
+  // borrowed (see the busy case below).
+  if ((d.flags | static_cast<uint32_t>(k.has_barriers())) != 0) [[unlikely]] {
+    std::vector<core::Ref<Object>> held;
+    held.reserve(handles); // may throw std::bad_alloc: nothing held yet
+    for (size_t j = 0; j < handles; ++j) held.emplace_back(space.objects[j]);
+    bool paused = section.pause();
+    t4a_status s = launch_special(rt, k, d, v, n > 0 ? space.params : nullptr,
+                                  space.objects + 2, handles - 2);
+    if (paused) section.resume();
+    return s;
+  }
 
   // Admitted, but without making the context current: the launch names
   // the runtime's stream (core/stream_context.hpp); only raising a

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define T4A_EXPERIMENTAL 1 /* graph and cooperative launches */
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
 #include "test_assert.h"
@@ -100,6 +101,8 @@ typedef struct stopped_launch {
   t4a_buffer a, b;
   t4a_status status;
   char message[512];
+  int mode;        /* 0 plain, 1 cooperative, 2 graph replay */
+  t4a_graph graph; /* mode 2 */
 } stopped_launch;
 
 static void *stopped_thread(void *arg) {
@@ -114,8 +117,10 @@ static void *stopped_thread(void *arg) {
   d.block[0] = 1;
   d.args = args;
   d.arg_count = 2;
+  if (c->mode == 1) d.flags = T4A_LAUNCH_COOPERATIVE;
   tl_stop = 1;
-  c->status = t4a_launch(g_rt, &d);
+  c->status =
+      c->mode == 2 ? t4a_graph_launch(g_rt, c->graph) : t4a_launch(g_rt, &d);
   snprintf(c->message, sizeof c->message, "%s", last_message());
   return NULL;
 }
@@ -123,7 +128,7 @@ static void *stopped_thread(void *arg) {
 static void test_release_while_borrowed(void **state) {
   (void)state;
   setup_runtime();
-  stopped_launch c = {{0}, new_buffer(), new_buffer(), T4A_SUCCESS, ""};
+  stopped_launch c = {{0}, new_buffer(), new_buffer(), T4A_SUCCESS, "", 0, {0}};
   ASSERT_OK(t4a_kernel_get(g_module, "two_buffers", &c.kernel));
   uint64_t frees = stats().frees;
 
@@ -266,11 +271,27 @@ static void arrive(void *arg) {
   if (tl_stop) atomic_store(&g_blocked_arrived, 1);
 }
 
-static void test_blocked_launch_does_not_hold_releases(void **state) {
-  (void)state;
+/* The same for a cooperative launch (mode 1) and a graph replay (mode 2),
+ * which take admission on paths of their own. */
+static void blocked_case(int mode) {
   setup_runtime();
-  stopped_launch c = {{0}, new_buffer(), new_buffer(), T4A_SUCCESS, ""};
+  stopped_launch c = {{0}, new_buffer(), new_buffer(), T4A_SUCCESS,
+                      "",  mode,         {0}};
   ASSERT_OK(t4a_kernel_get(g_module, "two_buffers", &c.kernel));
+  if (mode == 2) {
+    t4a_arg args[2] = {T4A_ARG_INIT, T4A_ARG_INIT};
+    args[0].kind = args[1].kind = T4A_ARG_BUFFER;
+    args[0].buffer = c.a;
+    args[1].buffer = c.b;
+    t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+    d.kernel = c.kernel;
+    d.grid[0] = d.block[0] = 1;
+    d.args = args;
+    d.arg_count = 2;
+    ASSERT_OK(t4a_capture_begin(g_rt, NULL));
+    ASSERT_OK(t4a_launch(g_rt, &d));
+    ASSERT_OK(t4a_capture_end(g_rt, &c.graph));
+  }
   t4a_runtime other = {0};
   ASSERT_OK(t4a_runtime_create(NULL, &other));
 
@@ -303,7 +324,23 @@ static void test_blocked_launch_does_not_hold_releases(void **state) {
   ASSERT_OK(t4a_kernel_release(c.kernel));
   ASSERT_OK(t4a_buffer_release(c.a));
   ASSERT_OK(t4a_buffer_release(c.b));
+  if (mode == 2) ASSERT_OK(t4a_graph_release(c.graph));
   teardown_runtime();
+}
+
+static void test_blocked_launch_does_not_hold_releases(void **state) {
+  (void)state;
+  blocked_case(0);
+}
+
+static void test_blocked_cooperative_launch(void **state) {
+  (void)state;
+  blocked_case(1);
+}
+
+static void test_blocked_graph_launch(void **state) {
+  (void)state;
+  blocked_case(2);
 }
 
 int main(void) {
@@ -316,6 +353,8 @@ int main(void) {
       cmocka_unit_test(test_release_while_borrowed),
       cmocka_unit_test(test_churn),
       cmocka_unit_test(test_blocked_launch_does_not_hold_releases),
+      cmocka_unit_test(test_blocked_cooperative_launch),
+      cmocka_unit_test(test_blocked_graph_launch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 #endif
