@@ -68,9 +68,12 @@ void CopyWorkers::work(std::unique_lock<std::mutex> &lock) {
     unsigned char *d = dst_ + i * part_;
     const unsigned char *s = src_ + i * part_;
     size_t n = std::min(part_, bytes_ - i * part_);
+    // Read under the lock: once the last part is counted the caller may
+    // reset parts_ (or start the next copy) while this thread runs on.
+    const size_t total = parts_;
     lock.unlock();
     std::memcpy(d, s, n);
-    bool last = done_.fetch_add(1, std::memory_order_acq_rel) + 1 == parts_;
+    bool last = done_.fetch_add(1, std::memory_order_acq_rel) + 1 == total;
     lock.lock();
     if (last && caller_sleeping_) done_cv_.notify_one();
   }
