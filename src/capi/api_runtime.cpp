@@ -74,11 +74,12 @@ T4A_API t4a_status t4a_runtime_destroy(t4a_runtime runtime) {
                         "this thread holds a raw scope of the runtime "
                         "(t4a_raw_begin); end it with t4a_raw_end before "
                         "destroying the runtime; nothing was changed");
-    // A capturing runtime is not destroyed (the drain would wait on a
-    // capturing stream): the handle stays, nothing was changed.
+    // A capturing runtime is not destroyed (the drain would invalidate the
+    // capture): checked under admission, where captures begin, which from
+    // then on refuse to begin; the handle stays when refused.
     if (obj)
-      if (t4a_status s = core::refuse_capturing(
-              *static_cast<core::Runtime *>(obj.get()), "t4a_runtime_destroy");
+      if (t4a_status s =
+              static_cast<core::Runtime *>(obj.get())->begin_destroy();
           s != T4A_SUCCESS)
         return s;
     obj.reset();

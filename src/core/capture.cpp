@@ -50,6 +50,11 @@ t4a_status capture_begin(Runtime &rt, int32_t mode) {
     return fail(T4A_ERROR_UNSUPPORTED,
                 "t4a_capture_begin: the driver lacks stream capture or graph "
                 "entry points (cuStreamBeginCapture, cuGraphLaunch, ...)");
+  if (rt.destroying())
+    return fail(T4A_ERROR_INVALID_HANDLE,
+                "t4a_capture_begin: runtime %#llx is being destroyed "
+                "(t4a_runtime_destroy began); nothing was captured",
+                static_cast<unsigned long long>(rt.handle_id()));
   if (rt.capturing())
     return fail(T4A_ERROR_CAPTURING,
                 "t4a_capture_begin: runtime %#llx is already capturing a "

@@ -251,6 +251,16 @@ t4a_status Runtime::synchronize(const char *what) {
   return T4A_SUCCESS;
 }
 
+t4a_status Runtime::begin_destroy() {
+  Admission adm(admission_);
+  if (adm.status() != T4A_SUCCESS) return adm.status();
+  if (t4a_status s = refuse_capturing(*this, "t4a_runtime_destroy");
+      s != T4A_SUCCESS)
+    return s;
+  destroying_.store(true, std::memory_order_release);
+  return T4A_SUCCESS;
+}
+
 t4a_status Runtime::destroy() {
   // 1. Close admission (holding it): no operation is admitted from now on,
   // and a thread already waiting for the lock sees `closed` once it gets

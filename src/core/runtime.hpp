@@ -44,6 +44,13 @@ public:
   // on), drain, then retire (or, unproven, leak) epochs and clear the
   // parts' references (on_destroy). See admission.hpp.
   t4a_status destroy();
+  // t4a_runtime_destroy's first step, before the handle goes: under
+  // admission, CAPTURING while a capture is open (nothing changed);
+  // otherwise no capture may begin from then on (destroying()).
+  t4a_status begin_destroy();
+  bool destroying() const {
+    return destroying_.load(std::memory_order_acquire);
+  }
 
   void info(t4a_runtime_info *out) const;
   void stats(t4a_runtime_stats *out) const;
@@ -142,6 +149,7 @@ private:
   // runtimes_live/runtimes_leaked already settled for this runtime.
   std::atomic<bool> leak_accounted_{false};
   std::atomic<uint32_t> drains_{0}; // see drains_in_progress()
+  std::atomic<bool> destroying_{false}; // see begin_destroy()
   mutable std::mutex fault_mu_;
   std::string fault_message_;
   int32_t fault_result_ = 0;

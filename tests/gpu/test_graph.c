@@ -573,6 +573,11 @@ static void test_refusal_under_admission(void **state) {
   ASSERT_STATUS(t4a_buffer_download(rt, b, 0, sizeof host, &dl),
                 T4A_ERROR_CAPTURING);
   end_empty_capture(rt);
+  /* Destroy checks under admission too: refused, the handle stays. */
+  g_hook_armed = 1;
+  ASSERT_STATUS(t4a_runtime_destroy(rt), T4A_ERROR_CAPTURING);
+  ASSERT_MESSAGE_HAS("t4a_runtime_destroy");
+  end_empty_capture(rt);
   g_hook_armed = 0;
   t4a_testing_admission_hook(NULL, NULL);
   ASSERT_OK(t4a_runtime_synchronize(rt));
