@@ -29,4 +29,17 @@ inline std::string module_source(int m) {
 // artifacts.
 void scaling_rows(const Context &c);
 
+// bench/graph_coop_rows.cpp (called from the launch rows, so group
+// "launch"): graph replay against raw cuGraphLaunch, a chain of 100
+// launches as one graph against the same launches one by one, and
+// cooperative launches (with and without a declared grid barrier) against
+// raw cuLaunchCooperativeKernel.
+void graph_rows(t4a_runtime rt, CUstream stream, const t4a_launch_desc &d4,
+                CUfunction f4, void **params, int reps, bool quick);
+void cooperative_rows(t4a_runtime rt, CUstream stream,
+                      const t4a_compile_request &cr, int reps, bool quick);
+
+// bench/transfer_sweep.cpp (group "sweep"): host transfers 4 B .. 256 MiB.
+void transfer_sweep_rows(const Context &c);
+
 } // namespace bench

@@ -400,6 +400,9 @@ std::vector<std::string> split(const std::string &s, char sep) {
   std::string cur;
   std::stringstream ss(s);
   while (std::getline(ss, cur, sep)) out.push_back(cur);
+  // getline drops an empty last field ("a\tb\t"): a row without extras
+  // ends with one, and must keep it (read_run counts the fields).
+  if (!s.empty() && s.back() == sep) out.emplace_back();
   return out;
 }
 

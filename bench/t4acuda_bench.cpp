@@ -603,6 +603,8 @@ void compile_launch_rows(const Context &c) {
                    "raw launch");
         },
         sync, 1.03);
+    graph_rows(rt, stream, d4, f4, params, reps, quick);
+    cooperative_rows(rt, stream, cr, reps, quick);
 
     // ---- launches alternating over 8 modules ----
     constexpr int k_mods = 8;
@@ -823,6 +825,7 @@ int main(int argc, char **argv) {
   if (enabled("transfer") || enabled("xrt")) transfer_rows(c, sweep);
   if (enabled("compile") || enabled("launch")) compile_launch_rows(c);
   if (enabled("scaling")) scaling_rows(c);
+  if (enabled("sweep")) transfer_sweep_rows(c);
 
   t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
   check(t4a_runtime_stats_get(c.rt, &st), "stats");

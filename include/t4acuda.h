@@ -248,7 +248,8 @@ T4A_API const char *t4a_version_string(void);
   X(T4A_ERROR_UNSUPPORTED, 15, "not supported by this driver or device")       \
   X(T4A_ERROR_VERSION_MISMATCH, 16, "struct or version not understood")        \
   X(T4A_ERROR_ABANDONED, 17, "outcome unknown; resources quarantined")         \
-  X(T4A_ERROR_INTERNAL, 18, "internal error in t4acuda")
+  X(T4A_ERROR_INTERNAL, 18, "internal error in t4acuda")                       \
+  X(T4A_ERROR_CAPTURING, 19, "the runtime is capturing a graph")
 
 /** Turns one #T4A_STATUS_MAP row into an enumerator (helper). */
 #define T4A_STATUS_ENUM_ENTRY_(name, value, text) name = value,
@@ -312,6 +313,11 @@ enum t4a_status_code { T4A_STATUS_MAP(T4A_STATUS_ENUM_ENTRY_) };
 /** @var T4A_ERROR_INTERNAL
  * An internal error in t4acuda (a bug); nothing crossed the
  * C boundary. */
+/** @var T4A_ERROR_CAPTURING
+ * The runtime is capturing a graph and the operation cannot be captured
+ * (allocation, pageable transfers, synchronize, waits, module loads, ...):
+ * nothing was enqueued and the runtime stays usable; or the driver refused
+ * or invalidated a capture (`CUDA_ERROR_STREAM_CAPTURE_*`, 900-908). */
 
 /** @brief A status: one of ::t4a_status_code, always 32 bits. */
 typedef int32_t t4a_status;
@@ -653,7 +659,7 @@ T4A_API t4a_status t4a_device_can_access_peer(int32_t ordinal, int32_t peer,
 #define T4A_DEFAULT_STAGING_BYTES (UINT64_C(64) << 20)
 /** Default staging chunk size. */
 #define T4A_DEFAULT_STAGING_CHUNK_BYTES (UINT64_C(8) << 20)
-/** Staging copy threads: choose from the host's cores (at most 8). */
+/** Staging copy threads: choose from the host's cores (at most 16). */
 #define T4A_STAGING_THREADS_AUTO 0
 /** Default bound on the modules a runtime's module cache keeps loaded. */
 #define T4A_DEFAULT_MODULE_CACHE_ENTRIES 64u
@@ -691,8 +697,8 @@ typedef struct t4a_runtime_options {
    *  smaller; else 4 KiB .. staging_bytes. */
   uint64_t staging_chunk_bytes;
   /** Host threads copying between pageable memory and staging, 1..64, or
-   *  #T4A_STAGING_THREADS_AUTO (0, the default: half the host's cores, at
-   *  most 8). */
+   *  #T4A_STAGING_THREADS_AUTO (0, the default: the host's cores, at most
+   *  16; the calling thread is one of them). */
   int32_t staging_threads;
   uint32_t reserved0; /**< zero. */
   /** Modules the runtime's module cache keeps loaded (least recently used
@@ -986,13 +992,21 @@ typedef struct t4a_runtime_stats {
   uint64_t staged_copies;
   /** bytes of those copies. @since 0.1.0 */
   uint64_t staged_bytes;
+  /** cooperative launches enqueued (launches with the experimental flag
+   *  `T4A_LAUNCH_COOPERATIVE`). @since 0.1.0 */
+  uint64_t cooperative_launches;
+  /** grid-barrier audits that found a declared barrier counter not at its
+   *  expected value after a completed launch (see the experimental
+   *  `t4a_kernel_declare_barrier`); each is also logged as an error.
+   *  @since 0.1.0 */
+  uint64_t barrier_audit_failures;
 } t4a_runtime_stats;
 
 /** Initializer for ::t4a_runtime_stats. */
 #define T4A_RUNTIME_STATS_INIT                                                 \
   {                                                                            \
     sizeof(t4a_runtime_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                \
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0          \
   }
 
 /**
@@ -1225,12 +1239,15 @@ T4A_API t4a_status t4a_buffer_upload(t4a_runtime runtime, t4a_buffer dst,
  * @brief Enqueues a copy of `bytes` of `src` at `offset` to the host.
  *
  * The bytes are those the buffer holds at this point of the stream order:
- * they are copied on the stream into a device snapshot (memory from the
- * runtime's pool) followed by one event, so the buffer may be changed or
- * released afterwards. Deliver them once with t4a_download_poll() or
- * t4a_download_wait(); release the handle with t4a_download_release()
- * (also undelivered: safe). Never waits on the host; staging is used only
- * at delivery.
+ * they are copied on the stream into a snapshot followed by one event, so
+ * the buffer may be changed or released afterwards. A download of at most
+ * 256 KiB takes one of the runtime's 16 pinned host snapshot slots when
+ * one is free (one portable pinned block of 4 MiB, made on first use,
+ * outside the staging budget; delivery then only copies out); otherwise the
+ * snapshot is device memory from the runtime's pool. Deliver them once with
+ * t4a_download_poll() or t4a_download_wait(); release the handle with
+ * t4a_download_release() (also undelivered: safe). Never waits on the host;
+ * staging is used only at delivery.
  * @param[in]  runtime  the runtime that owns `src`.
  * @param[in]  src      the buffer to read.
  * @param[in]  offset   first byte of `src` to read.
@@ -1251,8 +1268,9 @@ T4A_API t4a_status t4a_buffer_download(t4a_runtime runtime, t4a_buffer src,
 /**
  * @brief Delivers a download into `dst` if its copy has completed.
  *
- * Once the snapshot is complete, delivery moves it to `dst` through pinned
- * staging and waits for those copies (counted host waits). The copies run
+ * Once the snapshot is complete, delivery copies a host snapshot to `dst`,
+ * or moves a device snapshot to `dst` through pinned staging and waits for
+ * those copies (counted host waits). The copies run
  * on an internal delivery stream, not behind later work of the runtime;
  * when the staging budget is exhausted, delivery may wait for the oldest
  * staging chunk of the runtime's own transfers. A delivery that fails
@@ -1976,8 +1994,9 @@ typedef struct t4a_arg {
 /** @brief What t4a_launch() launches. */
 typedef struct t4a_launch_desc {
   uint32_t struct_size; /**< in: sizeof(t4a_launch_desc) of the caller. */
-  uint32_t flags;       /**< zero (no flags are defined yet). */
-  t4a_kernel kernel;    /**< the kernel, of the launching runtime. */
+  /** zero, or (experimental section) `T4A_LAUNCH_COOPERATIVE`. */
+  uint32_t flags;
+  t4a_kernel kernel; /**< the kernel, of the launching runtime. */
   /** blocks in x, y, z. `grid[0]` has no default: 0 is rejected
    *  (#T4A_ERROR_INVALID_ARGUMENT naming `grid[0]`), as a grid computed as
    *  `n / block` for a small `n` is a bug. `grid[1]` and `grid[2]`: 0 (the
@@ -2390,7 +2409,285 @@ T4A_API t4a_status t4a_process_fault_get(t4a_process_fault *fault);
  * which experimental declarations its header had.
  * @experimental
  */
-#define T4A_EXPERIMENTAL_REVISION 1
+#define T4A_EXPERIMENTAL_REVISION 3
+
+/**
+ * @brief ::t4a_launch_desc::flags: a cooperative launch
+ *        (`cuLaunchCooperativeKernel`), whose blocks are all resident at
+ *        once so that they may wait for each other (grid barriers,
+ *        `cooperative_groups::this_grid().sync()`).
+ *
+ * Before anything is enqueued the grid's block count is checked against
+ * t4a_kernel_max_cooperative_blocks() for the launch's block size and
+ * dynamic shared bytes: more blocks is #T4A_ERROR_INVALID_ARGUMENT naming
+ * both numbers. A device without cooperative launch support
+ * (`CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH` 0), or a driver without
+ * `cuLaunchCooperativeKernel`, is #T4A_ERROR_UNSUPPORTED. Counted in
+ * ::t4a_runtime_stats::cooperative_launches (and `launches`).
+ * @experimental
+ */
+#define T4A_LAUNCH_COOPERATIVE 0x1u
+
+/**
+ * @brief The most blocks a cooperative launch of `kernel` may have: blocks
+ *        per multiprocessor at `block_size` threads and `dynamic_shared`
+ *        bytes (`cuOccupancyMaxActiveBlocksPerMultiprocessor`) times the
+ *        device's multiprocessors.
+ *
+ * The occupancy answer is cached per kernel for the last (block size,
+ * shared bytes) pair, which cooperative launches share. Above 48 KiB (and
+ * within the device's opt-in maximum) the kernel's dynamic-shared limit is
+ * raised first, as t4a_launch() does.
+ * @param[in]  kernel         the kernel.
+ * @param[in]  block_size     threads per block (at least 1).
+ * @param[in]  dynamic_shared dynamic shared memory per block.
+ * @param[out] max_blocks     the maximum (0 when not even one block fits).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT; #T4A_ERROR_UNSUPPORTED (no
+ *         cooperative launch on the device); #T4A_ERROR_DRIVER;
+ *         #T4A_ERROR_DEVICE_FAULT.
+ * @experimental
+ */
+T4A_API t4a_status t4a_kernel_max_cooperative_blocks(t4a_kernel kernel,
+                                                     int32_t block_size,
+                                                     uint64_t dynamic_shared,
+                                                     int32_t *max_blocks);
+
+/** ::t4a_barrier_desc::flags: the expected value is `expected_value`
+ *  times the launch's block count (an arrival counter that every block
+ *  increments `expected_value` times). @experimental */
+#define T4A_BARRIER_EXPECT_PER_BLOCK 0x1u
+/** ::t4a_barrier_desc::flags: a counter at or below the expected value
+ *  passes the audit (a grid-uniform early exit skips later barriers);
+ *  only a counter above it fails. @experimental */
+#define T4A_BARRIER_EXPECT_AT_MOST 0x2u
+
+/** @brief A grid-barrier counter: a `__device__` global of the kernel's
+ *  module that the kernel's blocks use to wait for each other.
+ *  @experimental */
+typedef struct t4a_barrier_desc {
+  uint32_t struct_size; /**< in: sizeof(t4a_barrier_desc) of the caller. */
+  /** the counter's bytes: 4 or 8 (0, the default, means 4); the global's
+   *  size must equal it. */
+  uint32_t width;
+  /** the global's name in the module (`extern "C"` or its lowered name). */
+  const char *global_name;
+  /** written to the counter on the stream before every launch (default
+   *  0); must fit in `width`. */
+  uint64_t reset_value;
+  /** the counter's value after a completed launch (default 0, a counter
+   *  that every barrier returns to 0); must fit in `width`. */
+  uint64_t expected_value;
+  /** 0, #T4A_BARRIER_EXPECT_PER_BLOCK, #T4A_BARRIER_EXPECT_AT_MOST. */
+  uint32_t flags;
+  uint32_t reserved0; /**< zero. */
+} t4a_barrier_desc;
+
+/** Initializer for ::t4a_barrier_desc (set `global_name`). @experimental */
+#define T4A_BARRIER_DESC_INIT                                                  \
+  { sizeof(t4a_barrier_desc), 0, NULL, 0, 0, 0, 0 }
+
+/**
+ * @brief Declares a grid-barrier counter of `kernel`.
+ *
+ * From then on every launch of this kernel object (cooperative or not)
+ * resets the counter on the runtime's stream before the kernel
+ * (`cuMemsetD32Async`) and copies it after the kernel into a pinned audit
+ * slot (`cuMemcpyDtoHAsync`). Once the launch's completion is proven (the
+ * runtime synchronized, or the open completion epoch that kept the launch
+ * retired) the next launch of the kernel or t4a_kernel_barrier_audit()
+ * compares the slot with the expected value; a counter not at it is
+ * logged as an error, counted in
+ * ::t4a_runtime_stats::barrier_audit_failures and reported by
+ * t4a_kernel_barrier_audit(). The next launch starts from the reset value
+ * regardless. A module belongs to one runtime, whose one stream orders
+ * every launch, so launches sharing a counter never overlap. A launch
+ * captured into a graph (t4a_capture_begin()) captures the resets before
+ * the kernel, so every replay starts clean; captured launches are not
+ * audited.
+ * @param[in]  kernel the kernel.
+ * @param[in]  desc   the counter (#T4A_BARRIER_DESC_INIT).
+ * @param[out] index  the barrier's index for t4a_kernel_barrier_audit()
+ *                    (0 for the first declared); may be NULL.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (NULL or empty name, no global of
+ *         that name, a size other than `width`, a misaligned global, a bad
+ *         width, unknown flags, a value too wide, the same global twice,
+ *         more than 8 barriers); #T4A_ERROR_VERSION_MISMATCH;
+ *         #T4A_ERROR_OUT_OF_HOST_MEMORY; #T4A_ERROR_DRIVER;
+ *         #T4A_ERROR_DEVICE_FAULT. Thread-safe; admitted.
+ * @experimental
+ */
+T4A_API t4a_status t4a_kernel_declare_barrier(t4a_kernel kernel,
+                                              const t4a_barrier_desc *desc,
+                                              uint32_t *index);
+
+/** @brief What the audits of one barrier found. @experimental */
+typedef struct t4a_barrier_audit {
+  uint32_t struct_size; /**< in: sizeof(t4a_barrier_audit) of the caller. */
+  uint32_t reserved0;   /**< zero. */
+  uint64_t launches;    /**< launches that reset and audited the counter. */
+  uint64_t audited;     /**< audits compared (completion proven). */
+  uint64_t pending;     /**< audits still waiting for completion proof. */
+  uint64_t failures;    /**< audits that found a wrong value. */
+  /** the last wrong value found, the value expected then, and the launch
+   *  (1 = the first launch that used the barrier); 0 without failures. */
+  uint64_t last_bad_value;
+  uint64_t last_bad_expected; /**< see `last_bad_value`. */
+  uint64_t last_bad_launch;   /**< see `last_bad_value`. */
+} t4a_barrier_audit;
+
+/** Initializer for ::t4a_barrier_audit. @experimental */
+#define T4A_BARRIER_AUDIT_INIT                                                 \
+  { sizeof(t4a_barrier_audit), 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/**
+ * @brief Compares every audit of barrier `index` whose launch is proven
+ *        complete, and reports the totals.
+ *
+ * Never waits: synchronize the runtime first to have every launch before
+ * it audited (`pending` is then 0).
+ * @param[in]     kernel the kernel.
+ * @param[in]     index  the barrier (t4a_kernel_declare_barrier()).
+ * @param[in,out] audit  set `audit->struct_size` (#T4A_BARRIER_AUDIT_INIT).
+ * @return #T4A_SUCCESS (also when audits failed: see `failures`);
+ *         #T4A_ERROR_INVALID_HANDLE; #T4A_ERROR_INVALID_ARGUMENT (no
+ *         barrier `index`); #T4A_ERROR_DEVICE_FAULT. Thread-safe; admitted.
+ * @experimental
+ */
+T4A_API t4a_status t4a_kernel_barrier_audit(t4a_kernel kernel, uint32_t index,
+                                            t4a_barrier_audit *audit);
+/** @brief A captured, instantiated CUDA graph of one runtime; reference
+ *  counted. It keeps every buffer, module and host buffer its work uses
+ *  alive until it is released and its last replay has completed.
+ *  @experimental */
+typedef struct t4a_graph {
+  uint64_t id; /**< generation-tagged id; #T4A_NULL_ID is the null handle. */
+} t4a_graph;
+
+/** @brief How a capture restricts other threads (CUDA's capture modes).
+ *  @experimental */
+typedef enum t4a_capture_mode {
+  /** the default: while the capture lasts, no thread of the process may
+   *  make a potentially unsafe CUDA call outside the library (the library
+   *  relaxes its own internal calls). */
+  T4A_CAPTURE_GLOBAL = 0,
+  /** only the capturing thread is restricted. */
+  T4A_CAPTURE_THREAD_LOCAL = 1,
+  /** nothing is restricted (the caller's own CUDA calls included). */
+  T4A_CAPTURE_RELAXED = 2
+} t4a_capture_mode;
+
+/** @brief Options of t4a_capture_begin(); zero bytes are the defaults.
+ *  @experimental */
+typedef struct t4a_capture_options {
+  uint32_t struct_size; /**< in: sizeof(t4a_capture_options) of the caller. */
+  int32_t mode;         /**< in: a ::t4a_capture_mode; 0: global. */
+} t4a_capture_options;
+
+/** Initializer for ::t4a_capture_options (the defaults). @experimental */
+#define T4A_CAPTURE_OPTIONS_INIT                                               \
+  { sizeof(t4a_capture_options), 0 }
+
+/** @brief What a graph holds (t4a_graph_info_get()). @experimental */
+typedef struct t4a_graph_info {
+  uint32_t struct_size;  /**< in: sizeof(t4a_graph_info) of the caller. */
+  uint32_t reserved0;    /**< zero. */
+  uint64_t node_count;   /**< out: nodes of the captured graph. */
+  uint64_t kept_objects; /**< out: objects the graph keeps alive. */
+  uint64_t launches;     /**< out: t4a_graph_launch() calls that enqueued. */
+} t4a_graph_info;
+
+/** Initializer for ::t4a_graph_info. @experimental */
+#define T4A_GRAPH_INFO_INIT                                                    \
+  { sizeof(t4a_graph_info), 0, 0, 0, 0 }
+
+/**
+ * @brief Starts capturing the runtime's stream into a graph.
+ *
+ * The open completion epoch is sealed first (outside the capture), then
+ * `cuStreamBeginCapture` puts the stream in capture mode. Until
+ * t4a_capture_end(), launches, t4a_buffer_fill(), t4a_buffer_copy() between
+ * buffers of this runtime and host-buffer transfers
+ * (t4a_buffer_upload_host(), t4a_buffer_download_host()) are captured, not
+ * run; every other operation on the runtime that would enqueue or wait
+ * (allocations, pageable transfers, pending downloads, synchronize, trim,
+ * completions, module loads, raw scopes, peer access, copies with other
+ * runtimes, graph launches, destroy) returns #T4A_ERROR_CAPTURING and
+ * enqueues nothing. Releasing a buffer during the capture defers its free
+ * to the capture's end.
+ *
+ * @param[in] runtime the runtime.
+ * @param[in] options NULL or zero bytes for the defaults.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (an unknown mode);
+ *         #T4A_ERROR_CAPTURING (already capturing, or the driver refused:
+ *         the message says why); #T4A_ERROR_UNSUPPORTED (a driver without
+ *         stream capture); a driver error.
+ * @experimental
+ */
+T4A_API t4a_status t4a_capture_begin(t4a_runtime runtime,
+                                     const t4a_capture_options *options);
+
+/**
+ * @brief Ends the runtime's capture and instantiates the graph.
+ *
+ * On success `*graph` is a new handle (release it with
+ * t4a_graph_release()). On any failure the capture is over unless the
+ * message says it is not (ended from a thread other than the one that
+ * began a global or thread-local capture): the captured work never runs,
+ * buffer frees deferred by the capture run, and the runtime stays usable.
+ * A capture the driver invalidated (an unsafe call elsewhere in the
+ * process, a rule of stream capture broken) ends with #T4A_ERROR_CAPTURING.
+ *
+ * @param[in]  runtime the capturing runtime.
+ * @param[out] graph   the new graph (written only on success).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (NULL `graph`);
+ *         #T4A_ERROR_CAPTURING (not capturing; invalidated);
+ *         a driver error (instantiation).
+ * @experimental
+ */
+T4A_API t4a_status t4a_capture_end(t4a_runtime runtime, t4a_graph *graph);
+
+/**
+ * @brief Replays a graph on its runtime's stream (`cuGraphLaunch`).
+ *
+ * The graph is kept alive by the runtime's open completion epoch (a replay
+ * right after another adds nothing and records no event), so it and
+ * everything it keeps outlive the replay even if released at once.
+ *
+ * @param[in] runtime the runtime the graph was captured on.
+ * @param[in] graph   the graph.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_WRONG_RUNTIME (the graph was captured on another
+ *         runtime); #T4A_ERROR_CAPTURING (the runtime is capturing);
+ *         #T4A_ERROR_DEVICE_FAULT; a driver error.
+ * @experimental
+ */
+T4A_API t4a_status t4a_graph_launch(t4a_runtime runtime, t4a_graph graph);
+
+/** @brief Adds a handle reference to a graph.
+ *  @param[in] graph the graph.
+ *  @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE. @experimental */
+T4A_API t4a_status t4a_graph_retain(t4a_graph graph);
+
+/** @brief Drops a handle reference; the graph (its executable graph and what
+ *  it keeps) is destroyed once no handle holds it and its last replay has
+ *  completed. The null handle is a no-op.
+ *  @param[in] graph the graph.
+ *  @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE. @experimental */
+T4A_API t4a_status t4a_graph_release(t4a_graph graph);
+
+/**
+ * @brief Reads what a graph holds.
+ * @param[in]     graph the graph.
+ * @param[in,out] info set `info->struct_size` (#T4A_GRAPH_INFO_INIT).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (NULL `info`, struct_size below 4).
+ * @experimental
+ */
+T4A_API t4a_status t4a_graph_info_get(t4a_graph graph, t4a_graph_info *info);
 /** @} */
 #endif /* T4A_EXPERIMENTAL */
 

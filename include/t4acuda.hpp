@@ -1540,11 +1540,24 @@ struct LaunchConfig {
   Dim3 grid;                 /**< blocks in x, y, z. */
   Dim3 block;                /**< threads per block in x, y, z. */
   uint32_t shared_bytes = 0; /**< dynamic shared memory per block. */
+  /** ::t4a_launch_desc::flags (0; with `T4A_EXPERIMENTAL`, see
+   *  cooperative()). */
+  uint32_t flags = 0;
   /** `grid` blocks of `block` threads with `shared` dynamic shared bytes
    *  per block. */
   constexpr explicit LaunchConfig(Dim3 grid_, Dim3 block_,
                                   uint32_t shared = 0) noexcept
       : grid(grid_), block(block_), shared_bytes(shared) {}
+#if defined(T4A_EXPERIMENTAL)
+  /** A cooperative launch (#T4A_LAUNCH_COOPERATIVE): the grid must fit
+   *  Kernel::max_cooperative_blocks(). Returns `*this`:
+   *  `t4a::LaunchConfig(grid, block).cooperative()`. @experimental */
+  LaunchConfig &cooperative(bool on = true) noexcept {
+    flags = on ? (flags | T4A_LAUNCH_COOPERATIVE)
+               : (flags & ~uint32_t{T4A_LAUNCH_COOPERATIVE});
+    return *this;
+  }
+#endif
 };
 
 namespace detail {
@@ -1623,9 +1636,10 @@ t4a_status launch_pack(RuntimeView rt, t4a_kernel kernel,
   constexpr size_t count = n - (ends_with_nothrow<Args...>::value ? 1 : 0);
   static_assert(count <= UINT32_MAX, "too many kernel arguments");
   const std::array<t4a_arg, n> packed{{to_arg(args)...}};
-  const t4a_launch_desc d = launch_desc(
+  t4a_launch_desc d = launch_desc(
       kernel, config.grid, config.block, config.shared_bytes,
       count != 0 ? packed.data() : nullptr, static_cast<uint32_t>(count));
+  d.flags = config.flags;
   return t4a_launch(rt.get(), &d);
 }
 } // namespace detail
@@ -1791,6 +1805,38 @@ public:
     check(t4a_kernel_suggest_block_size(get(), dynamic_shared, &block, &grid));
     return {block, grid};
   }
+#if defined(T4A_EXPERIMENTAL)
+  /** The most blocks a cooperative launch may have
+   *  (t4a_kernel_max_cooperative_blocks()). @throws Error @experimental */
+  int32_t max_cooperative_blocks(int32_t block_size,
+                                 uint64_t dynamic_shared = 0) const {
+    int32_t n = 0;
+    check(t4a_kernel_max_cooperative_blocks(get(), block_size, dynamic_shared,
+                                            &n));
+    return n;
+  }
+  /** Declares a grid-barrier counter (t4a_kernel_declare_barrier());
+   *  returns its index. @throws Error @experimental */
+  uint32_t declare_barrier(const t4a_barrier_desc &desc) const {
+    uint32_t index = 0;
+    check(t4a_kernel_declare_barrier(get(), &desc, &index));
+    return index;
+  }
+  /** Declares the 4-byte counter `global_name` (reset to 0 before each
+   *  launch, expected back at 0 after it). @throws Error @experimental */
+  uint32_t declare_barrier(const char *global_name) const {
+    t4a_barrier_desc d = T4A_BARRIER_DESC_INIT;
+    d.global_name = global_name;
+    return declare_barrier(d);
+  }
+  /** What the audits of barrier `index` found
+   *  (t4a_kernel_barrier_audit()). @throws Error @experimental */
+  t4a_barrier_audit barrier_audit(uint32_t index) const {
+    t4a_barrier_audit a = T4A_BARRIER_AUDIT_INIT;
+    check(t4a_kernel_barrier_audit(get(), index, &a));
+    return a;
+  }
+#endif
 #endif
 };
 
@@ -2129,6 +2175,106 @@ inline void signal_stream(RuntimeView rt, void *stream) {
   check(t4a_runtime_signal_stream(rt.get(), stream));
 }
 #endif
+
+#if defined(T4A_EXPERIMENTAL)
+// ---------------------------------------------------------------------------
+// Graphs (experimental: see t4acuda.h's experimental section)
+// ---------------------------------------------------------------------------
+
+/** @brief A captured graph (t4a_capture_end()); copying retains. It keeps
+ *  what its work uses until released and its last replay completed.
+ *  @experimental */
+class Graph
+    : public detail::Shared<t4a_graph, t4a_graph_retain, t4a_graph_release> {
+public:
+  using Shared::Shared;
+  /** Replays it on `rt` (t4a_graph_launch()); non-throwing. */
+  t4a_status launch(RuntimeView rt, std::nothrow_t) const noexcept {
+    return t4a_graph_launch(rt.get(), get());
+  }
+#if T4A_HPP_EXCEPTIONS
+  /** Replays it on `rt` (t4a_graph_launch()). @throws Error */
+  void launch(RuntimeView rt) const { check(launch(rt, std::nothrow)); }
+#endif
+};
+
+/**
+ * @brief A capture of a runtime's stream (t4a_capture_begin()): end() makes
+ * the graph; a capture destroyed before end() is ended and its graph
+ * dropped (the captured work never runs). Move-only. @experimental
+ */
+class Capture {
+public:
+  Capture() noexcept = default;
+  Capture(const Capture &) = delete;
+  Capture &operator=(const Capture &) = delete;
+  /** Moves the open capture; `o` holds none. */
+  Capture(Capture &&o) noexcept : rt_(o.rt_) {
+    o.rt_ = t4a_runtime{T4A_NULL_ID};
+  }
+  /** Abandons the held capture (ended, graph dropped), then takes `o`'s. */
+  Capture &operator=(Capture &&o) noexcept {
+    if (this != &o) {
+      abort();
+      rt_ = o.rt_;
+      o.rt_ = t4a_runtime{T4A_NULL_ID};
+    }
+    return *this;
+  }
+  /** Abandons an open capture (ended, graph dropped). */
+  ~Capture() { abort(); }
+  /** Begins capturing `rt` (t4a_capture_begin()); non-throwing; `out`
+   *  holds the capture only on success. */
+  static t4a_status begin(RuntimeView rt, Capture &out, std::nothrow_t,
+                          int32_t mode = T4A_CAPTURE_GLOBAL) noexcept {
+    t4a_capture_options o = T4A_CAPTURE_OPTIONS_INIT;
+    o.mode = mode;
+    t4a_status s = t4a_capture_begin(rt.get(), &o);
+    if (s == T4A_SUCCESS) {
+      out.abort();
+      out.rt_ = rt.get();
+    }
+    return s;
+  }
+  /** Ends the capture (t4a_capture_end()); non-throwing; `graph` is
+   *  written only on success. The capture is over either way, unless the
+   *  driver says it continues (ended from the wrong thread). */
+  t4a_status end(Graph &graph, std::nothrow_t) noexcept {
+    t4a_graph h{T4A_NULL_ID};
+    t4a_status s = t4a_capture_end(rt_, &h);
+    if (s == T4A_SUCCESS) graph = Graph(h);
+    rt_ = t4a_runtime{T4A_NULL_ID};
+    return s;
+  }
+#if T4A_HPP_EXCEPTIONS
+  /** Begins capturing `rt` (t4a_capture_begin()). @throws Error */
+  static Capture begin(RuntimeView rt, int32_t mode = T4A_CAPTURE_GLOBAL) {
+    Capture c;
+    check(begin(rt, c, std::nothrow, mode));
+    return c;
+  }
+  /** Ends the capture and returns its graph. @throws Error */
+  Graph end() {
+    Graph g;
+    check(end(g, std::nothrow));
+    return g;
+  }
+#endif
+  /** True while this object holds an open capture. */
+  explicit operator bool() const noexcept { return rt_.id != T4A_NULL_ID; }
+
+private:
+  void abort() noexcept {
+    if (rt_.id == T4A_NULL_ID) return;
+    t4a_graph h{T4A_NULL_ID};
+    // Abandoned: the capture ends either way (a failure leaves nothing to
+    // do here), and a graph made from it is dropped unused.
+    if (t4a_capture_end(rt_, &h) == T4A_SUCCESS) (void)t4a_graph_release(h);
+    rt_ = t4a_runtime{T4A_NULL_ID};
+  }
+  t4a_runtime rt_{T4A_NULL_ID};
+};
+#endif /* T4A_EXPERIMENTAL */
 
 } // namespace t4a
 

@@ -23,6 +23,9 @@ t4a_status to_dlpack(t4a_runtime runtime, t4a_buffer buffer,
         if (t4a_status s = memory::check_owner("buffer", *b, *rt);
             s != T4A_SUCCESS)
           return s;
+        if (t4a_status s = core::refuse_capturing(*rt, "t4a_buffer_to_dlpack");
+            s != T4A_SUCCESS)
+          return s;
         memory::reap_foreign(*rt); // no lock held here
         if constexpr (std::is_same_v<Out, DLManagedTensor>)
           return memory::export_dlpack(*rt, std::move(b), desc, consumer_stream,
@@ -42,6 +45,10 @@ t4a_status from_dlpack(t4a_runtime runtime, Tensor *tensor, t4a_buffer *out,
   return capi::call(
       in(runtime, "runtime"), capi::not_null(tensor, "tensor"),
       capi::not_null(out, "out"), [&](Ref<core::Runtime> &rt) -> t4a_status {
+        if (t4a_status s =
+                core::refuse_capturing(*rt, "t4a_buffer_from_dlpack");
+            s != T4A_SUCCESS)
+          return s;
         memory::reap_foreign(*rt); // no lock held here
         Ref<memory::Buffer> b;
         t4a_status s = T4A_SUCCESS;

@@ -3,6 +3,7 @@
 #include "capi/handles.hpp"
 #include "compile/artifact.hpp"
 #include "core/completion.hpp"
+#include "launch/cooperative.hpp"
 #include "launch/kernel.hpp"
 #include "launch/launch.hpp"
 #include "launch/module.hpp"
@@ -23,6 +24,9 @@ T4A_API t4a_status t4a_module_load(t4a_runtime runtime, t4a_artifact artifact,
         in(runtime, "runtime"), in(artifact, "artifact"),
         not_null(module, "module"),
         [&](Ref<core::Runtime> &rt, Ref<compile::Artifact> &a) -> t4a_status {
+          if (t4a_status s = core::refuse_capturing(*rt, "t4a_module_load");
+              s != T4A_SUCCESS)
+            return s;
           Ref<launch::Module> m;
           if (t4a_status s = launch::load_cached(std::move(rt), a->view(), &m);
               s != T4A_SUCCESS)
@@ -42,6 +46,10 @@ T4A_API t4a_status t4a_module_load_data(t4a_runtime runtime, const void *image,
             return core::fail(T4A_ERROR_INVALID_ARGUMENT,
                               "bytes is 0; an image has at least one byte");
           if (module == nullptr) return capi::null_arg("module");
+          if (t4a_status s =
+                  core::refuse_capturing(*rt, "t4a_module_load_data");
+              s != T4A_SUCCESS)
+            return s;
           Ref<launch::Module> m;
           if (t4a_status s =
                   launch::load_cached_data(std::move(rt), image, bytes, &m);
@@ -149,6 +157,47 @@ T4A_API t4a_status t4a_kernel_suggest_block_size(t4a_kernel kernel,
   });
 }
 
+// Experimental: cooperative launches and grid barriers
+// (launch/cooperative.hpp).
+T4A_API t4a_status t4a_kernel_max_cooperative_blocks(t4a_kernel kernel,
+                                                     int32_t block_size,
+                                                     uint64_t dynamic_shared,
+                                                     int32_t *max_blocks) {
+  return T4A_ENTRY({
+    return capi::call(
+        in(kernel, "kernel"), not_null(max_blocks, "max_blocks"),
+        [&](Ref<launch::Kernel> &k) -> t4a_status {
+          if (block_size < 1)
+            return core::fail(T4A_ERROR_INVALID_ARGUMENT,
+                              "block_size is %d; it must be at least 1",
+                              block_size);
+          return launch::max_cooperative_blocks(*k, block_size, dynamic_shared,
+                                                max_blocks);
+        });
+  });
+}
+
+T4A_API t4a_status t4a_kernel_declare_barrier(t4a_kernel kernel,
+                                              const t4a_barrier_desc *desc,
+                                              uint32_t *index) {
+  return T4A_ENTRY({
+    return capi::call(in(kernel, "kernel"), not_null(desc, "desc"),
+                      [&](Ref<launch::Kernel> &k) -> t4a_status {
+                        return launch::declare_barrier(*k, desc, index);
+                      });
+  });
+}
+
+T4A_API t4a_status t4a_kernel_barrier_audit(t4a_kernel kernel, uint32_t index,
+                                            t4a_barrier_audit *audit) {
+  return T4A_ENTRY({
+    return capi::call(in(kernel, "kernel"), capi::out_struct(audit, "audit"),
+                      [&](Ref<launch::Kernel> &k) -> t4a_status {
+                        return launch::barrier_audit(*k, index, audit);
+                      });
+  });
+}
+
 // Not through capi::call: the launch path borrows the runtime, the kernel
 // and every buffer argument in one pass (launch/launch.hpp).
 T4A_API t4a_status t4a_launch(t4a_runtime runtime,
@@ -162,6 +211,9 @@ T4A_API t4a_status t4a_runtime_record(t4a_runtime runtime,
     return capi::call(
         in(runtime, "runtime"), not_null(completion, "completion"),
         [&](Ref<core::Runtime> &rt) -> t4a_status {
+          if (t4a_status s = core::refuse_capturing(*rt, "t4a_runtime_record");
+              s != T4A_SUCCESS)
+            return s;
           Ref<core::Completion> c;
           if (t4a_status s = core::Completion::record(std::move(rt), &c);
               s != T4A_SUCCESS)
@@ -173,17 +225,27 @@ T4A_API t4a_status t4a_runtime_record(t4a_runtime runtime,
 
 T4A_API t4a_status t4a_completion_poll(t4a_completion completion) {
   return T4A_ENTRY({
-    return capi::call(
-        in(completion, "completion"),
-        [](Ref<core::Completion> &c) -> t4a_status { return c->poll(); });
+    return capi::call(in(completion, "completion"),
+                      [](Ref<core::Completion> &c) -> t4a_status {
+                        if (t4a_status s = core::refuse_capturing(
+                                c->runtime(), "t4a_completion_poll");
+                            s != T4A_SUCCESS)
+                          return s;
+                        return c->poll();
+                      });
   });
 }
 
 T4A_API t4a_status t4a_completion_wait(t4a_completion completion) {
   return T4A_ENTRY({
-    return capi::call(
-        in(completion, "completion"),
-        [](Ref<core::Completion> &c) -> t4a_status { return c->wait(); });
+    return capi::call(in(completion, "completion"),
+                      [](Ref<core::Completion> &c) -> t4a_status {
+                        if (t4a_status s = core::refuse_capturing(
+                                c->runtime(), "t4a_completion_wait");
+                            s != T4A_SUCCESS)
+                          return s;
+                        return c->wait();
+                      });
   });
 }
 
@@ -193,6 +255,9 @@ T4A_API t4a_status t4a_runtime_wait(t4a_runtime runtime,
     return capi::call(
         in(runtime, "runtime"), in(completion, "completion"),
         [](Ref<core::Runtime> &rt, Ref<core::Completion> &c) -> t4a_status {
+          if (t4a_status s = core::refuse_capturing(*rt, "t4a_runtime_wait");
+              s != T4A_SUCCESS)
+            return s;
           return c->wait_on(*rt);
         });
   });

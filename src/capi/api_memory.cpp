@@ -22,6 +22,9 @@ T4A_API t4a_status t4a_buffer_alloc(t4a_runtime runtime, uint64_t bytes,
             return core::fail(
                 T4A_ERROR_INVALID_ARGUMENT,
                 "flags is 0x%x; only T4A_BUFFER_ZERO (0x1) is known", flags);
+          if (t4a_status s = core::refuse_capturing(*rt, "t4a_buffer_alloc");
+              s != T4A_SUCCESS)
+            return s;
           Ref<memory::Buffer> b;
           if (t4a_status s =
                   memory::Buffer::alloc(std::move(rt), bytes, flags, &b);
@@ -118,9 +121,19 @@ T4A_API t4a_status t4a_buffer_copy(t4a_runtime runtime, t4a_buffer dst,
                 static_cast<unsigned long long>(dst_offset + bytes),
                 static_cast<unsigned long long>(src_offset),
                 static_cast<unsigned long long>(src_offset + bytes));
-          if (&sb->runtime() != rt.get())
+          if (&sb->runtime() != rt.get()) {
+            // Captured copies stay within one runtime's stream.
+            if (t4a_status s = core::refuse_capturing(
+                    *rt, "t4a_buffer_copy between two runtimes");
+                s != T4A_SUCCESS)
+              return s;
+            if (t4a_status s = core::refuse_capturing(
+                    sb->runtime(), "t4a_buffer_copy between two runtimes");
+                s != T4A_SUCCESS)
+              return s;
             return memory::copy_between(*rt, *d, dst_offset, *sb, src_offset,
                                         bytes);
+          }
           return memory::copy(*rt, *d, dst_offset, *sb, src_offset, bytes);
         });
   });
@@ -132,6 +145,14 @@ T4A_API t4a_status t4a_runtime_enable_peer(t4a_runtime runtime,
     return capi::call(
         in(runtime, "runtime"), in(peer, "peer"),
         [&](Ref<core::Runtime> &a, Ref<core::Runtime> &b) -> t4a_status {
+          if (t4a_status s =
+                  core::refuse_capturing(*a, "t4a_runtime_enable_peer");
+              s != T4A_SUCCESS)
+            return s;
+          if (t4a_status s =
+                  core::refuse_capturing(*b, "t4a_runtime_enable_peer");
+              s != T4A_SUCCESS)
+            return s;
           return memory::enable_peer(*a, *b);
         });
   });

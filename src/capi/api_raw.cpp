@@ -18,6 +18,9 @@ T4A_API t4a_status t4a_raw_begin(t4a_runtime runtime, t4a_raw_scope *scope,
         capi::out_struct(info, "info"),
         [&](Ref<core::Runtime> &rt) -> t4a_status {
           core::Runtime &r = *rt;
+          if (t4a_status st = core::refuse_capturing(r, "t4a_raw_begin");
+              st != T4A_SUCCESS)
+            return st;
           Ref<core::RawScope> s;
           if (t4a_status st = core::RawScope::begin(std::move(rt), &s);
               st != T4A_SUCCESS)
@@ -98,6 +101,10 @@ T4A_API t4a_status t4a_runtime_wait_stream(t4a_runtime runtime, void *stream) {
   return T4A_ENTRY({
     return capi::call(
         in(runtime, "runtime"), [&](Ref<core::Runtime> &rt) -> t4a_status {
+          if (t4a_status s =
+                  core::refuse_capturing(*rt, "t4a_runtime_wait_stream");
+              s != T4A_SUCCESS)
+            return s;
           return core::wait_external_stream(*rt, static_cast<CUstream>(stream));
         });
   });
@@ -106,11 +113,15 @@ T4A_API t4a_status t4a_runtime_wait_stream(t4a_runtime runtime, void *stream) {
 T4A_API t4a_status t4a_runtime_signal_stream(t4a_runtime runtime,
                                              void *stream) {
   return T4A_ENTRY({
-    return capi::call(in(runtime, "runtime"),
-                      [&](Ref<core::Runtime> &rt) -> t4a_status {
-                        return core::signal_external_stream(
-                            *rt, static_cast<CUstream>(stream));
-                      });
+    return capi::call(
+        in(runtime, "runtime"), [&](Ref<core::Runtime> &rt) -> t4a_status {
+          if (t4a_status s =
+                  core::refuse_capturing(*rt, "t4a_runtime_signal_stream");
+              s != T4A_SUCCESS)
+            return s;
+          return core::signal_external_stream(*rt,
+                                              static_cast<CUstream>(stream));
+        });
   });
 }
 

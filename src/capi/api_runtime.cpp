@@ -74,6 +74,13 @@ T4A_API t4a_status t4a_runtime_destroy(t4a_runtime runtime) {
                         "this thread holds a raw scope of the runtime "
                         "(t4a_raw_begin); end it with t4a_raw_end before "
                         "destroying the runtime; nothing was changed");
+    // A capturing runtime is not destroyed (the drain would wait on a
+    // capturing stream): the handle stays, nothing was changed.
+    if (obj)
+      if (t4a_status s = core::refuse_capturing(
+              *static_cast<core::Runtime *>(obj.get()), "t4a_runtime_destroy");
+          s != T4A_SUCCESS)
+        return s;
     obj.reset();
     core::HandleCheck c = core::Registry::instance().remove(
         runtime.id, core::Kind::Runtime, &obj);
@@ -92,6 +99,10 @@ T4A_API t4a_status t4a_runtime_synchronize(t4a_runtime runtime) {
         in(runtime, "runtime"), [](Ref<core::Runtime> &rt) -> t4a_status {
           // Imported DLPack buffers released before the drain began are
           // proven done by it: their deleters run here, no lock held.
+          if (t4a_status s =
+                  core::refuse_capturing(*rt, "t4a_runtime_synchronize");
+              s != T4A_SUCCESS)
+            return s;
           uint64_t mark = memory::mark_foreign(*rt);
           t4a_status s = rt->synchronize("synchronizing the runtime's stream");
           if (s == T4A_SUCCESS) memory::release_foreign_through(*rt, mark);
@@ -103,8 +114,12 @@ T4A_API t4a_status t4a_runtime_synchronize(t4a_runtime runtime) {
 T4A_API t4a_status t4a_runtime_trim(t4a_runtime runtime) {
   return T4A_ENTRY({
     return capi::call(
-        in(runtime, "runtime"),
-        [](Ref<core::Runtime> &rt) -> t4a_status { return rt->trim(); });
+        in(runtime, "runtime"), [](Ref<core::Runtime> &rt) -> t4a_status {
+          if (t4a_status s = core::refuse_capturing(*rt, "t4a_runtime_trim");
+              s != T4A_SUCCESS)
+            return s;
+          return rt->trim();
+        });
   });
 }
 

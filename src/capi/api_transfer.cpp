@@ -22,10 +22,15 @@ t4a_status check_host_range(const char *arg, const memory::HostBuffer &h,
 }
 
 t4a_status deliver(t4a_download download, void *dst, bool wait) {
-  return capi::call(in(download, "download"),
-                    [&](Ref<memory::PendingDownload> &d) -> t4a_status {
-                      return d->deliver(dst, wait);
-                    });
+  return capi::call(
+      in(download, "download"),
+      [&](Ref<memory::PendingDownload> &d) -> t4a_status {
+        if (t4a_status s = core::refuse_capturing(
+                d->runtime(), wait ? "t4a_download_wait" : "t4a_download_poll");
+            s != T4A_SUCCESS)
+          return s;
+        return d->deliver(dst, wait);
+      });
 }
 
 } // namespace
@@ -42,6 +47,10 @@ T4A_API t4a_status t4a_buffer_upload(t4a_runtime runtime, t4a_buffer dst,
           if (src == nullptr && bytes > 0) return capi::null_arg("src");
           if (t4a_status s = memory::check_writable("dst", b); s != T4A_SUCCESS)
             return s;
+          if (t4a_status s = core::refuse_capturing(
+                  rt, "t4a_buffer_upload (pageable host memory)");
+              s != T4A_SUCCESS)
+            return s;
           return memory::upload(rt, b, offset, src, bytes);
         });
   });
@@ -55,6 +64,10 @@ T4A_API t4a_status t4a_buffer_download_sync(t4a_runtime runtime, t4a_buffer src,
         runtime, src, "src", offset, bytes,
         [&](core::Runtime &rt, memory::Buffer &b) -> t4a_status {
           if (dst == nullptr && bytes > 0) return capi::null_arg("dst");
+          if (t4a_status s = core::refuse_capturing(
+                  rt, "t4a_buffer_download_sync (pageable host memory)");
+              s != T4A_SUCCESS)
+            return s;
           return memory::download_sync(rt, b, offset, dst, bytes);
         });
   });
@@ -68,6 +81,9 @@ T4A_API t4a_status t4a_buffer_download(t4a_runtime runtime, t4a_buffer src,
         runtime, src, "src", offset, bytes,
         [&](core::Runtime &rt, memory::Buffer &b) -> t4a_status {
           if (download == nullptr) return capi::null_arg("download");
+          if (t4a_status s = core::refuse_capturing(rt, "t4a_buffer_download");
+              s != T4A_SUCCESS)
+            return s;
           Ref<memory::PendingDownload> d;
           if (t4a_status s =
                   memory::PendingDownload::create(rt, b, offset, bytes, &d);
@@ -107,6 +123,10 @@ T4A_API t4a_status t4a_host_buffer_alloc(t4a_runtime runtime, uint64_t bytes,
         in(runtime, "runtime"), not_null(host_buffer, "host_buffer"),
         [&](Ref<core::Runtime> &rt) -> t4a_status {
           if (t4a_status s = rt->check_usable(); s != T4A_SUCCESS) return s;
+          if (t4a_status s =
+                  core::refuse_capturing(*rt, "t4a_host_buffer_alloc");
+              s != T4A_SUCCESS)
+            return s;
           Ref<memory::HostBuffer> h;
           if (t4a_status s = memory::HostBuffer::alloc(*rt, bytes, &h);
               s != T4A_SUCCESS)

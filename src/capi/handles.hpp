@@ -24,6 +24,7 @@ class Artifact;
 namespace t4a::core {
 class Completion;
 class RawScope;
+class Graph;
 } // namespace t4a::core
 namespace t4a::launch {
 class Module;
@@ -48,6 +49,7 @@ T4A_HANDLE_OF_(t4a_module, launch::Module, Module);
 T4A_HANDLE_OF_(t4a_kernel, launch::Kernel, Kernel);
 T4A_HANDLE_OF_(t4a_completion, core::Completion, Completion);
 T4A_HANDLE_OF_(t4a_raw_scope, core::RawScope, RawScope);
+T4A_HANDLE_OF_(t4a_graph, core::Graph, Graph);
 #undef T4A_HANDLE_OF_
 
 // Resolves a handle id of kind K to a reference to T, or records

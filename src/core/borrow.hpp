@@ -83,6 +83,20 @@ public:
     if (borrow::g_pending.load(std::memory_order_acquire)) [[unlikely]]
       borrow::drain();
   }
+  // Leaves the outermost section for a wait that may be long (admission
+  // held by another thread's raw scope): a thread waiting inside a section
+  // would hold up every retire in the process. The caller holds references
+  // to what it borrowed until resume(). Returns false, changing nothing,
+  // when nested (the enclosing section's borrows are not the caller's).
+  bool pause() {
+    if (rec_->depth != 1) return false;
+    rec_->active.store(0, std::memory_order_release);
+    if (borrow::g_pending.load(std::memory_order_acquire)) [[unlikely]]
+      borrow::drain();
+    return true;
+  }
+  // Enters again after pause() (what is read from now on is borrowed anew).
+  void resume() { rec_->active.store(1, std::memory_order_seq_cst); }
   BorrowSection(const BorrowSection &) = delete;
   BorrowSection &operator=(const BorrowSection &) = delete;
 

@@ -14,7 +14,7 @@ Completion::Completion(Ref<Runtime> rt)
 t4a_status Completion::record(Ref<Runtime> rt, Ref<Completion> *out) {
   Runtime &r = *rt;
   Ref<Completion> c = Ref<Completion>::adopt(new Completion(std::move(rt)));
-  OpScope op(r, "recording a completion");
+  OpScope op(r, "recording a completion", "t4a_runtime_record");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (auto e = cu::event_create(&c->event_, CU_EVENT_DISABLE_TIMING); !e) {
     c->event_ = nullptr;
@@ -84,7 +84,8 @@ t4a_status Completion::wait() {
 }
 
 t4a_status Completion::wait_on(Runtime &waiter) {
-  OpScope op(waiter, "waiting for a completion on a stream");
+  OpScope op(waiter, "waiting for a completion on a stream",
+             "t4a_runtime_wait");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (done_.load(std::memory_order_acquire)) return T4A_SUCCESS;
   if (auto e = cu::stream_wait_event(waiter.stream(), event_, 0); !e)

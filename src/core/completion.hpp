@@ -26,6 +26,7 @@ public:
   // Makes `waiter`'s stream wait for this completion (any runtime, any
   // device); no host wait.
   t4a_status wait_on(Runtime &waiter);
+  Runtime &runtime() const { return *rt_; }
 
 private:
   explicit Completion(Ref<Runtime> rt);

@@ -35,6 +35,8 @@ void RuntimeCounters::fill(t4a_runtime_stats *s) const {
   s->peer_bytes = peer_bytes.get();
   s->staged_copies = staged_copies.get();
   s->staged_bytes = staged_bytes.get();
+  s->cooperative_launches = cooperative_launches.get();
+  s->barrier_audit_failures = barrier_audit_failures.get();
 }
 
 ProcessCounters &ProcessCounters::instance() {

@@ -69,6 +69,8 @@ struct RuntimeCounters {
   // runtimes of each copy, per path.
   Counter same_device_copies, same_device_bytes, peer_copies, peer_bytes,
       staged_copies, staged_bytes;
+  // Cooperative launches and grid-barrier audits (launch/cooperative.cpp).
+  Counter cooperative_launches, barrier_audit_failures;
   DeviceBytes device_bytes;
   Level staging_bytes;
   void fill(t4a_runtime_stats *s) const;

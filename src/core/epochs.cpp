@@ -64,6 +64,20 @@ Epochs::Sealed &Epochs::next_slot() {
 
 t4a_status Epochs::seal(Runtime &rt, bool record) {
   if (count() == 0) return T4A_SUCCESS;
+  // While the runtime captures, an event recorded on its stream would be
+  // captured, not run (and a query of it would invalidate the capture):
+  // the open epoch's keepalives, all kept by captured work since
+  // capture_begin sealed the epoch, move to the capture instead, which
+  // hands them to the graph (core/capture.hpp).
+  if (rt.capturing()) [[unlikely]] {
+    Capture::Items &to = rt.capture().items();
+    uint32_t n = count();
+    to.reserve(to.size() + n); // may throw: first, nothing moved yet
+    for (uint32_t i = 0; i < n; ++i) to.push_back(Ref<Object>::adopt(open_[i]));
+    n_.store(0, std::memory_order_relaxed);
+    last_ = nullptr;
+    return T4A_SUCCESS;
+  }
   // Room among the sealed epochs first: retire the completed ones (one
   // query when the oldest is still running), and at the limit wait for
   // the oldest. Amortized: this runs once per seal, not per operation.

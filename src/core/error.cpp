@@ -155,6 +155,10 @@ t4a_status status_for(CUresult r) {
   if (r == CUDA_ERROR_NOT_READY) return T4A_NOT_READY;
   if (r == CUDA_ERROR_OUT_OF_MEMORY) return T4A_ERROR_OUT_OF_MEMORY;
   if (driver::is_sticky(r)) return T4A_ERROR_DEVICE_FAULT;
+  // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (900) .. _WRONG_THREAD (908): a
+  // capture refused or invalidated; not sticky (driver/result_class.hpp).
+  if (static_cast<int>(r) >= 900 && static_cast<int>(r) <= 908)
+    return T4A_ERROR_CAPTURING;
   if (driver::is_driver_gone(r)) return T4A_ERROR_NO_DRIVER;
   if (r == CUDA_ERROR_NO_DEVICE || r == CUDA_ERROR_INVALID_DEVICE)
     return T4A_ERROR_NO_DEVICE;

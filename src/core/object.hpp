@@ -22,6 +22,7 @@ enum class Kind : uint8_t {
   Kernel = 7,
   Completion = 8,
   RawScope = 9,
+  Graph = 10,
   TestObject = 255, // test builds: registry stress objects
 };
 

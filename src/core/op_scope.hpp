@@ -11,9 +11,15 @@ namespace t4a::core {
 
 class OpScope {
 public:
-  OpScope(Runtime &rt, const char *what) : adm_(rt.admission()) {
+  // With `uncapturable` (the operation's name): T4A_ERROR_CAPTURING while
+  // the runtime captures, checked under admission (a check before it
+  // races a t4a_capture_begin of another thread).
+  OpScope(Runtime &rt, const char *what, const char *uncapturable = nullptr)
+      : adm_(rt.admission()) {
     status_ = adm_.status();
     if (status_ == T4A_SUCCESS) status_ = rt.check_usable();
+    if (status_ == T4A_SUCCESS && uncapturable != nullptr)
+      status_ = refuse_capturing(rt, uncapturable);
     if (status_ == T4A_SUCCESS) status_ = ctx_.enter(rt.context(), what);
   }
   t4a_status status() const { return status_; }

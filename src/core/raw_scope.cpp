@@ -85,6 +85,9 @@ t4a_status RawScope::begin(Ref<Runtime> rt, Ref<RawScope> *out) {
   s->adm_.emplace(r.admission());
   if (t4a_status st = s->adm_->status(); st != T4A_SUCCESS) return st;
   if (t4a_status st = r.check_usable(); st != T4A_SUCCESS) return st;
+  // Under admission (an earlier check races another thread's capture).
+  if (t4a_status st = refuse_capturing(r, "t4a_raw_begin"); st != T4A_SUCCESS)
+    return st;
   CUcontext current = nullptr;
   if (auto e = cu::ctx_get_current(&current); !e)
     return r.fail_op(e, "reading the current context at t4a_raw_begin");
@@ -212,7 +215,8 @@ bool raw_scope_open_here(Runtime &rt) {
 }
 
 t4a_status wait_external_stream(Runtime &rt, CUstream stream) {
-  OpScope op(rt, "making the runtime's stream wait for a stream");
+  OpScope op(rt, "making the runtime's stream wait for a stream",
+             "t4a_runtime_wait_stream");
   if (op.status() != T4A_SUCCESS) return op.status();
   CUcontext ctx = nullptr;
   if (auto e = cu::stream_get_ctx(stream, &ctx); !e) {
@@ -249,7 +253,8 @@ t4a_status wait_external_stream(Runtime &rt, CUstream stream) {
 }
 
 t4a_status signal_external_stream(Runtime &rt, CUstream stream) {
-  OpScope op(rt, "making a stream wait for the runtime's stream");
+  OpScope op(rt, "making a stream wait for the runtime's stream",
+             "t4a_runtime_signal_stream");
   if (op.status() != T4A_SUCCESS) return op.status();
   CUevent e = nullptr;
   if (t4a_status s = rt.events().take(&e); s != T4A_SUCCESS) return s;

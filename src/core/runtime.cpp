@@ -216,14 +216,24 @@ t4a_status Runtime::synchronize(const char *what) {
   {
     Admission adm(admission_);
     if (adm.status() != T4A_SUCCESS) return adm.status();
+    // Under admission: a capture begun by another thread after an earlier
+    // check would be invalidated by the drain below.
+    if (t4a_status s = refuse_capturing(*this, "t4a_runtime_synchronize");
+        s != T4A_SUCCESS)
+      return s;
     // The open epoch is sealed so that the drain can retire it.
     if (t4a_status s = epochs_.seal(*this); s != T4A_SUCCESS) return s;
     through = epochs_.sealed_through();
+    // Announced under admission: a capture begun after this admission
+    // waits until the drain below has returned (capture.cpp).
+    drains_.fetch_add(1, std::memory_order_acq_rel);
   }
   counters_.host_waits.add();
-  if (auto r = cu::stream_synchronize(stream_); !r) {
+  DrvResult drained = cu::stream_synchronize(stream_);
+  drains_.fetch_sub(1, std::memory_order_acq_rel);
+  if (!drained) {
     drained_.store(false, std::memory_order_release);
-    return fail_op(r, what);
+    return fail_op(drained, what);
   }
   drained_.store(true, std::memory_order_release);
   {

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/admission.hpp"
+#include "core/capture.hpp"
 #include "core/component.hpp"
 #include "core/counters.hpp"
 #include "core/epochs.hpp"
@@ -86,6 +87,19 @@ public:
   void set_part(PartSlot s, std::unique_ptr<RuntimeComponent> c) {
     parts_[s.index] = std::move(c);
   }
+  // Graph capture (core/capture.hpp): whether the stream captures now
+  // (any thread, one relaxed load), and the capture's state.
+  bool capturing() const { return capturing_.load(std::memory_order_relaxed); }
+  void set_capturing(bool on) {
+    capturing_.store(on, std::memory_order_release);
+  }
+  Capture &capture() { return capture_; }
+  // Host drains of the stream begun under admission and still waiting
+  // (synchronize releases admission for its wait): capture begin waits for
+  // them, since a drain of a capturing stream would invalidate the capture.
+  uint32_t drains_in_progress() const {
+    return drains_.load(std::memory_order_acquire);
+  }
   // The internal stream that drains download snapshots; created on first
   // use, under admission, with the context current.
   t4a_status delivery_stream(CUstream *out);
@@ -117,14 +131,17 @@ private:
   // False once a drain failed: completion is not proven.
   std::atomic<bool> drained_{true};
   std::atomic<bool> broken_{false};
-  RuntimeCounters counters_; // launches first
+  std::atomic<bool> capturing_{false}; // read by every launch
+  RuntimeCounters counters_;           // launches first
 
   EventPool events_;
+  Capture capture_;
   std::unique_ptr<RuntimeComponent> parts_[k_max_parts]; // by slot
   t4a_runtime_options options_{};
   bool ctx_retained_ = false;
   // runtimes_live/runtimes_leaked already settled for this runtime.
   std::atomic<bool> leak_accounted_{false};
+  std::atomic<uint32_t> drains_{0}; // see drains_in_progress()
   mutable std::mutex fault_mu_;
   std::string fault_message_;
   int32_t fault_result_ = 0;

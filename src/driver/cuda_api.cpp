@@ -8,6 +8,7 @@
 namespace t4a::driver {
 
 CudaTable g_cuda;
+std::atomic<int> g_active_captures{0};
 
 namespace {
 

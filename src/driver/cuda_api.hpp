@@ -7,6 +7,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <string>
 
 #include "driver/fault_injection.hpp"
@@ -81,6 +82,42 @@ inline DrvResult invoke(Entry e, F fn, A... args) {
 
 #define T4A_CU(name, ...) invoke(Entry::name, g_cuda.name, __VA_ARGS__)
 
+// Stream captures begun in the process and not yet ended (any mode; the
+// library's own count, core/capture.cpp keeps it). While it is non-zero, the
+// "potentially unsafe" calls below (host waits and queries, pinned host
+// allocation, module loads and unloads, pool trims, stream-ordered
+// allocation and free, stream and event creation and destruction) run with the
+// calling thread's capture mode exchanged to relaxed: CUDA refuses them in
+// every thread while any global-mode capture is active
+// (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT), even on streams the capture never
+// touches. The library never makes them on a capturing stream (those
+// operations return T4A_ERROR_CAPTURING first), so relaxing is safe. When
+// the count is zero this costs one relaxed load.
+extern std::atomic<int> g_active_captures;
+class RelaxedCaptureMode {
+public:
+  RelaxedCaptureMode() {
+    if (g_active_captures.load(std::memory_order_relaxed) == 0) [[likely]]
+      return;
+    if (g_cuda.cuThreadExchangeStreamCaptureMode == nullptr) return;
+    mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+    swapped_ = g_cuda.cuThreadExchangeStreamCaptureMode(&mode_) == CUDA_SUCCESS;
+  }
+  ~RelaxedCaptureMode() {
+    // Restoring the thread's own earlier mode cannot fail in a way the
+    // caller could act on; the call that needed relaxing has its result.
+    if (swapped_) (void)g_cuda.cuThreadExchangeStreamCaptureMode(&mode_);
+  }
+  RelaxedCaptureMode(const RelaxedCaptureMode &) = delete;
+  RelaxedCaptureMode &operator=(const RelaxedCaptureMode &) = delete;
+
+private:
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool swapped_ = false;
+};
+#define T4A_CU_RELAXED(name, ...)                                              \
+  (RelaxedCaptureMode{}, invoke(Entry::name, g_cuda.name, __VA_ARGS__))
+
 // ---- Typed wrappers, grouped like the driver documentation. ----
 namespace cu {
 // Version management.
@@ -134,15 +171,17 @@ inline DrvResult ctx_set_current(CUcontext c) {
 }
 // Stream management.
 inline DrvResult stream_create(CUstream *s, unsigned flags) {
-  return T4A_CU(cuStreamCreate, s, flags);
+  return T4A_CU_RELAXED(cuStreamCreate, s, flags);
 }
 inline DrvResult stream_destroy(CUstream s) {
-  return T4A_CU(cuStreamDestroy, s);
+  return T4A_CU_RELAXED(cuStreamDestroy, s);
 }
 inline DrvResult stream_synchronize(CUstream s) {
-  return T4A_CU(cuStreamSynchronize, s);
+  return T4A_CU_RELAXED(cuStreamSynchronize, s);
 }
-inline DrvResult stream_query(CUstream s) { return T4A_CU(cuStreamQuery, s); }
+inline DrvResult stream_query(CUstream s) {
+  return T4A_CU_RELAXED(cuStreamQuery, s);
+}
 inline DrvResult stream_wait_event(CUstream s, CUevent e, unsigned flags) {
   return T4A_CU(cuStreamWaitEvent, s, e, flags);
 }
@@ -151,15 +190,19 @@ inline DrvResult stream_get_ctx(CUstream s, CUcontext *c) {
 }
 // Event management.
 inline DrvResult event_create(CUevent *e, unsigned flags) {
-  return T4A_CU(cuEventCreate, e, flags);
+  return T4A_CU_RELAXED(cuEventCreate, e, flags);
 }
-inline DrvResult event_destroy(CUevent e) { return T4A_CU(cuEventDestroy, e); }
+inline DrvResult event_destroy(CUevent e) {
+  return T4A_CU_RELAXED(cuEventDestroy, e);
+}
 inline DrvResult event_record(CUevent e, CUstream s) {
   return T4A_CU(cuEventRecord, e, s);
 }
-inline DrvResult event_query(CUevent e) { return T4A_CU(cuEventQuery, e); }
+inline DrvResult event_query(CUevent e) {
+  return T4A_CU_RELAXED(cuEventQuery, e);
+}
 inline DrvResult event_synchronize(CUevent e) {
-  return T4A_CU(cuEventSynchronize, e);
+  return T4A_CU_RELAXED(cuEventSynchronize, e);
 }
 // Stream-ordered memory allocator.
 inline DrvResult mem_pool_create(CUmemoryPool *p, const CUmemPoolProps *props) {
@@ -177,19 +220,23 @@ inline DrvResult mem_pool_get_attribute(CUmemoryPool p, CUmemPool_attribute a,
   return T4A_CU(cuMemPoolGetAttribute, p, a, v);
 }
 inline DrvResult mem_pool_trim_to(CUmemoryPool p, size_t keep) {
-  return T4A_CU(cuMemPoolTrimTo, p, keep);
+  return T4A_CU_RELAXED(cuMemPoolTrimTo, p, keep);
 }
 inline DrvResult mem_alloc_from_pool_async(CUdeviceptr *d, size_t bytes,
                                            CUmemoryPool p, CUstream s) {
-  return T4A_CU(cuMemAllocFromPoolAsync, d, bytes, p, s);
+  return T4A_CU_RELAXED(cuMemAllocFromPoolAsync, d, bytes, p, s);
 }
 inline DrvResult mem_free_async(CUdeviceptr d, CUstream s) {
-  return T4A_CU(cuMemFreeAsync, d, s);
+  return T4A_CU_RELAXED(cuMemFreeAsync, d, s);
 }
 // Memory management.
 inline DrvResult memset_d8_async(CUdeviceptr d, unsigned char v, size_t n,
                                  CUstream s) {
   return T4A_CU(cuMemsetD8Async, d, v, n, s);
+}
+inline DrvResult memset_d32_async(CUdeviceptr d, unsigned v, size_t n,
+                                  CUstream s) {
+  return T4A_CU(cuMemsetD32Async, d, v, n, s);
 }
 inline DrvResult memcpy_htod_async(CUdeviceptr d, const void *h, size_t n,
                                    CUstream s) {
@@ -213,14 +260,18 @@ inline DrvResult mem_pool_set_access(CUmemoryPool p, const CUmemAccessDesc *map,
   return T4A_CU(cuMemPoolSetAccess, p, map, count);
 }
 inline DrvResult mem_host_alloc(void **p, size_t n, unsigned flags) {
-  return T4A_CU(cuMemHostAlloc, p, n, flags);
+  return T4A_CU_RELAXED(cuMemHostAlloc, p, n, flags);
 }
-inline DrvResult mem_free_host(void *p) { return T4A_CU(cuMemFreeHost, p); }
+inline DrvResult mem_free_host(void *p) {
+  return T4A_CU_RELAXED(cuMemFreeHost, p);
+}
 // Modules, kernels and launches.
 inline DrvResult module_load_data(CUmodule *m, const void *image) {
-  return T4A_CU(cuModuleLoadData, m, image);
+  return T4A_CU_RELAXED(cuModuleLoadData, m, image);
 }
-inline DrvResult module_unload(CUmodule m) { return T4A_CU(cuModuleUnload, m); }
+inline DrvResult module_unload(CUmodule m) {
+  return T4A_CU_RELAXED(cuModuleUnload, m);
+}
 inline DrvResult module_get_function(CUfunction *f, CUmodule m,
                                      const char *name) {
   return T4A_CU(cuModuleGetFunction, f, m, name);
@@ -244,6 +295,18 @@ inline DrvResult launch_kernel(CUfunction f, const unsigned grid[3],
   return T4A_CU(cuLaunchKernel, f, grid[0], grid[1], grid[2], block[0],
                 block[1], block[2], shared, s, params, nullptr);
 }
+// Optional: check has(Entry::cuLaunchCooperativeKernel) first.
+inline DrvResult launch_cooperative_kernel(CUfunction f, const unsigned grid[3],
+                                           const unsigned block[3],
+                                           unsigned shared, CUstream s,
+                                           void **params) {
+  return T4A_CU(cuLaunchCooperativeKernel, f, grid[0], grid[1], grid[2],
+                block[0], block[1], block[2], shared, s, params);
+}
+inline DrvResult module_get_global(CUdeviceptr *d, size_t *bytes, CUmodule m,
+                                   const char *name) {
+  return T4A_CU(cuModuleGetGlobal, d, bytes, m, name);
+}
 inline DrvResult occupancy_max_active_blocks(int *n, CUfunction f, int block,
                                              size_t shared) {
   return T4A_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, n, f, block,
@@ -255,8 +318,34 @@ inline DrvResult occupancy_max_potential_block_size(int *min_grid, int *block,
   return T4A_CU(cuOccupancyMaxPotentialBlockSize, min_grid, block, f, nullptr,
                 shared, 0);
 }
+// Stream capture and graphs: optional, check has(Entry::...) first.
+inline DrvResult stream_begin_capture(CUstream s, CUstreamCaptureMode mode) {
+  return T4A_CU(cuStreamBeginCapture, s, mode);
+}
+inline DrvResult stream_end_capture(CUstream s, CUgraph *g) {
+  return T4A_CU(cuStreamEndCapture, s, g);
+}
+inline DrvResult stream_is_capturing(CUstream s, CUstreamCaptureStatus *st) {
+  return T4A_CU(cuStreamIsCapturing, s, st);
+}
+inline DrvResult graph_instantiate(CUgraphExec *e, CUgraph g) {
+  return T4A_CU(cuGraphInstantiateWithFlags, e, g, 0);
+}
+inline DrvResult graph_launch(CUgraphExec e, CUstream s) {
+  return T4A_CU(cuGraphLaunch, e, s);
+}
+inline DrvResult graph_exec_destroy(CUgraphExec e) {
+  return T4A_CU_RELAXED(cuGraphExecDestroy, e);
+}
+inline DrvResult graph_destroy(CUgraph g) {
+  return T4A_CU_RELAXED(cuGraphDestroy, g);
+}
+inline DrvResult graph_get_nodes(CUgraph g, size_t *n) {
+  return T4A_CU(cuGraphGetNodes, g, nullptr, n);
+}
 } // namespace cu
 
 #undef T4A_CU
+#undef T4A_CU_RELAXED
 
 } // namespace t4a::driver

@@ -6,6 +6,7 @@
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/struct_io.hpp"
+#include "launch/cooperative.hpp"
 
 namespace t4a::launch {
 
@@ -14,6 +15,18 @@ using namespace t4a::driver;
 
 Kernel::Kernel(Ref<Module> m)
     : Object(core::Kind::Kernel), rt_(&m->runtime()), module_(std::move(m)) {}
+
+Kernel::~Kernel() { delete coop_.load(std::memory_order_acquire); }
+
+CoopState &Kernel::coop_state() {
+  if (CoopState *s = coop()) return *s;
+  auto *made = new CoopState(); // may throw: nothing changed yet
+  CoopState *expected = nullptr;
+  if (coop_.compare_exchange_strong(expected, made, std::memory_order_acq_rel))
+    return *made;
+  delete made; // another thread made it first
+  return *expected;
+}
 
 t4a_status Kernel::get(Ref<Module> module, const char *name, Ref<Kernel> *out) {
   core::Runtime &rt = module->runtime();

@@ -13,6 +13,8 @@
 
 namespace t4a::launch {
 
+class CoopState; // launch/cooperative.hpp
+
 // Aligned, with what a launch reads first: the object header, the function,
 // the runtime and the signature fill cache line 0, the limits and the module
 // line 1, and the parameter layout is one array (one more line).
@@ -21,6 +23,7 @@ public:
   // UNKNOWN_ENTRY_POINT (naming `name`) when the module has no such entry.
   static t4a_status get(core::Ref<Module> module, const char *name,
                         core::Ref<Kernel> *out);
+  ~Kernel() override;
 
   Module &module() const { return *module_; }
   // The module's runtime (kept alive by the module), without reading the
@@ -38,9 +41,21 @@ public:
   // on a higher one). Under admission, context current.
   t4a_status ensure_dynamic_shared(uint32_t bytes);
 
+  // Whether launches of this kernel take launch/cooperative.cpp's path
+  // (a grid barrier is declared): one relaxed byte load on line 0.
+  bool has_barriers() const {
+    return __atomic_load_n(&barriers_, __ATOMIC_RELAXED) != 0;
+  }
+  void set_has_barriers() { __atomic_store_n(&barriers_, 1, __ATOMIC_RELEASE); }
+  // The cooperative-launch state, made on first use (never replaced).
+  CoopState *coop() const { return coop_.load(std::memory_order_acquire); }
+  CoopState &coop_state();
+
 private:
   explicit Kernel(core::Ref<Module> m);
-  // Read by every launch (see the class comment).
+  // Read by every launch (see the class comment). barriers_ first: it
+  // takes the object header's tail padding.
+  uint8_t barriers_ = 0;
   CUfunction fn_ = nullptr;
   core::Runtime *rt_;
   KernelSignature sig_;
@@ -52,6 +67,7 @@ private:
   int32_t registers_ = 0, local_ = 0, const_ = 0, ptx_ = 0, binary_ = 0;
   // A lower bound of the function's dynamic-shared limit.
   std::atomic<uint32_t> dynamic_shared_{0};
+  std::atomic<CoopState *> coop_{nullptr};
 };
 
 } // namespace t4a::launch

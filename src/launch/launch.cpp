@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <memory>
 #include <new>
+#include <optional>
+#include <vector>
 
 #include "core/admission.hpp"
 #include "core/borrow.hpp"
@@ -11,6 +13,7 @@
 #include "core/registry.hpp"
 #include "core/stream_context.hpp"
 #include "core/struct_io.hpp"
+#include "launch/cooperative.hpp"
 #include "launch/kernel.hpp"
 #include "memory/buffer.hpp"
 
@@ -151,12 +154,42 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   Verdict v;
   validate(d, &k.runtime() == &rt, space.facts, k.signature(), k.limits(), &v);
   if (v.status != T4A_SUCCESS) return core::fail(v.status, "%s", v.message);
+  // A cooperative launch, or a kernel with grid barriers: its own path
+  // (launch/cooperative.hpp). One flag word and one byte of the kernel.
+  // It waits for admission (and may wait on the host for audit room), so
+  // it runs outside the borrow section, holding references to what was
+  // borrowed (see the busy case below).
+  if ((d.flags | static_cast<uint32_t>(k.has_barriers())) != 0) [[unlikely]] {
+    std::vector<core::Ref<Object>> held;
+    held.reserve(handles); // may throw std::bad_alloc: nothing held yet
+    for (size_t j = 0; j < handles; ++j) held.emplace_back(space.objects[j]);
+    bool paused = section.pause();
+    t4a_status s = launch_special(rt, k, d, v, n > 0 ? space.params : nullptr,
+                                  space.objects + 2, handles - 2);
+    if (paused) section.resume();
+    return s;
+  }
 
   // Admitted, but without making the context current: the launch names
   // the runtime's stream (core/stream_context.hpp); only raising a
   // kernel's shared-memory limit needs the context.
-  core::Admission adm(rt.admission());
-  if (adm.status() != T4A_SUCCESS) return adm.status();
+  // When another thread holds the runtime (a raw scope may hold it for
+  // long), the wait is made outside the borrow section, holding references
+  // to what was borrowed: a thread waiting inside a section would hold up
+  // every release in the process (core/borrow.hpp). Dropped after
+  // admission is given back.
+  std::vector<core::Ref<Object>> held;
+  std::optional<core::Admission> adm;
+  adm.emplace(rt.admission(), core::Admission::Try);
+  if (adm->busy()) [[unlikely]] {
+    held.reserve(handles); // may throw std::bad_alloc: nothing held yet
+    for (size_t j = 0; j < handles; ++j) held.emplace_back(space.objects[j]);
+    adm.reset(); // busy: it holds nothing
+    bool paused = section.pause();
+    adm.emplace(rt.admission());
+    if (paused) section.resume();
+  }
+  if (adm->status() != T4A_SUCCESS) return adm->status();
   if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
   if (v.raise_shared) {
     core::ContextScope scope;
@@ -173,6 +206,8 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   // before anything is enqueued. The warm case skips all of it: a module
   // among the open epoch's last keeps is already kept until a seal
   // recorded after this launch, so the launch adds nothing.
+  // Graph capture (core/capture.hpp): the buffers go to the capture's keeps.
+  core::CaptureKeeps cap(rt.capture(), rt.capturing(), handles - 2);
   core::Epochs &ep = rt.epochs();
   auto enqueue = [&] {
     return core::in_stream_context(rt, [&] {
@@ -192,6 +227,8 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
     // Kept even when the launch failed: the driver may have queued it.
     ep.keep(std::move(keep), mod);
   }
+  if (cap.active()) [[unlikely]]
+    for (size_t j = 2; j < handles; ++j) cap.keep(*space.objects[j]);
   if (!r) return rt.fail_op(r, "launching a kernel (cuLaunchKernel)");
   rt.counters().launches.bump();
   return T4A_SUCCESS;

@@ -51,9 +51,11 @@ void validate(const t4a_launch_desc &d, bool kernel_same_runtime,
   v->raise_shared = false;
   v->param_bytes = 0;
   v->message[0] = '\0';
-  if (d.flags != 0)
+  if ((d.flags & ~k_launch_flags) != 0)
     return reject(v, T4A_ERROR_INVALID_ARGUMENT,
-                  "desc->flags is 0x%x; no launch flags are defined", d.flags);
+                  "desc->flags is 0x%x; the one launch flag is "
+                  "T4A_LAUNCH_COOPERATIVE (0x1)",
+                  d.flags);
   if (!kernel_same_runtime)
     return reject(v, T4A_ERROR_WRONG_RUNTIME,
                   "desc->kernel belongs to a module of another runtime");

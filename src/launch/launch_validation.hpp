@@ -12,6 +12,11 @@
 
 namespace t4a::launch {
 
+// The launch flags validate() accepts: T4A_LAUNCH_COOPERATIVE, of the
+// header's experimental section (this file also builds without it, for its
+// tests and fuzzer; launch/cooperative.cpp asserts the value).
+inline constexpr uint32_t k_launch_flags = 0x1u;
+
 // What the caller found out about a handle argument before validation.
 struct ArgFacts {
   bool same_runtime = true;  // the buffer belongs to the launching runtime

@@ -18,7 +18,7 @@ t4a_status load_through_cache(Ref<core::Runtime> rt, const core::Digest &key,
   std::vector<Ref<Module>> evicted;
   Ref<Module> m;
   {
-    core::OpScope op(*rt, "loading a module");
+    core::OpScope op(*rt, "loading a module", "t4a_module_load");
     if (op.status() != T4A_SUCCESS) return op.status();
     ModuleCache &cache = ModuleCache::of(*rt);
     m = cache.find(key);

@@ -1,5 +1,7 @@
 #include "memory/buffer.hpp"
 
+#include <shared_mutex>
+
 #include "core/admission.hpp"
 #include "core/context_scope.hpp"
 #include "core/error.hpp"
@@ -26,11 +28,27 @@ Buffer::Buffer(core::Ref<core::Runtime> rt)
 using core::in_stream_context;
 
 t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
-                        const char *what) {
+                        const char *what, DrvResult *zeroed) {
   CUdeviceptr p = 0;
-  DrvResult r = in_stream_context(rt, [&] {
-    return cu::mem_alloc_from_pool_async(&p, bytes, rt.pool(), rt.stream());
-  });
+  DrvResult r{};
+  bool capturing = false;
+  {
+    // Not admitted: checked and enqueued under the capture gate, so no
+    // allocation (or zeroing) lands in a capture begun meanwhile by another
+    // thread (core/capture.hpp).
+    std::shared_lock<std::shared_mutex> gate(rt.capture().gate());
+    capturing = rt.capturing();
+    if (!capturing) {
+      r = in_stream_context(rt, [&] {
+        return cu::mem_alloc_from_pool_async(&p, bytes, rt.pool(), rt.stream());
+      });
+      if (r && zeroed != nullptr)
+        *zeroed = in_stream_context(
+            rt, [&] { return cu::memset_d8_async(p, 0, bytes, rt.stream()); });
+    }
+  }
+  if (capturing) [[unlikely]]
+    return core::fail_capturing(rt, what);
   if (r.code == CUDA_ERROR_OUT_OF_MEMORY)
     return core::fail_message(
         T4A_ERROR_OUT_OF_MEMORY,
@@ -50,6 +68,14 @@ t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
 
 void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
   if (ptr == 0) return;
+  // Released while the runtime captures a graph: a cuMemFreeAsync now
+  // would become a free node of the graph; it runs when the capture ends
+  // (core/capture.hpp).
+  // Checked and enqueued under the capture gate: a capture begun by
+  // another thread meanwhile gets neither (core/capture.hpp).
+  std::shared_lock<std::shared_mutex> gate(rt.capture().gate());
+  if (rt.capture().defer_free(rt, &device_free, ptr, bytes)) [[unlikely]]
+    return;
   core::RuntimeCounters &c = rt.counters();
   c.device_bytes.free(bytes);
   core::ProcessCounters &pc = core::ProcessCounters::instance();
@@ -61,6 +87,7 @@ void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
   }
   DrvResult r = in_stream_context(
       rt, [&] { return cu::mem_free_async(ptr, rt.stream()); });
+  gate.unlock(); // before anything below logs
   if (r) {
     c.frees.add();
     return;
@@ -110,16 +137,14 @@ t4a_status Buffer::alloc(core::Ref<core::Runtime> runtime, uint64_t bytes,
         return s;
     }
   }
-  if (t4a_status s = device_alloc(rt, bytes, &b->ptr_, "allocating a buffer");
+  DrvResult zeroed{};
+  if (t4a_status s =
+          device_alloc(rt, bytes, &b->ptr_, "allocating a buffer",
+                       (flags & T4A_BUFFER_ZERO) ? &zeroed : nullptr);
       s != T4A_SUCCESS)
     return s;
   if (flags & T4A_BUFFER_ZERO) {
-    if (auto r = in_stream_context(rt,
-                                   [&] {
-                                     return cu::memset_d8_async(
-                                         b->ptr_, 0, bytes, rt.stream());
-                                   });
-        !r) {
+    if (DrvResult r = zeroed; !r) {
       // The allocation was enqueued; whether the memset was is unknown.
       b->quarantine();
       t4a_status s = rt.fail_op(r, "zeroing a new buffer");

@@ -67,8 +67,11 @@ void release_foreign(core::Runtime &rt, core::Ref<core::Object> owner);
 
 // Device memory used internally (download snapshots), with the same
 // free-or-leak rule as a buffer; allocated and freed on the runtime stream.
+// T4A_ERROR_CAPTURING (naming `what`) while the runtime captures. With
+// `zeroed`, the memory is also zeroed on the stream; *zeroed is that
+// memset's result (set only when the allocation succeeded).
 t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
-                        const char *what);
+                        const char *what, driver::DrvResult *zeroed = nullptr);
 void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes);
 
 // INVALID_ARGUMENT naming `arg` when [offset, offset + bytes) overflows or

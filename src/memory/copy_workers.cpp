@@ -11,15 +11,16 @@ namespace {
 const core::PartSlot k_copy_workers_slot =
     core::register_part("copy workers", 110);
 
-constexpr size_t k_min_part = size_t(1) << 20;
 constexpr auto k_spin = std::chrono::microseconds(200);
 
-int default_threads() {
+} // namespace
+
+int default_copy_threads() {
   unsigned hc = std::thread::hardware_concurrency();
-  int n = static_cast<int>(hc / 2);
-  return std::clamp(n, 1, 8);
+  return std::clamp(static_cast<int>(hc), 1, 16);
 }
 
+namespace {
 inline void cpu_pause() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -42,7 +43,8 @@ CopyWorkers &CopyWorkers::of(core::Runtime &rt) {
   auto *w = static_cast<CopyWorkers *>(rt.part(k_copy_workers_slot));
   if (w == nullptr) {
     int n = rt.options().staging_threads;
-    auto made = std::make_unique<CopyWorkers>(n > 0 ? n : default_threads());
+    auto made =
+        std::make_unique<CopyWorkers>(n > 0 ? n : default_copy_threads());
     w = made.get();
     rt.set_part(k_copy_workers_slot, std::move(made));
   }
@@ -66,9 +68,12 @@ void CopyWorkers::work(std::unique_lock<std::mutex> &lock) {
     unsigned char *d = dst_ + i * part_;
     const unsigned char *s = src_ + i * part_;
     size_t n = std::min(part_, bytes_ - i * part_);
+    // Read under the lock: once the last part is counted the caller may
+    // reset parts_ (or start the next copy) while this thread runs on.
+    const size_t total = parts_;
     lock.unlock();
     std::memcpy(d, s, n);
-    bool last = done_.fetch_add(1, std::memory_order_acq_rel) + 1 == parts_;
+    bool last = done_.fetch_add(1, std::memory_order_acq_rel) + 1 == total;
     lock.lock();
     if (last && caller_sleeping_) done_cv_.notify_one();
   }
@@ -98,13 +103,15 @@ void CopyWorkers::run() {
   }
 }
 
-void CopyWorkers::copy(void *dst, const void *src, size_t bytes) {
-  size_t parts =
-      std::min<size_t>(static_cast<size_t>(threads_), bytes / k_min_part);
+void CopyWorkers::copy(void *dst, const void *src, size_t bytes,
+                       size_t min_part) {
+  size_t parts = std::min<size_t>(static_cast<size_t>(threads_),
+                                  bytes / std::max<size_t>(min_part, 1));
   if (parts <= 1) {
     std::memcpy(dst, src, bytes);
     return;
   }
+  parallel_copies_.fetch_add(1, std::memory_order_relaxed);
   if (pool_.empty()) {
     // Started on first use: a runtime that never copies much has none.
     for (int i = 1; i < threads_; ++i) pool_.emplace_back([this] { run(); });

@@ -1,8 +1,10 @@
 // Parallel host copies between pageable memory and pinned staging. A small
 // bounded pool of threads per runtime (runtime option staging_threads,
-// default half the host's cores, at most 8), started on first large copy.
-// A copy is split into parts of at least 1 MiB; the calling thread copies
-// one part itself. Copies below 2 MiB, or with one thread, run inline.
+// default default_copy_threads(): the host's cores, at most 16), started on
+// first parallel copy. A copy is split into at most `threads` parts of at
+// least `min_part` bytes (the transfer plan chooses it, transfer.hpp); the
+// calling thread copies one part itself. A copy of fewer than two such
+// parts, or with one thread, runs inline.
 // Between the chunks of one transfer the workers spin for up to 200 us
 // before sleeping, so a pipelined transfer does not pay a wake-up per
 // chunk; an idle pool sleeps on a condition variable.
@@ -28,8 +30,12 @@ public:
   explicit CopyWorkers(int threads);
   ~CopyWorkers() override;
 
-  void copy(void *dst, const void *src, size_t bytes);
+  void copy(void *dst, const void *src, size_t bytes, size_t min_part);
   int threads() const { return threads_; }
+  // Copies that ran on more than one thread (for tests and docs).
+  uint64_t parallel_copies() const {
+    return parallel_copies_.load(std::memory_order_relaxed);
+  }
   void teardown(bool) override {}
 
 private:
@@ -55,6 +61,12 @@ private:
   size_t parts_ = 0;
   size_t next_ = 0;
   std::atomic<size_t> done_{0};
+  std::atomic<uint64_t> parallel_copies_{0};
 };
+
+// The automatic copy thread count: the host's cores, at most 16 (the
+// caller copies too, so a 16-core host runs 15 workers). Measured on a
+// 16-core H200 host: see docs/memory.md.
+int default_copy_threads();
 
 } // namespace t4a::memory

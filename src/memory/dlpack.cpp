@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -96,9 +97,23 @@ public:
     // Without an event the entry is released only by a proven drain
     // (synchronize, teardown): never early.
     if (rt_.events().take(&e, false) == T4A_SUCCESS) {
-      DrvResult r = core::in_stream_context(
-          rt_, [&] { return cu::event_record(e, rt_.stream()); });
-      if (r) {
+      // Not on a capturing stream (the record would be captured, the
+      // capture invalidated): while the runtime captures, no event, the
+      // next proven drain releases it. Checked and recorded under the
+      // capture gate (core/capture.hpp).
+      DrvResult r{};
+      bool capturing = false;
+      {
+        std::shared_lock<std::shared_mutex> gate(rt_.capture().gate());
+        capturing = rt_.capturing();
+        if (!capturing)
+          r = core::in_stream_context(
+              rt_, [&] { return cu::event_record(e, rt_.stream()); });
+      }
+      if (capturing) {
+        rt_.events().give_back(e);
+        e = nullptr;
+      } else if (r) {
         rt_.counters().events_recorded.add();
       } else {
         rt_.events().give_back(e);
@@ -337,7 +352,18 @@ void retire_export(Exported *x) noexcept {
         DrvResult r = cu::event_record(e, s);
         if (r) {
           rt.counters().events_recorded.add();
-          r = cu::stream_wait_event(rt.stream(), e, 0);
+          // While the runtime captures, a wait on its stream would be
+          // captured (and invalidate the capture): the consumer's work is
+          // waited for on the host instead (rare: a deleter run during a
+          // capture). Checked and enqueued under the capture gate.
+          std::shared_lock<std::shared_mutex> gate(rt.capture().gate());
+          if (rt.capturing()) [[unlikely]] {
+            gate.unlock();
+            rt.counters().host_waits.add();
+            r = cu::event_synchronize(e);
+          } else {
+            r = cu::stream_wait_event(rt.stream(), e, 0);
+          }
         }
         // The wait (if made) uses the record above: the event may go back.
         rt.events().give_back(e);

@@ -1,5 +1,7 @@
 #include "memory/staging_ring.hpp"
 
+#include <cstdlib>
+
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "driver/result_class.hpp"
@@ -16,6 +18,21 @@ const core::PartSlot k_staging_slot = core::register_part("staging ring", 100);
 constexpr size_t k_align = 256;
 size_t align_up(size_t n) { return (n + k_align - 1) & ~(k_align - 1); }
 } // namespace
+
+TransferTuning TransferTuning::from_env() {
+  const char *v = std::getenv("T4A_TRANSFER_FORCE");
+  if (v == nullptr || *v == '\0') return {};
+  TransferTuning t;
+  if (!TransferTuning::parse(v, &t)) {
+    core::logf(T4A_LOG_WARN,
+               "T4A_TRANSFER_FORCE=\"%s\" is malformed (expected a comma-"
+               "separated list of piece=BYTES, part=BYTES, direct=0|1, "
+               "pend=event|stream); it is ignored",
+               v);
+    return {};
+  }
+  return t;
+}
 
 void Chunk::last_ref_dropped() { ring->recycle(this); }
 

@@ -17,6 +17,7 @@
 #include "core/component.hpp"
 #include "core/object.hpp"
 #include "core/runtime.hpp"
+#include "memory/transfer_plan.hpp"
 
 namespace t4a::memory {
 
@@ -54,6 +55,7 @@ public:
 
   size_t chunk_bytes() const { return chunk_bytes_; }
   size_t capacity_chunks() const { return capacity_; }
+  const TransferTuning &tuning() const { return tuning_; }
 
   // Reserves `len` (<= chunk_bytes) contiguous pinned bytes. Sets *blocked
   // (and returns SUCCESS without a span) when every chunk is held by the
@@ -69,6 +71,7 @@ private:
   t4a_status take_chunk(core::Ref<Chunk> *out, bool *exhausted);
 
   core::Runtime &rt_;
+  const TransferTuning tuning_ = TransferTuning::from_env();
   const size_t chunk_bytes_;
   const size_t capacity_;
   std::mutex mu_; // free list: chunks may be recycled from any thread

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <deque>
 
+#include "core/admission.hpp"
 #include "core/op_scope.hpp"
+#include "core/stream_context.hpp"
 #include "memory/copy_workers.hpp"
 #include "memory/staging_ring.hpp"
 
@@ -26,16 +28,18 @@ t4a_status enqueue_failure(core::Runtime &rt, DrvResult r, bool enqueued_before,
 
 t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
                   const void *src, uint64_t bytes) {
-  core::OpScope op(rt, "uploading");
+  core::OpScope op(rt, "uploading", "t4a_buffer_upload (pageable host memory)");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (bytes > 0) {
     StagingRing &ring = StagingRing::of(rt);
     CopyWorkers &workers = CopyWorkers::of(rt);
+    const TransferPlan plan =
+        plan_transfer(ring.tuning(), ring.chunk_bytes(), true, bytes);
     const auto *in = static_cast<const unsigned char *>(src);
     bool enqueued = false;
     for (uint64_t done = 0; done < bytes;) {
-      size_t len = static_cast<size_t>(
-          std::min<uint64_t>(ring.chunk_bytes(), bytes - done));
+      size_t len =
+          static_cast<size_t>(std::min<uint64_t>(plan.piece, bytes - done));
       Span span;
       bool blocked = false;
       if (t4a_status s = ring.reserve(len, &span, &blocked); s != T4A_SUCCESS)
@@ -61,7 +65,7 @@ t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
                                 "after %llu of %llu bytes were enqueued",
                                 static_cast<unsigned long long>(done),
                                 static_cast<unsigned long long>(bytes));
-      workers.copy(span.host, in + done, len);
+      workers.copy(span.host, in + done, len, plan.part_for(len));
       DrvResult r = cu::memcpy_htod_async(dst.ptr() + offset + done, span.host,
                                           len, rt.stream());
       if (!r) {
@@ -82,12 +86,56 @@ t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
 t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
                         unsigned char *dst, uint64_t bytes) {
   StagingRing &ring = StagingRing::of(rt);
+  const TransferPlan plan =
+      plan_transfer(ring.tuning(), ring.chunk_bytes(), false, bytes);
+  if (plan.direct) {
+    // One DMA straight into the caller's memory: the driver stages it
+    // itself; the stream is drained before the bytes are read.
+    if (auto r = cu::memcpy_dtoh_async(dst, src, bytes, stream); !r)
+      return enqueue_failure(rt, r, false,
+                             "downloading from the device to host memory");
+    rt.counters().host_waits.add();
+    if (auto r = cu::stream_synchronize(stream); !r)
+      return rt.fail_op(r, "waiting for a download");
+    return T4A_SUCCESS;
+  }
   CopyWorkers &workers = CopyWorkers::of(rt);
+  if (bytes <= plan.piece) {
+    // One piece: no pipeline and no event; the stream is drained (the
+    // copy is its last work: we hold admission, or the stream is the
+    // delivery stream, used under admission only).
+    Span span;
+    bool blocked = false;
+    if (t4a_status s =
+            ring.reserve(static_cast<size_t>(bytes), &span, &blocked);
+        s != T4A_SUCCESS)
+      return s;
+    if (blocked)
+      return core::fail(T4A_ERROR_INTERNAL,
+                        "downloading: staging reported no chunk to wait for");
+    if (auto r = cu::memcpy_dtoh_async(span.host, src, bytes, stream); !r) {
+      ring.quarantine(*span.chunk);
+      return enqueue_failure(rt, r, false,
+                             "downloading from the device to staging");
+    }
+    rt.counters().host_waits.add();
+    if (auto r = cu::stream_synchronize(stream); !r) {
+      ring.quarantine(*span.chunk);
+      return rt.fail_op(r, "waiting for a staged download");
+    }
+    workers.copy(dst, span.host, static_cast<size_t>(bytes),
+                 plan.part_for(static_cast<size_t>(bytes)));
+    return T4A_SUCCESS;
+  }
   struct Stage {
     Span span;
     CUevent event;
     uint64_t offset;
   };
+  // Stages in flight at most: the budget in pieces.
+  const size_t max_stages =
+      ring.capacity_chunks() *
+      std::max<size_t>(1, ring.chunk_bytes() / plan.piece);
   std::deque<Stage> stages;
   bool enqueued = false;
   // On failure, chunks whose copies were enqueued may still be written by
@@ -105,17 +153,18 @@ t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
     rt.counters().host_waits.add();
     if (auto r = cu::event_synchronize(st.event); !r)
       return abandon(rt.fail_op(r, "waiting for a staged download chunk"));
-    workers.copy(dst + st.offset, st.span.host, st.span.bytes);
+    workers.copy(dst + st.offset, st.span.host, st.span.bytes,
+                 plan.part_for(st.span.bytes));
     rt.events().give_back(st.event);
     stages.pop_front();
     return T4A_SUCCESS;
   };
   for (uint64_t done = 0; done < bytes;) {
-    size_t len = static_cast<size_t>(
-        std::min<uint64_t>(ring.chunk_bytes(), bytes - done));
+    size_t len =
+        static_cast<size_t>(std::min<uint64_t>(plan.piece, bytes - done));
     Span span;
     for (;;) {
-      if (stages.size() >= ring.capacity_chunks())
+      if (stages.size() >= max_stages)
         if (t4a_status s = drain_front(); s != T4A_SUCCESS) return s;
       bool blocked = false;
       if (t4a_status s = ring.reserve(len, &span, &blocked); s != T4A_SUCCESS)
@@ -156,7 +205,8 @@ t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
 
 t4a_status download_sync(core::Runtime &rt, Buffer &src, uint64_t offset,
                          void *dst, uint64_t bytes) {
-  core::OpScope op(rt, "downloading");
+  core::OpScope op(rt, "downloading",
+                   "t4a_buffer_download_sync (pageable host memory)");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (bytes > 0) {
     if (t4a_status s = d2h_pipeline(rt, rt.stream(), src.ptr() + offset,
@@ -169,21 +219,50 @@ t4a_status download_sync(core::Runtime &rt, Buffer &src, uint64_t offset,
   return T4A_SUCCESS;
 }
 
+namespace {
+// One DMA between a host buffer and the device, admitted without making the
+// context current (it names the runtime's stream: core/stream_context.hpp,
+// as launches do). Reserve -> enqueue -> commit: the host buffer is kept
+// alive by the open epoch until the stream proves the DMA done, failed or
+// not; a host buffer among the open epoch's last keeps is already kept
+// until a seal recorded after this DMA, so nothing is added.
+template <class Enqueue>
+t4a_status host_buffer_dma(core::Runtime &rt, HostBuffer &hb, Buffer &dev,
+                           uint64_t bytes, const char *what, Enqueue enqueue) {
+  core::Admission adm(rt.admission());
+  if (adm.status() != T4A_SUCCESS) return adm.status();
+  if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
+  if (bytes == 0) return T4A_SUCCESS;
+  // Captured (core/capture.hpp): the graph keeps the device buffer too (the
+  // host buffer through the open epoch, whose keeps move to the capture).
+  core::CaptureKeeps cap(rt.capture(), rt.capturing(), 1);
+  core::Epochs &ep = rt.epochs();
+  DrvResult r{};
+  if (ep.recently_kept(&hb)) {
+    r = core::in_stream_context(rt, enqueue);
+  } else {
+    core::Epochs::Reservation keep = ep.reserve_keep(rt);
+    if (keep.status() != T4A_SUCCESS) return keep.status();
+    r = core::in_stream_context(rt, enqueue);
+    ep.keep(std::move(keep), hb);
+  }
+  cap.keep(dev);
+  if (!r) return enqueue_failure(rt, r, false, what);
+  return T4A_SUCCESS;
+}
+} // namespace
+
 t4a_status upload_host(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
                        HostBuffer &src, uint64_t src_offset, uint64_t bytes) {
-  core::OpScope op(rt, "uploading from a host buffer");
-  if (op.status() != T4A_SUCCESS) return op.status();
-  if (bytes > 0) {
-    // Reserve -> enqueue -> commit: kept alive until the stream proves the
-    // DMA done, failed or not; nothing after the enqueue can fail.
-    core::Epochs::Reservation keep = rt.epochs().reserve_keep(rt);
-    if (keep.status() != T4A_SUCCESS) return keep.status();
-    DrvResult r = cu::memcpy_htod_async(
-        dst.ptr() + dst_offset, src.data() + src_offset, bytes, rt.stream());
-    rt.epochs().keep(std::move(keep), src);
-    if (!r)
-      return enqueue_failure(rt, r, false, "uploading from a host buffer");
-  }
+  if (t4a_status s =
+          host_buffer_dma(rt, src, dst, bytes, "uploading from a host buffer",
+                          [&] {
+                            return cu::memcpy_htod_async(
+                                dst.ptr() + dst_offset, src.data() + src_offset,
+                                bytes, rt.stream());
+                          });
+      s != T4A_SUCCESS)
+    return s;
   rt.counters().uploads.add();
   rt.counters().bytes_uploaded.add(bytes);
   return T4A_SUCCESS;
@@ -191,18 +270,15 @@ t4a_status upload_host(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
 
 t4a_status download_host(core::Runtime &rt, Buffer &src, uint64_t src_offset,
                          HostBuffer &dst, uint64_t dst_offset, uint64_t bytes) {
-  core::OpScope op(rt, "downloading into a host buffer");
-  if (op.status() != T4A_SUCCESS) return op.status();
-  if (bytes > 0) {
-    // Reserve -> enqueue -> commit, as for uploads from a host buffer.
-    core::Epochs::Reservation keep = rt.epochs().reserve_keep(rt);
-    if (keep.status() != T4A_SUCCESS) return keep.status();
-    DrvResult r = cu::memcpy_dtoh_async(
-        dst.data() + dst_offset, src.ptr() + src_offset, bytes, rt.stream());
-    rt.epochs().keep(std::move(keep), dst);
-    if (!r)
-      return enqueue_failure(rt, r, false, "downloading into a host buffer");
-  }
+  if (t4a_status s =
+          host_buffer_dma(rt, dst, src, bytes, "downloading into a host buffer",
+                          [&] {
+                            return cu::memcpy_dtoh_async(
+                                dst.data() + dst_offset, src.ptr() + src_offset,
+                                bytes, rt.stream());
+                          });
+      s != T4A_SUCCESS)
+    return s;
   rt.counters().downloads.add();
   rt.counters().bytes_downloaded.add(bytes);
   return T4A_SUCCESS;
@@ -213,10 +289,10 @@ t4a_status fill(core::Runtime &rt, Buffer &b, uint64_t offset, uint64_t bytes,
   core::OpScope op(rt, "filling a buffer");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (bytes > 0) {
-    if (auto r =
-            cu::memset_d8_async(b.ptr() + offset, value, bytes, rt.stream());
-        !r)
-      return enqueue_failure(rt, r, false, "filling a buffer");
+    core::CaptureKeeps cap(rt.capture(), rt.capturing(), 1);
+    auto r = cu::memset_d8_async(b.ptr() + offset, value, bytes, rt.stream());
+    cap.keep(b);
+    if (!r) return enqueue_failure(rt, r, false, "filling a buffer");
   }
   rt.counters().fills.add();
   return T4A_SUCCESS;
@@ -227,10 +303,12 @@ t4a_status copy(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
   core::OpScope op(rt, "copying between buffers");
   if (op.status() != T4A_SUCCESS) return op.status();
   if (bytes > 0) {
-    if (auto r = cu::memcpy_dtod_async(
-            dst.ptr() + dst_offset, src.ptr() + src_offset, bytes, rt.stream());
-        !r)
-      return enqueue_failure(rt, r, false, "copying between buffers");
+    core::CaptureKeeps cap(rt.capture(), rt.capturing(), 2);
+    auto r = cu::memcpy_dtod_async(dst.ptr() + dst_offset,
+                                   src.ptr() + src_offset, bytes, rt.stream());
+    cap.keep(dst);
+    cap.keep(src);
+    if (!r) return enqueue_failure(rt, r, false, "copying between buffers");
   }
   rt.counters().device_copies.add();
   return T4A_SUCCESS;

@@ -1,5 +1,6 @@
 // Host transfers and in-runtime device operations:
-// pageable uploads through staging, synchronous pipelined downloads, host
+// pageable uploads through staging and synchronous downloads, each by the
+// transfer plan of its size (transfer_plan.hpp), host
 // buffer DMA, fills and device-to-device copies. Each function admits one
 // operation on the runtime (reserve -> enqueue -> commit).
 #pragma once
@@ -8,6 +9,7 @@
 
 #include "memory/buffer.hpp"
 #include "memory/host_buffer.hpp"
+#include "memory/transfer_plan.hpp"
 
 namespace t4a::memory {
 
@@ -24,9 +26,11 @@ t4a_status fill(core::Runtime &rt, Buffer &b, uint64_t offset, uint64_t bytes,
 t4a_status copy(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
                 Buffer &src, uint64_t src_offset, uint64_t bytes);
 
-// The device-to-host pipeline through staging on `stream`: chunk copies
-// enqueued ahead up to the staging budget, each followed by an event; the
-// host copies each chunk out (in parallel) once its event completes. Under
+// The device-to-host pipeline through staging on `stream`, by the transfer
+// plan (transfer_plan.hpp): one piece is one DMA into a staging span, a
+// drain of the stream and the copy out; more pieces are enqueued ahead up
+// to the staging budget, each followed by an event, and the host copies
+// each piece out (in parallel from 1 MiB) once its event completes. Under
 // admission with the runtime's context current.
 t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
                         unsigned char *dst, uint64_t bytes);

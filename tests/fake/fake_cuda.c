@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define FAKE_API __attribute__((visibility("default")))
 
@@ -38,8 +39,21 @@ struct CUctx_st {
   int device;
   int refs;
 };
+struct fake_node {
+  int kind; /* 0 kernel, 1 memset, 2 copy, 3 memset32, 4 cooperative */
+  void *dst;
+  const void *src;
+  size_t n; /* bytes; 32-bit words (3); grid x (0, 4) */
+  unsigned char value;
+  unsigned value32; /* memset32 */
+};
 struct CUstream_st {
   CUcontext ctx;
+  /* Stream capture (graphs): while capturing, kernels, memsets and copies
+   * become nodes; anything else on the stream invalidates the capture. */
+  int capturing, invalid, mode;
+  struct fake_node *nodes;
+  size_t n_nodes, cap_nodes;
   /* Host-DMA copies enqueued, and how many of them the host has seen
    * complete (a synchronize, or a query or wait of an event recorded
    * after them): the model of "in flight" for early frees, below. */
@@ -63,6 +77,8 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 #define FAKE_GARBAGE ((uintptr_t)0xDEAD0000u)
 static int g_fail_stream_create, g_fail_pool_create; /* CUresult, 0: none */
 static int g_live_streams, g_live_pools, g_live_allocations;
+/* Cooperative launch support off (fake_cuda_set_no_cooperative). */
+static int g_no_cooperative;
 
 /* The failure armed for `*slot`, disarmed; 0 when none (under g_mu). */
 static int take_failure(int *slot) {
@@ -217,8 +233,12 @@ static CUresult f_cuDeviceGetAttribute(int *v, CUdevice_attribute a,
   case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
   case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
   case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *v = 0; break;
-  case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
   case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
+    pthread_mutex_lock(&g_mu);
+    *v = !g_no_cooperative;
+    pthread_mutex_unlock(&g_mu);
+    break;
+  case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
   case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *v = 1; break;
   default: return CUDA_ERROR_INVALID_VALUE;
   }
@@ -301,6 +321,195 @@ static CUresult f_cuCtxEnablePeerAccess(CUcontext peer, unsigned flags) {
   return r;
 }
 
+/* ---- Stream capture and graphs ----
+ * Stricter than the driver where the library must never go: an event
+ * record, an allocation, a free, a wait, a synchronize or a query on a
+ * capturing stream invalidates the capture and returns
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. Unsafe calls (host waits and
+ * queries, pinned host memory, module loads and unloads, stream-ordered
+ * allocation) while any global
+ * capture is active return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT unless the
+ * calling thread's mode is relaxed (cuThreadExchangeStreamCaptureMode).
+ * Replays run the nodes in order on the calling thread; kernels do
+ * nothing. fake_cuda_graphs_live() counts graphs and executable graphs. */
+struct CUgraph_st {
+  struct fake_node *nodes;
+  size_t n;
+};
+struct CUgraphExec_st {
+  struct fake_node *nodes;
+  size_t n;
+};
+static int g_global_captures, g_live_graphs;
+static _Thread_local int tl_capture_mode; /* CU_STREAM_CAPTURE_MODE_* */
+static int capturing(CUstream s) {
+  if (s == NULL || (uintptr_t)s <= 2 || (uintptr_t)s == FAKE_GARBAGE) return 0;
+  pthread_mutex_lock(&g_mu);
+  int c = s->capturing;
+  pthread_mutex_unlock(&g_mu);
+  return c;
+}
+/* An operation the library must never enqueue on a capturing stream. */
+static CUresult refuse_in_capture(CUstream s) {
+  pthread_mutex_lock(&g_mu);
+  s->invalid = 1;
+  pthread_mutex_unlock(&g_mu);
+  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+static CUresult add_node(CUstream s, int kind, void *dst, const void *src,
+                         size_t n, unsigned char value) {
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&g_mu);
+  if (s->invalid) {
+    r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  } else {
+    if (s->n_nodes == s->cap_nodes) {
+      size_t cap = s->cap_nodes ? 2 * s->cap_nodes : 16;
+      struct fake_node *g = realloc(s->nodes, cap * sizeof *g);
+      if (g == NULL)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+      else
+        s->nodes = g, s->cap_nodes = cap;
+    }
+    if (r == CUDA_SUCCESS)
+      s->nodes[s->n_nodes++] = (struct fake_node){kind, dst, src, n, value, 0};
+  }
+  pthread_mutex_unlock(&g_mu);
+  return r;
+}
+/* An unsafe call while a global capture is active and this thread is not
+ * relaxed. */
+static int implicit_refusal(void) {
+  pthread_mutex_lock(&g_mu);
+  int n = g_global_captures;
+  pthread_mutex_unlock(&g_mu);
+  return n > 0 && tl_capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED;
+}
+static CUresult f_cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode) {
+  if (s == NULL || (uintptr_t)s <= 2)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  pthread_mutex_lock(&g_mu);
+  CUresult r = CUDA_SUCCESS;
+  if (s->capturing) {
+    r = CUDA_ERROR_ILLEGAL_STATE;
+  } else {
+    s->capturing = 1, s->invalid = 0, s->mode = (int)mode, s->n_nodes = 0;
+    if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL) ++g_global_captures;
+  }
+  pthread_mutex_unlock(&g_mu);
+  return r;
+}
+static CUresult f_cuStreamEndCapture(CUstream s, CUgraph *g) {
+  if (s == NULL || g == NULL) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_mu);
+  if (!s->capturing) {
+    pthread_mutex_unlock(&g_mu);
+    return CUDA_ERROR_ILLEGAL_STATE;
+  }
+  s->capturing = 0;
+  if (s->mode == CU_STREAM_CAPTURE_MODE_GLOBAL) --g_global_captures;
+  CUresult r = CUDA_SUCCESS;
+  *g = NULL;
+  if (s->invalid) {
+    r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  } else {
+    CUgraph x = calloc(1, sizeof *x);
+    if (x == NULL) {
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+      x->nodes = s->nodes, x->n = s->n_nodes;
+      s->nodes = NULL, s->n_nodes = s->cap_nodes = 0;
+      ++g_live_graphs;
+      *g = x;
+    }
+  }
+  s->n_nodes = 0;
+  pthread_mutex_unlock(&g_mu);
+  return r;
+}
+static CUresult f_cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st) {
+  if (s == NULL || st == NULL) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_mu);
+  *st = !s->capturing ? CU_STREAM_CAPTURE_STATUS_NONE
+        : s->invalid  ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                      : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  pthread_mutex_unlock(&g_mu);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *m) {
+  if (m == NULL) return CUDA_ERROR_INVALID_VALUE;
+  int old = tl_capture_mode;
+  tl_capture_mode = (int)*m;
+  *m = (CUstreamCaptureMode)old;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g,
+                                              unsigned long long flags) {
+  (void)flags;
+  if (e == NULL || g == NULL) return CUDA_ERROR_INVALID_VALUE;
+  CUgraphExec x = calloc(1, sizeof *x);
+  if (x == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  x->n = g->n;
+  if (g->n > 0) {
+    x->nodes = malloc(g->n * sizeof *x->nodes);
+    if (x->nodes == NULL) {
+      free(x);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    memcpy(x->nodes, g->nodes, g->n * sizeof *x->nodes);
+  }
+  count(&g_live_graphs, 1);
+  *e = x;
+  return CUDA_SUCCESS;
+}
+static void op_log(const char *fmt, unsigned long long a, unsigned long long b);
+static void run_kernel(void);
+static void memset32(CUdeviceptr d, unsigned v, size_t n);
+static CUresult f_cuGraphLaunch(CUgraphExec e, CUstream s) {
+  if (e == NULL || s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return refuse_in_capture(s);
+  for (size_t i = 0; i < e->n; ++i) {
+    const struct fake_node *n = &e->nodes[i];
+    if (n->kind == 1) memset(n->dst, n->value, n->n);
+    if (n->kind == 2) memmove(n->dst, n->src, n->n);
+    if (n->kind == 3)
+      memset32((CUdeviceptr)(uintptr_t)n->dst, n->value32, n->n);
+    if (n->kind == 0 || n->kind == 4) {
+      run_kernel();
+      op_log(n->kind == 0 ? "launch %llu %llu\n" : "cooperative %llu %llu\n",
+             (unsigned long long)n->n, 0ull);
+    }
+  }
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuGraphExecDestroy(CUgraphExec e) {
+  if (e == NULL) return CUDA_ERROR_INVALID_VALUE;
+  free(e->nodes);
+  free(e);
+  count(&g_live_graphs, -1);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuGraphDestroy(CUgraph g) {
+  if (g == NULL) return CUDA_ERROR_INVALID_VALUE;
+  free(g->nodes);
+  free(g);
+  count(&g_live_graphs, -1);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n) {
+  if (g == NULL || n == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (nodes != NULL) return CUDA_ERROR_NOT_SUPPORTED; /* counts only */
+  *n = g->n;
+  return CUDA_SUCCESS;
+}
+/* Graphs plus executable graphs alive. */
+FAKE_API int fake_cuda_graphs_live(void) {
+  pthread_mutex_lock(&g_mu);
+  int n = g_live_graphs;
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
+
 static CUresult f_cuStreamCreate(CUstream *s, unsigned flags) {
   (void)flags;
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
@@ -329,15 +538,31 @@ static CUresult f_cuStreamDestroy(CUstream s) {
   pthread_mutex_unlock(&g_mu);
   return CUDA_SUCCESS;
 }
+/* fake_cuda_sync_delay_us: every cuStreamSynchronize first sleeps this
+ * long (a drain in progress), then sees the stream as it is by then. */
+static _Atomic unsigned g_sync_delay_us;
+FAKE_API void fake_cuda_sync_delay_us(unsigned us) { g_sync_delay_us = us; }
+/* Host-DMA copy calls and stream synchronizations, for the transfer-plan
+ * tests (fake_cuda_live). */
+static unsigned long g_htod_calls, g_dtoh_calls, g_stream_syncs;
 static CUresult f_cuStreamSynchronize(CUstream s) {
   if ((uintptr_t)s == FAKE_GARBAGE) return CUDA_ERROR_INVALID_HANDLE;
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  __atomic_fetch_add(&g_stream_syncs, 1, __ATOMIC_RELAXED);
+  if (g_sync_delay_us != 0) {
+    struct timespec ts = {0, (long)g_sync_delay_us * 1000L};
+    nanosleep(&ts, NULL);
+  }
+  if (capturing(s)) return refuse_in_capture(s);
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   pthread_mutex_lock(&g_mu);
   observe(s, s->enqueued);
   pthread_mutex_unlock(&g_mu);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuStreamQuery(CUstream s) {
+  if (capturing(s)) return refuse_in_capture(s);
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   return s != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 /* The default streams (CU_STREAM_LEGACY 0x1, CU_STREAM_PER_THREAD 0x2)
@@ -360,6 +585,7 @@ static struct {
 static CUresult f_cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) {
   (void)f;
   if (s == NULL || e == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return refuse_in_capture(s);
   pthread_mutex_lock(&g_mu);
   for (int i = 0; i < FAKE_WAIT_SLOTS; ++i)
     if (g_waits[i].s == s || g_waits[i].s == NULL) {
@@ -408,6 +634,7 @@ static CUresult f_cuEventRecord(CUevent e, CUstream s) {
     if (s == NULL) return CUDA_ERROR_INVALID_CONTEXT;
   }
   if (e == NULL || s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return refuse_in_capture(s);
   pthread_mutex_lock(&g_mu);
   e->recorded = 1;
   e->stream = s;
@@ -418,6 +645,7 @@ static CUresult f_cuEventRecord(CUevent e, CUstream s) {
 /* Every event is complete: querying or waiting observes its stream. */
 static CUresult f_cuEventQuery(CUevent e) {
   if (e == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   pthread_mutex_lock(&g_mu);
   observe(e->stream, e->seq);
   pthread_mutex_unlock(&g_mu);
@@ -505,6 +733,10 @@ static CUmemoryPool pool_of(CUdeviceptr d) {
 static CUresult f_cuMemAllocFromPoolAsync(CUdeviceptr *d, size_t bytes,
                                           CUmemoryPool p, CUstream s) {
   if (p == NULL || s == NULL || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return refuse_in_capture(s);
+  /* as the H200 driver answered for another thread's allocation during a
+   * global capture (issue 11 GPU run) */
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   if (bytes > max_alloc()) return CUDA_ERROR_OUT_OF_MEMORY;
   void *m = NULL;
   if (posix_memalign(&m, 256, bytes) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -523,6 +755,7 @@ static CUresult f_cuMemAllocFromPoolAsync(CUdeviceptr *d, size_t bytes,
 }
 static CUresult f_cuMemFreeAsync(CUdeviceptr d, CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return refuse_in_capture(s);
   if (d != 0) count(&g_live_allocations, -1);
   pthread_mutex_lock(&g_mu);
   for (int i = 0; i < FAKE_DMA_SLOTS; ++i)
@@ -559,15 +792,55 @@ static CUresult f_cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dctx,
   memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)src, n);
   return CUDA_SUCCESS;
 }
+/* The stream-operation log (fake_cuda_op_log): while enabled, memsets,
+ * device-to-host copies and launches append one line each, in stream
+ * order (every stream operation runs at once here). */
+static int g_op_log_on;
+static char g_op_log[8192];
+static size_t g_op_log_len;
+static void op_log(const char *fmt, unsigned long long a,
+                   unsigned long long b) {
+  pthread_mutex_lock(&g_mu);
+  if (g_op_log_on && g_op_log_len < sizeof g_op_log) {
+    int n = snprintf(g_op_log + g_op_log_len, sizeof g_op_log - g_op_log_len,
+                     fmt, a, b);
+    if (n > 0) g_op_log_len += (size_t)n;
+    if (g_op_log_len >= sizeof g_op_log) g_op_log_len = sizeof g_op_log - 1;
+  }
+  pthread_mutex_unlock(&g_mu);
+}
 static CUresult f_cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n,
                                   CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return add_node(s, 1, (void *)(uintptr_t)d, NULL, n, v);
   memset((void *)(uintptr_t)d, v, n);
+  return CUDA_SUCCESS;
+}
+static void memset32(CUdeviceptr d, unsigned v, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    memcpy((char *)(uintptr_t)d + 4 * i, &v, sizeof v);
+  op_log("memset32 %llx=%llu\n", (unsigned long long)d, v);
+}
+static CUresult f_cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n,
+                                   CUstream s) {
+  if (s == NULL || d % 4 != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) {
+    CUresult r = add_node(s, 3, (void *)(uintptr_t)d, NULL, n, 0);
+    if (r == CUDA_SUCCESS) {
+      pthread_mutex_lock(&g_mu);
+      s->nodes[s->n_nodes - 1].value32 = v;
+      pthread_mutex_unlock(&g_mu);
+    }
+    return r;
+  }
+  memset32(d, v, n);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n,
                                     CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return add_node(s, 2, (void *)(uintptr_t)d, h, n, 0);
+  __atomic_fetch_add(&g_htod_calls, 1, __ATOMIC_RELAXED);
   memcpy((void *)(uintptr_t)d, h, n);
   note_dma(s, h, n);
   return CUDA_SUCCESS;
@@ -575,19 +848,26 @@ static CUresult f_cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n,
 static CUresult f_cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n,
                                     CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return add_node(s, 2, h, (const void *)(uintptr_t)d, n, 0);
+  __atomic_fetch_add(&g_dtoh_calls, 1, __ATOMIC_RELAXED);
   memcpy(h, (const void *)(uintptr_t)d, n);
   note_dma(s, h, n);
+  op_log("dtoh %llx %llu\n", (unsigned long long)d, (unsigned long long)n);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr src, size_t n,
                                     CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s))
+    return add_node(s, 2, (void *)(uintptr_t)d, (const void *)(uintptr_t)src, n,
+                    0);
   memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)src, n);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuMemHostAlloc(void **p, size_t n, unsigned flags) {
   (void)flags;
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   if (n > max_alloc()) return CUDA_ERROR_OUT_OF_MEMORY;
   *p = malloc(n);
   if (*p == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -603,6 +883,7 @@ static CUresult f_cuMemHostAlloc(void **p, size_t n, unsigned flags) {
 }
 static CUresult f_cuMemFreeHost(void *p) {
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   pthread_mutex_lock(&g_mu);
   for (int i = 0; i < FAKE_DMA_SLOTS; ++i) {
     if (g_pinned[i].p != p) continue;
@@ -625,9 +906,27 @@ static CUresult f_cuMemFreeHost(void *p) {
  * checks to run; kernels do nothing. A function named "no_such_*" is
  * absent. No cuFuncGetParamInfo: parameters are unknown, as with an older
  * driver. */
+/* Module globals (cuModuleGetGlobal): any name not starting with
+ * "no_such_" exists, 8 bytes when it ends in "64", 3 bytes when it ends in
+ * "odd", else 4 (zero-initialized, 8-aligned). fake_cuda_kernel_writes()
+ * makes every later launch store a value into the globals of a name, as
+ * a kernel that leaves its barrier counter dirty would. */
+#define FAKE_GLOBALS 16
+struct fake_global {
+  char name[64];
+  size_t bytes;
+  _Alignas(8) unsigned char data[8];
+};
 struct CUmod_st {
   int loaded;
+  struct fake_global globals[FAKE_GLOBALS];
 };
+#define FAKE_MODULES 64
+static CUmodule g_modules[FAKE_MODULES]; /* live modules, for the writes */
+static char g_kernel_writes_name[64];
+static unsigned long long g_kernel_writes_value;
+static int g_kernel_writes_on;
+static unsigned long g_coop_launches, g_plain_launches, g_occupancy_calls;
 struct CUfunc_st {
   int dynamic_shared;
 };
@@ -635,14 +934,27 @@ static struct CUfunc_st g_function;
 static CUresult f_cuModuleLoadData(CUmodule *m, const void *image) {
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
   if (image == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   CUmodule x = calloc(1, sizeof *x);
   if (x == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   x->loaded = 1;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_MODULES; ++i)
+    if (g_modules[i] == NULL) {
+      g_modules[i] = x;
+      break;
+    }
+  pthread_mutex_unlock(&g_mu);
   *m = x;
   return CUDA_SUCCESS;
 }
 static CUresult f_cuModuleUnload(CUmodule m) {
   if (m == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_MODULES; ++i)
+    if (g_modules[i] == m) g_modules[i] = NULL;
+  pthread_mutex_unlock(&g_mu);
   free(m);
   return CUDA_SUCCESS;
 }
@@ -675,6 +987,44 @@ static CUresult f_cuFuncSetAttribute(CUfunction f, CUfunction_attribute a,
     f->dynamic_shared = v;
   return CUDA_SUCCESS;
 }
+static CUresult f_cuModuleGetGlobal(CUdeviceptr *d, size_t *bytes, CUmodule m,
+                                    const char *name) {
+  if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (m == NULL || name == NULL || (d == NULL && bytes == NULL))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (strncmp(name, "no_such_", 8) == 0) return CUDA_ERROR_NOT_FOUND;
+  size_t len = strlen(name);
+  if (len >= sizeof m->globals[0].name) return CUDA_ERROR_NOT_FOUND;
+  struct fake_global *g = NULL;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_GLOBALS && g == NULL; ++i)
+    if (strcmp(m->globals[i].name, name) == 0) g = &m->globals[i];
+  for (int i = 0; i < FAKE_GLOBALS && g == NULL; ++i)
+    if (m->globals[i].name[0] == '\0') {
+      g = &m->globals[i];
+      memcpy(g->name, name, len + 1);
+      g->bytes = len >= 2 && strcmp(name + len - 2, "64") == 0    ? 8
+                 : len >= 3 && strcmp(name + len - 3, "odd") == 0 ? 3
+                                                                  : 4;
+    }
+  pthread_mutex_unlock(&g_mu);
+  if (g == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (d != NULL) *d = (CUdeviceptr)(uintptr_t)g->data;
+  if (bytes != NULL) *bytes = g->bytes;
+  return CUDA_SUCCESS;
+}
+/* What a launch "runs": the armed global writes (see above). */
+static void run_kernel(void) {
+  pthread_mutex_lock(&g_mu);
+  if (g_kernel_writes_on)
+    for (int i = 0; i < FAKE_MODULES; ++i)
+      for (int j = 0; g_modules[i] != NULL && j < FAKE_GLOBALS; ++j) {
+        struct fake_global *g = &g_modules[i]->globals[j];
+        if (strcmp(g->name, g_kernel_writes_name) == 0)
+          memcpy(g->data, &g_kernel_writes_value, g->bytes);
+      }
+  pthread_mutex_unlock(&g_mu);
+}
 /* The extents of the last launch (fake_cuda_last_launch). */
 static unsigned g_last_launch[6];
 static CUresult f_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
@@ -684,20 +1034,57 @@ static CUresult f_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
   (void)shared;
   (void)params, (void)extra;
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (capturing(s)) return add_node(s, 0, NULL, NULL, gx, 0);
   if (f == NULL || s == NULL) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&g_mu);
   g_last_launch[0] = gx, g_last_launch[1] = gy, g_last_launch[2] = gz;
   g_last_launch[3] = bx, g_last_launch[4] = by, g_last_launch[5] = bz;
+  ++g_plain_launches;
   pthread_mutex_unlock(&g_mu);
+  run_kernel();
+  op_log("launch %llu %llu\n", (unsigned long long)gx, 0ull);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuLaunchCooperativeKernel(CUfunction f, unsigned gx,
+                                            unsigned gy, unsigned gz,
+                                            unsigned bx, unsigned by,
+                                            unsigned bz, unsigned shared,
+                                            CUstream s, void **params) {
+  (void)shared, (void)params;
+  if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (f == NULL || s == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return add_node(s, 4, NULL, NULL, gx, 0);
+  pthread_mutex_lock(&g_mu);
+  int refuse = g_no_cooperative;
+  if (!refuse) {
+    g_last_launch[0] = gx, g_last_launch[1] = gy, g_last_launch[2] = gz;
+    g_last_launch[3] = bx, g_last_launch[4] = by, g_last_launch[5] = bz;
+    ++g_coop_launches;
+  }
+  pthread_mutex_unlock(&g_mu);
+  if (refuse) return CUDA_ERROR_NOT_SUPPORTED;
+  run_kernel();
+  op_log("cooperative %llu %llu\n", (unsigned long long)gx, 0ull);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n,
                                                               CUfunction f,
                                                               int block,
                                                               size_t shared) {
-  (void)shared;
   if (f == NULL || block <= 0) return CUDA_ERROR_INVALID_VALUE;
-  *n = 2048 / block > 32 ? 32 : 2048 / block;
+  int by_threads = 2048 / block > 32 ? 32 : 2048 / block;
+  /* 228 KiB of shared memory per multiprocessor. As on a device, no block
+   * fits with more dynamic shared bytes than the function's limit (48 KiB
+   * until cuFuncSetAttribute raised it). */
+  size_t limit = f->dynamic_shared > 48 * 1024 ? (size_t)f->dynamic_shared
+                                               : (size_t)48 * 1024;
+  int by_shared = shared == 0      ? by_threads
+                  : shared > limit ? 0
+                                   : (int)((228u << 10) / shared);
+  *n = by_threads < by_shared ? by_threads : by_shared;
+  pthread_mutex_lock(&g_mu);
+  ++g_occupancy_calls;
+  pthread_mutex_unlock(&g_mu);
   return CUDA_SUCCESS;
 }
 static CUresult f_cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block,
@@ -734,11 +1121,21 @@ static const struct {
                                     cuMemcpyDtoDAsync) E(cuMemcpyPeerAsync)
                                     E(cuMemHostAlloc) E(cuMemFreeHost) E(
                                         cuModuleLoadData) E(cuModuleUnload)
-                                        E(cuModuleGetFunction) E(
-                                            cuFuncGetAttribute) E(cuFuncSetAttribute)
-                                            E(cuLaunchKernel) E(
-                                                cuOccupancyMaxActiveBlocksPerMultiprocessor)
-                                                E(cuOccupancyMaxPotentialBlockSize)};
+                                        E(cuModuleGetFunction) E(cuFuncGetAttribute) E(
+                                            cuFuncSetAttribute) E(cuLaunchKernel)
+                                            E(cuOccupancyMaxActiveBlocksPerMultiprocessor) E(
+                                                cuOccupancyMaxPotentialBlockSize)
+                                                E(cuLaunchCooperativeKernel) E(
+                                                    cuModuleGetGlobal) E(cuMemsetD32Async)
+                                                    E(cuStreamBeginCapture) E(
+                                                        cuStreamEndCapture)
+                                                        E(cuStreamIsCapturing) E(
+                                                            cuThreadExchangeStreamCaptureMode)
+                                                            E(cuGraphInstantiateWithFlags)
+                                                                E(cuGraphLaunch) E(
+                                                                    cuGraphExecDestroy)
+                                                                    E(cuGraphDestroy)
+                                                                        E(cuGraphGetNodes)};
 #undef E
 
 FAKE_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
@@ -806,7 +1203,9 @@ FAKE_API unsigned fake_cuda_pool_access(void *pool) {
 
 /* "streams", "pools", "allocations" (stream-ordered, not yet freed),
  * "context_refs" (device 0) or "peer_copies" (peer copies that passed the
- * access check); -1 for another name. */
+ * access check); the calls so far of cuMemcpyHtoDAsync ("htod_calls"),
+ * cuMemcpyDtoHAsync ("dtoh_calls") and cuStreamSynchronize
+ * ("stream_syncs"); -1 for another name. */
 FAKE_API int fake_cuda_live(const char *what) {
   int n = -1;
   pthread_mutex_lock(&g_mu);
@@ -815,6 +1214,64 @@ FAKE_API int fake_cuda_live(const char *what) {
   if (strcmp(what, "allocations") == 0) n = g_live_allocations;
   if (strcmp(what, "context_refs") == 0) n = g_primary[0].refs;
   if (strcmp(what, "peer_copies") == 0) n = (int)g_peer_copies;
+  if (strcmp(what, "htod_calls") == 0)
+    n = (int)__atomic_load_n(&g_htod_calls, __ATOMIC_RELAXED);
+  if (strcmp(what, "dtoh_calls") == 0)
+    n = (int)__atomic_load_n(&g_dtoh_calls, __ATOMIC_RELAXED);
+  if (strcmp(what, "stream_syncs") == 0)
+    n = (int)__atomic_load_n(&g_stream_syncs, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&g_mu);
   return n;
+}
+
+/* Cooperative launches and grid barriers (issue 11). */
+
+/* Launches so far: cooperative (cuLaunchCooperativeKernel) or plain
+ * (cuLaunchKernel); and occupancy queries. */
+FAKE_API unsigned long fake_cuda_launch_count(int cooperative) {
+  pthread_mutex_lock(&g_mu);
+  unsigned long n = cooperative ? g_coop_launches : g_plain_launches;
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
+FAKE_API unsigned long fake_cuda_occupancy_calls(void) {
+  pthread_mutex_lock(&g_mu);
+  unsigned long n = g_occupancy_calls;
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
+
+/* Devices report CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH as !off, and
+ * cuLaunchCooperativeKernel fails with NOT_SUPPORTED while off. */
+FAKE_API void fake_cuda_set_no_cooperative(int off) {
+  pthread_mutex_lock(&g_mu);
+  g_no_cooperative = off;
+  pthread_mutex_unlock(&g_mu);
+}
+
+/* Every later launch writes `value` (its width's low bytes) into the
+ * globals named `name` of every live module; a NULL name stops it. */
+FAKE_API void fake_cuda_kernel_writes(const char *name,
+                                      unsigned long long value) {
+  pthread_mutex_lock(&g_mu);
+  g_kernel_writes_on = name != NULL && strlen(name) < 64;
+  if (g_kernel_writes_on) {
+    strcpy(g_kernel_writes_name, name);
+    g_kernel_writes_value = value;
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+
+/* Starts (on != 0, cleared) or stops the stream-operation log; copies the
+ * log so far into `buf` (NUL-terminated, at most `cap` bytes) when given. */
+FAKE_API void fake_cuda_op_log(int on, char *buf, size_t cap) {
+  pthread_mutex_lock(&g_mu);
+  if (buf != NULL && cap > 0) {
+    size_t n = g_op_log_len < cap - 1 ? g_op_log_len : cap - 1;
+    memcpy(buf, g_op_log, n);
+    buf[n] = '\0';
+  }
+  if (on && !g_op_log_on) g_op_log_len = 0;
+  g_op_log_on = on;
+  pthread_mutex_unlock(&g_mu);
 }

@@ -24,6 +24,12 @@
  * defined before the header (ctest header_c11_experimental defines it). */
 #if defined(T4A_EXPERIMENTAL)
 _Static_assert(T4A_EXPERIMENTAL_REVISION >= 1, "experimental revision");
+/* Cooperative launches and grid barriers (issue 11). */
+_Static_assert(T4A_LAUNCH_COOPERATIVE == 1u, "cooperative flag");
+_Static_assert(offsetof(t4a_barrier_desc, struct_size) == 0, "size first");
+_Static_assert(offsetof(t4a_barrier_audit, struct_size) == 0, "size first");
+static const t4a_barrier_desc k_barrier_desc = T4A_BARRIER_DESC_INIT;
+static const t4a_barrier_audit k_barrier_audit = T4A_BARRIER_AUDIT_INIT;
 #elif defined(T4A_EXPERIMENTAL_REVISION)
 #error "experimental declarations are visible without T4A_EXPERIMENTAL"
 #endif
@@ -59,7 +65,7 @@ _Static_assert(offsetof(t4a_runtime_options, module_cache_entries) == 40,
                "the module cache fields are appended");
 _Static_assert(offsetof(t4a_runtime_options, staging_bytes) == 16,
                "the 0.1.0 foundation fields come first, unchanged");
-_Static_assert(sizeof(t4a_runtime_stats) == 4 + 4 + 34 * 8,
+_Static_assert(sizeof(t4a_runtime_stats) == 4 + 4 + 36 * 8,
                "t4a_runtime_stats has no padding");
 _Static_assert(offsetof(t4a_runtime_stats, trims) == 16,
                "the 0.1.0 foundation counters come first, unchanged");
@@ -156,6 +162,18 @@ _Static_assert(T4A_DEFAULT_MODULE_CACHE_ENTRIES == 64 &&
 static const t4a_arg k_arg = T4A_ARG_INIT;
 static const t4a_launch_desc k_launch_desc = T4A_LAUNCH_DESC_INIT;
 static const t4a_kernel_info k_kernel_info = T4A_KERNEL_INFO_INIT;
+#if defined(T4A_EXPERIMENTAL)
+/* Graphs (experimental): handle, options, info. */
+_Static_assert(sizeof(t4a_graph) == 8, "handles are 8 bytes");
+_Static_assert(sizeof(t4a_capture_options) == 8, "no implicit padding");
+_Static_assert(sizeof(t4a_graph_info) == 32, "no implicit padding");
+_Static_assert(T4A_CAPTURE_GLOBAL == 0 && T4A_CAPTURE_THREAD_LOCAL == 1 &&
+                   T4A_CAPTURE_RELAXED == 2,
+               "capture modes");
+static const t4a_capture_options k_capture_options = T4A_CAPTURE_OPTIONS_INIT;
+static const t4a_graph_info k_graph_info = T4A_GRAPH_INFO_INIT;
+#endif
+_Static_assert(T4A_ERROR_CAPTURING == 19, "status values never change");
 /* The buffer flag is usable where a constant is needed. */
 static const uint32_t k_buffer_flags = T4A_BUFFER_ZERO;
 static const char k_version[] = T4A_VERSION_STRING;
@@ -194,6 +212,11 @@ static void test_init_macros(void **state) {
   assert_memory_equal(&k_launch_desc, &launch_desc, sizeof launch_desc);
   assert_int_equal(kernel_info.struct_size, sizeof(t4a_kernel_info));
   assert_memory_equal(&k_kernel_info, &kernel_info, sizeof kernel_info);
+#if defined(T4A_EXPERIMENTAL)
+  assert_int_equal(k_capture_options.struct_size, sizeof(t4a_capture_options));
+  assert_int_equal(k_capture_options.mode, T4A_CAPTURE_GLOBAL);
+  assert_int_equal(k_graph_info.struct_size, sizeof(t4a_graph_info));
+#endif
   assert_int_equal(compile_request.struct_size, sizeof(t4a_compile_request));
   assert_int_equal(compile_request.output, T4A_COMPILE_CUBIN);
   assert_null(compile_request.source);
@@ -284,6 +307,19 @@ static void test_init_macros(void **state) {
   assert_memory_equal(&k_buffer_info, &buffer_info, sizeof buffer_info);
   assert_memory_equal(&k_process_stats, &process_stats, sizeof process_stats);
   assert_memory_equal(&k_process_fault, &process_fault, sizeof process_fault);
+#if defined(T4A_EXPERIMENTAL)
+  /* The experimental initializers: struct_size, then zero bytes. */
+  {
+    t4a_barrier_desc bd;
+    t4a_barrier_audit ba;
+    memset(&bd, 0, sizeof bd);
+    bd.struct_size = sizeof bd;
+    memset(&ba, 0, sizeof ba);
+    ba.struct_size = sizeof ba;
+    assert_memory_equal(&k_barrier_desc, &bd, sizeof bd);
+    assert_memory_equal(&k_barrier_audit, &ba, sizeof ba);
+  }
+#endif
 }
 
 static void test_version_macros_and_link(void **state) {

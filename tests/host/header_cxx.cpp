@@ -39,6 +39,17 @@ static_assert(T4A_POOL_KEEP_ALL == UINT64_MAX, "keep all");
 static_assert(T4A_POOL_RELEASE_ALL == UINT64_MAX - 1, "release all");
 #if defined(T4A_EXPERIMENTAL) // header_cxx_experimental
 static_assert(T4A_EXPERIMENTAL_REVISION >= 1, "experimental revision");
+static const t4a_barrier_desc k_barrier_desc = T4A_BARRIER_DESC_INIT;
+static const t4a_barrier_audit k_barrier_audit = T4A_BARRIER_AUDIT_INIT;
+static_assert(sizeof(k_barrier_desc) == 40 && sizeof(k_barrier_audit) == 64,
+              "the experimental barrier structs");
+// The facade's cooperative option sets the flag.
+static_assert(T4A_LAUNCH_COOPERATIVE == 1u, "cooperative flag");
+// The graph facade: a move-only capture, a reference-counted graph.
+static_assert(!std::is_copy_constructible<t4a::Capture>::value, "move-only");
+static_assert(std::is_nothrow_move_constructible<t4a::Capture>::value &&
+                  std::is_nothrow_move_constructible<t4a::Graph>::value,
+              "noexcept moves");
 #elif defined(T4A_EXPERIMENTAL_REVISION)
 #error "experimental declarations are visible without T4A_EXPERIMENTAL"
 #endif
@@ -62,6 +73,10 @@ static const t4a_compile_stats k_compile_stats = T4A_COMPILE_STATS_INIT;
 static const t4a_arg k_arg = T4A_ARG_INIT;
 static const t4a_launch_desc k_launch_desc = T4A_LAUNCH_DESC_INIT;
 static const t4a_kernel_info k_kernel_info = T4A_KERNEL_INFO_INIT;
+#if defined(T4A_EXPERIMENTAL)
+static const t4a_capture_options k_capture_options = T4A_CAPTURE_OPTIONS_INIT;
+static const t4a_graph_info k_graph_info = T4A_GRAPH_INFO_INIT;
+#endif
 
 // Handles initialized from T4A_NULL_ID, as C++ code writes them.
 static const t4a_runtime k_runtime{T4A_NULL_ID};
@@ -155,6 +170,11 @@ int main() {
   check(k_arg.kind == 0, "arg");
   check(k_launch_desc.struct_size == sizeof(t4a_launch_desc), "launch_desc");
   check(k_kernel_info.struct_size == sizeof(t4a_kernel_info), "kernel_info");
+#if defined(T4A_EXPERIMENTAL)
+  check(k_capture_options.struct_size == sizeof(t4a_capture_options),
+        "capture_options");
+  check(k_graph_info.struct_size == sizeof(t4a_graph_info), "graph_info");
+#endif
   check(k_runtime.id == T4A_NULL_ID && k_buffer.id == T4A_NULL_ID,
         "null handles");
   check(!t4a::Runtime() && !t4a::Buffer(), "facade null handles");

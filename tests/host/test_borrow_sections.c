@@ -27,11 +27,13 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define T4A_EXPERIMENTAL 1 /* graph and cooperative launches */
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
 #include "test_assert.h"
@@ -99,6 +101,8 @@ typedef struct stopped_launch {
   t4a_buffer a, b;
   t4a_status status;
   char message[512];
+  int mode;        /* 0 plain, 1 cooperative, 2 graph replay */
+  t4a_graph graph; /* mode 2 */
 } stopped_launch;
 
 static void *stopped_thread(void *arg) {
@@ -113,8 +117,10 @@ static void *stopped_thread(void *arg) {
   d.block[0] = 1;
   d.args = args;
   d.arg_count = 2;
+  if (c->mode == 1) d.flags = T4A_LAUNCH_COOPERATIVE;
   tl_stop = 1;
-  c->status = t4a_launch(g_rt, &d);
+  c->status =
+      c->mode == 2 ? t4a_graph_launch(g_rt, c->graph) : t4a_launch(g_rt, &d);
   snprintf(c->message, sizeof c->message, "%s", last_message());
   return NULL;
 }
@@ -122,7 +128,7 @@ static void *stopped_thread(void *arg) {
 static void test_release_while_borrowed(void **state) {
   (void)state;
   setup_runtime();
-  stopped_launch c = {{0}, new_buffer(), new_buffer(), T4A_SUCCESS, ""};
+  stopped_launch c = {{0}, new_buffer(), new_buffer(), T4A_SUCCESS, "", 0, {0}};
   ASSERT_OK(t4a_kernel_get(g_module, "two_buffers", &c.kernel));
   uint64_t frees = stats().frees;
 
@@ -253,6 +259,90 @@ static void test_churn(void **state) {
   teardown_runtime();
 }
 
+/* ---- blocked ------------------------------------------------------------ */
+
+/* A launch that waits for admission (the main thread holds a raw scope of
+ * its runtime) must not hold up releases elsewhere: a buffer of another
+ * runtime, released meanwhile and never borrowed, is freed at once. */
+static atomic_int g_blocked_arrived;
+
+static void arrive(void *arg) {
+  (void)arg;
+  if (tl_stop) atomic_store(&g_blocked_arrived, 1);
+}
+
+/* The same for a cooperative launch (mode 1) and a graph replay (mode 2),
+ * which take admission on paths of their own. */
+static void blocked_case(int mode) {
+  setup_runtime();
+  stopped_launch c = {{0}, new_buffer(), new_buffer(), T4A_SUCCESS,
+                      "",  mode,         {0}};
+  ASSERT_OK(t4a_kernel_get(g_module, "two_buffers", &c.kernel));
+  if (mode == 2) {
+    t4a_arg args[2] = {T4A_ARG_INIT, T4A_ARG_INIT};
+    args[0].kind = args[1].kind = T4A_ARG_BUFFER;
+    args[0].buffer = c.a;
+    args[1].buffer = c.b;
+    t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+    d.kernel = c.kernel;
+    d.grid[0] = d.block[0] = 1;
+    d.args = args;
+    d.arg_count = 2;
+    ASSERT_OK(t4a_capture_begin(g_rt, NULL));
+    ASSERT_OK(t4a_launch(g_rt, &d));
+    ASSERT_OK(t4a_capture_end(g_rt, &c.graph));
+  }
+  t4a_runtime other = {0};
+  ASSERT_OK(t4a_runtime_create(NULL, &other));
+
+  t4a_raw_scope scope = {0};
+  t4a_raw_info info = T4A_RAW_INFO_INIT;
+  ASSERT_OK(t4a_raw_begin(g_rt, &scope, &info));
+  atomic_store(&g_blocked_arrived, 0);
+  t4a_testing_admission_hook(arrive, NULL);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, stopped_thread, &c), 0);
+  while (!atomic_load(&g_blocked_arrived)) sched_yield();
+  /* The launch has borrowed its objects and waits for the raw scope. */
+  for (int i = 0; i < 16; ++i) {
+    t4a_buffer x = {0};
+    ASSERT_OK(t4a_buffer_alloc(other, 256, 0, &x));
+    ASSERT_OK(t4a_buffer_release(x));
+  }
+  t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
+  ASSERT_OK(t4a_runtime_stats_get(other, &st));
+  assert_int_equal(st.allocations, 16);
+  assert_int_equal(st.frees, 16);
+  ASSERT_OK(t4a_runtime_destroy(other));
+
+  ASSERT_OK(t4a_raw_end(scope));
+  assert_int_equal(pthread_join(t, NULL), 0);
+  t4a_testing_admission_hook(NULL, NULL);
+  if (c.status != T4A_SUCCESS)
+    fail_msg("the blocked launch gave %s: %s", t4a_status_name(c.status),
+             c.message);
+  ASSERT_OK(t4a_kernel_release(c.kernel));
+  ASSERT_OK(t4a_buffer_release(c.a));
+  ASSERT_OK(t4a_buffer_release(c.b));
+  if (mode == 2) ASSERT_OK(t4a_graph_release(c.graph));
+  teardown_runtime();
+}
+
+static void test_blocked_launch_does_not_hold_releases(void **state) {
+  (void)state;
+  blocked_case(0);
+}
+
+static void test_blocked_cooperative_launch(void **state) {
+  (void)state;
+  blocked_case(1);
+}
+
+static void test_blocked_graph_launch(void **state) {
+  (void)state;
+  blocked_case(2);
+}
+
 int main(void) {
 #if !defined(T4A_FAKE_CUDA_PATH)
   fprintf(stderr, "built without the fake driver\n");
@@ -262,6 +352,9 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_release_while_borrowed),
       cmocka_unit_test(test_churn),
+      cmocka_unit_test(test_blocked_launch_does_not_hold_releases),
+      cmocka_unit_test(test_blocked_cooperative_launch),
+      cmocka_unit_test(test_blocked_graph_launch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 #endif

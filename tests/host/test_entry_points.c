@@ -18,6 +18,7 @@
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
 #define _POSIX_C_SOURCE 200809L
+#define T4A_EXPERIMENTAL 1 /* rows for the experimental functions too */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -54,6 +55,7 @@
 #define KIND_KERNEL 7u
 #define KIND_COMPLETION 8u
 #define KIND_RAW_SCOPE 9u
+#define KIND_GRAPH 10u
 #define KIND_TEST_OBJECT 255u
 #define MAKE_ID(kind, gen, slot)                                               \
   (((uint64_t)(kind) << 56) | ((uint64_t)((gen)&0xFFFFFFu) << 32) |            \
@@ -844,6 +846,33 @@ static t4a_status call_kernel_occupancy(uint64_t id) {
   return s;
 }
 
+static t4a_status call_kernel_max_cooperative_blocks(uint64_t id) {
+  t4a_kernel k = {id};
+  int32_t n = SENTINEL32;
+  t4a_status s = t4a_kernel_max_cooperative_blocks(k, 256, 0, &n);
+  if (s != T4A_SUCCESS) assert_int_equal(n, SENTINEL32);
+  return s;
+}
+
+static t4a_status call_kernel_declare_barrier(uint64_t id) {
+  t4a_kernel k = {id};
+  t4a_barrier_desc d = T4A_BARRIER_DESC_INIT;
+  d.global_name = "counter";
+  uint32_t index = (uint32_t)SENTINEL32;
+  t4a_status s = t4a_kernel_declare_barrier(k, &d, &index);
+  if (s != T4A_SUCCESS) assert_int_equal(index, (uint32_t)SENTINEL32);
+  return s;
+}
+
+static t4a_status call_kernel_barrier_audit(uint64_t id) {
+  t4a_kernel k = {id};
+  t4a_barrier_audit a = T4A_BARRIER_AUDIT_INIT;
+  a.launches = SENTINEL_ID;
+  t4a_status s = t4a_kernel_barrier_audit(k, 0, &a);
+  if (s != T4A_SUCCESS) assert_true(a.launches == SENTINEL_ID);
+  return s;
+}
+
 static t4a_status call_kernel_suggest_block_size(uint64_t id) {
   t4a_kernel k = {id};
   int32_t b = SENTINEL32, g = SENTINEL32;
@@ -909,6 +938,47 @@ static t4a_status call_raw_begin(uint64_t id) {
     assert_int_equal(scope.id, SENTINEL_ID);
     assert_memory_equal(&info, &copy, sizeof info);
   }
+  return s;
+}
+
+static t4a_status call_capture_begin(uint64_t id) {
+  t4a_runtime rt = {id};
+  return t4a_capture_begin(rt, NULL);
+}
+
+static t4a_status call_capture_end(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_graph g = {SENTINEL_ID};
+  t4a_status s = t4a_capture_end(rt, &g);
+  if (s != T4A_SUCCESS) assert_int_equal(g.id, SENTINEL_ID);
+  return s;
+}
+
+static t4a_status call_graph_launch(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_graph g = {0};
+  return t4a_graph_launch(rt, g);
+}
+
+static t4a_status call_graph_retain(uint64_t id) {
+  t4a_graph g = {id};
+  return t4a_graph_retain(g);
+}
+
+static t4a_status call_graph_release(uint64_t id) {
+  t4a_graph g = {id};
+  return t4a_graph_release(g);
+}
+
+static t4a_status call_graph_info_get(uint64_t id) {
+  t4a_graph g = {id};
+  t4a_graph_info info, copy;
+  t4a_status s;
+  memset(&info, 0x5A, sizeof info);
+  info.struct_size = sizeof info;
+  memcpy(&copy, &info, sizeof info);
+  s = t4a_graph_info_get(g, &info);
+  if (s != T4A_SUCCESS) assert_memory_equal(&info, &copy, sizeof info);
   return s;
 }
 
@@ -1181,6 +1251,9 @@ static const row k_rows[] = {
     HANDLE_ROW(kernel_param, KIND_KERNEL, "kernel", 0),
     HANDLE_ROW(kernel_occupancy, KIND_KERNEL, "kernel", 0),
     HANDLE_ROW(kernel_suggest_block_size, KIND_KERNEL, "kernel", 0),
+    HANDLE_ROW(kernel_max_cooperative_blocks, KIND_KERNEL, "kernel", 0),
+    HANDLE_ROW(kernel_declare_barrier, KIND_KERNEL, "kernel", 0),
+    HANDLE_ROW(kernel_barrier_audit, KIND_KERNEL, "kernel", 0),
     HANDLE_ROW(launch, KIND_RUNTIME, "runtime", 0),
     HANDLE_ROW(runtime_record, KIND_RUNTIME, "runtime", 0),
     HANDLE_ROW(runtime_wait, KIND_RUNTIME, "runtime", 0),
@@ -1199,6 +1272,13 @@ static const row k_rows[] = {
     HANDLE_ROW(raw_end, KIND_RAW_SCOPE, "scope", 0),
     HANDLE_ROW(runtime_wait_stream, KIND_RUNTIME, "runtime", 0),
     HANDLE_ROW(runtime_signal_stream, KIND_RUNTIME, "runtime", 0),
+    /* graphs (experimental) */
+    HANDLE_ROW(capture_begin, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(capture_end, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(graph_launch, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(graph_retain, KIND_GRAPH, "graph", 0),
+    HANDLE_ROW(graph_release, KIND_GRAPH, "graph", 1),
+    HANDLE_ROW(graph_info_get, KIND_GRAPH, "graph", 0),
     /* process-wide counters */
     ROW(t4a_process_stats_get, CONTEXT_FREE, check_process_stats_get),
     ROW(t4a_process_fault_get, CONTEXT_FREE, check_process_fault_get),

@@ -512,7 +512,10 @@ static void test_runtime_stats_layout(void **state) {
   assert_int_equal(offsetof(t4a_runtime_stats, peer_bytes), 256);
   assert_int_equal(offsetof(t4a_runtime_stats, staged_copies), 264);
   assert_int_equal(offsetof(t4a_runtime_stats, staged_bytes), 272);
-  assert_int_equal(sizeof(t4a_runtime_stats), 280);
+  /* Cooperative launches and grid-barrier audits (issue 11). */
+  assert_int_equal(offsetof(t4a_runtime_stats, cooperative_launches), 280);
+  assert_int_equal(offsetof(t4a_runtime_stats, barrier_audit_failures), 288);
+  assert_int_equal(sizeof(t4a_runtime_stats), 296);
   memset(&zero, 0, sizeof zero);
   zero.struct_size = sizeof zero;
   assert_memory_equal(&init, &zero, sizeof zero);

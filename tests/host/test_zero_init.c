@@ -17,6 +17,7 @@
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
 #define _POSIX_C_SOURCE 200809L
+#define T4A_EXPERIMENTAL 1 /* the experimental _INIT macros too */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -68,6 +69,11 @@ static void test_every_init_is_zero_fill(void **state) {
   EXPECT_INIT_IS_ZERO_FILL(t4a_process_fault, T4A_PROCESS_FAULT_INIT);
   EXPECT_INIT_IS_ZERO_FILL(t4a_raw_info, T4A_RAW_INFO_INIT);
   EXPECT_INIT_IS_ZERO_FILL(t4a_dlpack_desc, T4A_DLPACK_DESC_INIT);
+  EXPECT_INIT_IS_ZERO_FILL(t4a_barrier_desc, T4A_BARRIER_DESC_INIT);
+  EXPECT_INIT_IS_ZERO_FILL(t4a_barrier_audit, T4A_BARRIER_AUDIT_INIT);
+  /* experimental */
+  EXPECT_INIT_IS_ZERO_FILL(t4a_capture_options, T4A_CAPTURE_OPTIONS_INIT);
+  EXPECT_INIT_IS_ZERO_FILL(t4a_graph_info, T4A_GRAPH_INFO_INIT);
   /* t4a_arg has no struct_size (its layout is frozen): all zero bytes */
   {
     static const t4a_arg init = T4A_ARG_INIT;

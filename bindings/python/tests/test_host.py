@@ -178,6 +178,14 @@ def test_every_export_wrapped():
     assert "t4a_launch" in exports
     # Test builds export a test-only seam (t4a_testing_*): not public API.
     public = [e for e in exports if not e.startswith("t4a_testing_")]
+    # The header's experimental section is not bound (yet): exported, but
+    # not promised to the bindings.
+    with open(os.path.join(os.path.dirname(t4acuda.__file__),
+                           "_layouts.json"), encoding="utf-8") as f:
+        experimental = {fn["name"] for fn in json.load(f)["functions"]
+                        if fn.get("experimental")}
+    assert "t4a_capture_begin" in experimental
+    public = [e for e in public if e not in experimental]
     pkg = os.path.dirname(t4acuda.__file__)
     assert unwrapped(public, pkg) == []
     assert unwrapped(public + ["t4a_not_wrapped_anywhere"], pkg) == [

@@ -130,7 +130,7 @@ end
 RuntimeInfo(; struct_size = UInt32(48), device_ordinal = Int32(0), domain_id = UInt64(0), context = Ptr{Cvoid}(0), stream = Ptr{Cvoid}(0), memory_pool = Ptr{Cvoid}(0), pool_release_threshold = UInt64(0)) =
     RuntimeInfo(struct_size, device_ordinal, domain_id, context, stream, memory_pool, pool_release_threshold)
 
-# C t4a_runtime_stats: 280 bytes, align 8; t4acuda.h
+# C t4a_runtime_stats: 296 bytes, align 8; t4acuda.h
 struct RuntimeStats
     struct_size::UInt32  # offset 0, C uint32_t
     reserved0::UInt32  # offset 4, C uint32_t
@@ -168,9 +168,11 @@ struct RuntimeStats
     peer_bytes::UInt64  # offset 256, C uint64_t
     staged_copies::UInt64  # offset 264, C uint64_t
     staged_bytes::UInt64  # offset 272, C uint64_t
+    cooperative_launches::UInt64  # offset 280, C uint64_t
+    barrier_audit_failures::UInt64  # offset 288, C uint64_t
 end
-RuntimeStats(; struct_size = UInt32(280), reserved0 = UInt32(0), host_waits = UInt64(0), trims = UInt64(0), allocations = UInt64(0), frees = UInt64(0), zero_fills = UInt64(0), fills = UInt64(0), device_copies = UInt64(0), bytes_allocated = UInt64(0), bytes_allocated_peak = UInt64(0), uploads = UInt64(0), downloads = UInt64(0), bytes_uploaded = UInt64(0), bytes_downloaded = UInt64(0), staging_bytes_in_use = UInt64(0), staging_bytes_peak = UInt64(0), staging_waits = UInt64(0), events_recorded = UInt64(0), quarantined = UInt64(0), leaked_allocations = UInt64(0), launches = UInt64(0), module_loads = UInt64(0), module_unloads = UInt64(0), module_cache_hits = UInt64(0), module_evictions = UInt64(0), leaked_modules = UInt64(0), completions_recorded = UInt64(0), open_epoch_items = UInt64(0), sealed_epochs = UInt64(0), same_device_copies = UInt64(0), same_device_bytes = UInt64(0), peer_copies = UInt64(0), peer_bytes = UInt64(0), staged_copies = UInt64(0), staged_bytes = UInt64(0)) =
-    RuntimeStats(struct_size, reserved0, host_waits, trims, allocations, frees, zero_fills, fills, device_copies, bytes_allocated, bytes_allocated_peak, uploads, downloads, bytes_uploaded, bytes_downloaded, staging_bytes_in_use, staging_bytes_peak, staging_waits, events_recorded, quarantined, leaked_allocations, launches, module_loads, module_unloads, module_cache_hits, module_evictions, leaked_modules, completions_recorded, open_epoch_items, sealed_epochs, same_device_copies, same_device_bytes, peer_copies, peer_bytes, staged_copies, staged_bytes)
+RuntimeStats(; struct_size = UInt32(296), reserved0 = UInt32(0), host_waits = UInt64(0), trims = UInt64(0), allocations = UInt64(0), frees = UInt64(0), zero_fills = UInt64(0), fills = UInt64(0), device_copies = UInt64(0), bytes_allocated = UInt64(0), bytes_allocated_peak = UInt64(0), uploads = UInt64(0), downloads = UInt64(0), bytes_uploaded = UInt64(0), bytes_downloaded = UInt64(0), staging_bytes_in_use = UInt64(0), staging_bytes_peak = UInt64(0), staging_waits = UInt64(0), events_recorded = UInt64(0), quarantined = UInt64(0), leaked_allocations = UInt64(0), launches = UInt64(0), module_loads = UInt64(0), module_unloads = UInt64(0), module_cache_hits = UInt64(0), module_evictions = UInt64(0), leaked_modules = UInt64(0), completions_recorded = UInt64(0), open_epoch_items = UInt64(0), sealed_epochs = UInt64(0), same_device_copies = UInt64(0), same_device_bytes = UInt64(0), peer_copies = UInt64(0), peer_bytes = UInt64(0), staged_copies = UInt64(0), staged_bytes = UInt64(0), cooperative_launches = UInt64(0), barrier_audit_failures = UInt64(0)) =
+    RuntimeStats(struct_size, reserved0, host_waits, trims, allocations, frees, zero_fills, fills, device_copies, bytes_allocated, bytes_allocated_peak, uploads, downloads, bytes_uploaded, bytes_downloaded, staging_bytes_in_use, staging_bytes_peak, staging_waits, events_recorded, quarantined, leaked_allocations, launches, module_loads, module_unloads, module_cache_hits, module_evictions, leaked_modules, completions_recorded, open_epoch_items, sealed_epochs, same_device_copies, same_device_bytes, peer_copies, peer_bytes, staged_copies, staged_bytes, cooperative_launches, barrier_audit_failures)
 
 # C t4a_buffer_info: 48 bytes, align 8; t4acuda.h
 struct BufferInfo
@@ -322,6 +324,58 @@ end
 ProcessFault(; struct_size = UInt32(280), has_fault = Int32(0), device_ordinal = Int32(0), driver_result = Int32(0), domain_id = UInt64(0), operation = ntuple(_ -> Cchar(0), 256)) =
     ProcessFault(struct_size, has_fault, device_ordinal, driver_result, domain_id, operation)
 
+# C t4a_barrier_desc: 40 bytes, align 8; experimental; t4acuda.h
+struct BarrierDesc
+    struct_size::UInt32  # offset 0, C uint32_t
+    width::UInt32  # offset 4, C uint32_t
+    global_name::Ptr{Cchar}  # offset 8, C const char *
+    reset_value::UInt64  # offset 16, C uint64_t
+    expected_value::UInt64  # offset 24, C uint64_t
+    flags::UInt32  # offset 32, C uint32_t
+    reserved0::UInt32  # offset 36, C uint32_t
+end
+BarrierDesc(; struct_size = UInt32(40), width = UInt32(0), global_name = Ptr{Cchar}(0), reset_value = UInt64(0), expected_value = UInt64(0), flags = UInt32(0), reserved0 = UInt32(0)) =
+    BarrierDesc(struct_size, width, global_name, reset_value, expected_value, flags, reserved0)
+
+# C t4a_barrier_audit: 64 bytes, align 8; experimental; t4acuda.h
+struct BarrierAudit
+    struct_size::UInt32  # offset 0, C uint32_t
+    reserved0::UInt32  # offset 4, C uint32_t
+    launches::UInt64  # offset 8, C uint64_t
+    audited::UInt64  # offset 16, C uint64_t
+    pending::UInt64  # offset 24, C uint64_t
+    failures::UInt64  # offset 32, C uint64_t
+    last_bad_value::UInt64  # offset 40, C uint64_t
+    last_bad_expected::UInt64  # offset 48, C uint64_t
+    last_bad_launch::UInt64  # offset 56, C uint64_t
+end
+BarrierAudit(; struct_size = UInt32(64), reserved0 = UInt32(0), launches = UInt64(0), audited = UInt64(0), pending = UInt64(0), failures = UInt64(0), last_bad_value = UInt64(0), last_bad_expected = UInt64(0), last_bad_launch = UInt64(0)) =
+    BarrierAudit(struct_size, reserved0, launches, audited, pending, failures, last_bad_value, last_bad_expected, last_bad_launch)
+
+# C t4a_graph: 8 bytes, align 8; handle, passed by value; experimental; t4acuda.h
+struct Graph
+    id::UInt64  # offset 0, C uint64_t
+end
+
+# C t4a_capture_options: 8 bytes, align 4; experimental; t4acuda.h
+struct CaptureOptions
+    struct_size::UInt32  # offset 0, C uint32_t
+    mode::Int32  # offset 4, C int32_t
+end
+CaptureOptions(; struct_size = UInt32(8), mode = Int32(0)) =
+    CaptureOptions(struct_size, mode)
+
+# C t4a_graph_info: 32 bytes, align 8; experimental; t4acuda.h
+struct GraphInfo
+    struct_size::UInt32  # offset 0, C uint32_t
+    reserved0::UInt32  # offset 4, C uint32_t
+    node_count::UInt64  # offset 8, C uint64_t
+    kept_objects::UInt64  # offset 16, C uint64_t
+    launches::UInt64  # offset 24, C uint64_t
+end
+GraphInfo(; struct_size = UInt32(32), reserved0 = UInt32(0), node_count = UInt64(0), kept_objects = UInt64(0), launches = UInt64(0)) =
+    GraphInfo(struct_size, reserved0, node_count, kept_objects, launches)
+
 # C DLPackVersion: 8 bytes, align 4; t4acuda_dlpack.h
 struct DLPackVersion
     major::UInt32  # offset 0, C uint32_t
@@ -417,6 +471,7 @@ const T4A_ERROR_UNSUPPORTED = Int32(15)
 const T4A_ERROR_VERSION_MISMATCH = Int32(16)
 const T4A_ERROR_ABANDONED = Int32(17)
 const T4A_ERROR_INTERNAL = Int32(18)
+const T4A_ERROR_CAPTURING = Int32(19)
 
 # enum t4a_log_level (typedef t4a_log_level)
 const T4A_LOG_OFF = Int32(0)
@@ -424,6 +479,11 @@ const T4A_LOG_ERROR = Int32(1)
 const T4A_LOG_WARN = Int32(2)
 const T4A_LOG_INFO = Int32(3)
 const T4A_LOG_DEBUG = Int32(4)
+
+# enum t4a_capture_mode (typedef t4a_capture_mode)
+const T4A_CAPTURE_GLOBAL = Int32(0)
+const T4A_CAPTURE_THREAD_LOCAL = Int32(1)
+const T4A_CAPTURE_RELAXED = Int32(2)
 
 # enum DLDeviceType (typedef DLDeviceType)
 const kDLCPU = Int32(1)
@@ -486,7 +546,10 @@ const T4A_ARG_SCALAR = UInt32(2)
 const T4A_ARG_DEVICE_POINTER = UInt32(3)
 const T4A_MAX_PARAM_BYTES = UInt32(32764)
 const T4A_PROCESS_FAULT_OPERATION_BYTES = Int32(256)
-const T4A_EXPERIMENTAL_REVISION = Int32(1)  # experimental
+const T4A_EXPERIMENTAL_REVISION = Int32(3)  # experimental
+const T4A_LAUNCH_COOPERATIVE = UInt32(1)  # experimental
+const T4A_BARRIER_EXPECT_PER_BLOCK = UInt32(1)  # experimental
+const T4A_BARRIER_EXPECT_AT_MOST = UInt32(2)  # experimental
 const DLPACK_MAJOR_VERSION = Int32(1)
 const DLPACK_MINOR_VERSION = Int32(0)
 const DLPACK_FLAG_BITMASK_READ_ONLY = UInt64(1)
@@ -798,6 +861,42 @@ t4a_process_stats_get(stats) =
 # t4a_status t4a_process_fault_get(t4a_process_fault * fault)
 t4a_process_fault_get(fault) =
     ccall((:t4a_process_fault_get, libt4acuda), Int32, (Ptr{ProcessFault},), fault)
+
+# t4a_status t4a_kernel_max_cooperative_blocks(t4a_kernel kernel, int32_t block_size, uint64_t dynamic_shared, int32_t * max_blocks)  [experimental]
+t4a_kernel_max_cooperative_blocks(kernel, block_size, dynamic_shared, max_blocks) =
+    ccall((:t4a_kernel_max_cooperative_blocks, libt4acuda), Int32, (Kernel, Int32, UInt64, Ptr{Int32}), kernel, block_size, dynamic_shared, max_blocks)
+
+# t4a_status t4a_kernel_declare_barrier(t4a_kernel kernel, const t4a_barrier_desc * desc, uint32_t * index)  [experimental]
+t4a_kernel_declare_barrier(kernel, desc, index) =
+    ccall((:t4a_kernel_declare_barrier, libt4acuda), Int32, (Kernel, Ptr{BarrierDesc}, Ptr{UInt32}), kernel, desc, index)
+
+# t4a_status t4a_kernel_barrier_audit(t4a_kernel kernel, uint32_t index, t4a_barrier_audit * audit)  [experimental]
+t4a_kernel_barrier_audit(kernel, index, audit) =
+    ccall((:t4a_kernel_barrier_audit, libt4acuda), Int32, (Kernel, UInt32, Ptr{BarrierAudit}), kernel, index, audit)
+
+# t4a_status t4a_capture_begin(t4a_runtime runtime, const t4a_capture_options * options)  [experimental]
+t4a_capture_begin(runtime, options) =
+    ccall((:t4a_capture_begin, libt4acuda), Int32, (Runtime, Ptr{CaptureOptions}), runtime, options)
+
+# t4a_status t4a_capture_end(t4a_runtime runtime, t4a_graph * graph)  [experimental]
+t4a_capture_end(runtime, graph) =
+    ccall((:t4a_capture_end, libt4acuda), Int32, (Runtime, Ptr{Graph}), runtime, graph)
+
+# t4a_status t4a_graph_launch(t4a_runtime runtime, t4a_graph graph)  [experimental]
+t4a_graph_launch(runtime, graph) =
+    ccall((:t4a_graph_launch, libt4acuda), Int32, (Runtime, Graph), runtime, graph)
+
+# t4a_status t4a_graph_retain(t4a_graph graph)  [experimental]
+t4a_graph_retain(graph) =
+    ccall((:t4a_graph_retain, libt4acuda), Int32, (Graph,), graph)
+
+# t4a_status t4a_graph_release(t4a_graph graph)  [experimental]
+t4a_graph_release(graph) =
+    ccall((:t4a_graph_release, libt4acuda), Int32, (Graph,), graph)
+
+# t4a_status t4a_graph_info_get(t4a_graph graph, t4a_graph_info * info)  [experimental]
+t4a_graph_info_get(graph, info) =
+    ccall((:t4a_graph_info_get, libt4acuda), Int32, (Graph, Ptr{GraphInfo}), graph, info)
 
 # t4a_status t4a_buffer_to_dlpack(t4a_runtime runtime, t4a_buffer buffer, const t4a_dlpack_desc * desc, int64_t consumer_stream, DLManagedTensorVersioned * * out)
 t4a_buffer_to_dlpack(runtime, buffer, desc, consumer_stream, out) =

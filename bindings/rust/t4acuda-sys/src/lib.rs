@@ -59,7 +59,7 @@ c_consts! {
     pub const T4A_MAX_PARAM_BYTES: u32 = 32764;
     pub const T4A_PROCESS_FAULT_OPERATION_BYTES: i32 = 256;
     /// Only under `#if defined(T4A_EXPERIMENTAL)` in C.
-    pub const T4A_EXPERIMENTAL_REVISION: i32 = 1;
+    pub const T4A_EXPERIMENTAL_REVISION: i32 = 3;
 
     // enum t4a_status_code
     pub const T4A_SUCCESS: t4a_status = 0;
@@ -81,6 +81,7 @@ c_consts! {
     pub const T4A_ERROR_VERSION_MISMATCH: t4a_status = 16;
     pub const T4A_ERROR_ABANDONED: t4a_status = 17;
     pub const T4A_ERROR_INTERNAL: t4a_status = 18;
+    pub const T4A_ERROR_CAPTURING: t4a_status = 19;
 
     // enum t4a_log_level
     pub const T4A_LOG_OFF: t4a_log_level = 0;
@@ -248,6 +249,8 @@ c_structs! {
         pub peer_bytes: u64,
         pub staged_copies: u64,
         pub staged_bytes: u64,
+        pub cooperative_launches: u64,
+        pub barrier_audit_failures: u64,
     }
 
     pub struct t4a_buffer_info {

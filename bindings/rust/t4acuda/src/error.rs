@@ -27,6 +27,9 @@ pub enum Status {
     VersionMismatch,
     Abandoned,
     Internal,
+    /// The runtime is capturing a graph and the operation cannot be
+    /// captured (or another thread's global capture refused it).
+    Capturing,
     /// A code this crate does not know (a newer library).
     Other(i32),
 }
@@ -55,6 +58,7 @@ impl Status {
             sys::T4A_ERROR_VERSION_MISMATCH => VersionMismatch,
             sys::T4A_ERROR_ABANDONED => Abandoned,
             sys::T4A_ERROR_INTERNAL => Internal,
+            sys::T4A_ERROR_CAPTURING => Capturing,
             other => Other(other),
         })
     }
@@ -81,6 +85,7 @@ impl Status {
             VersionMismatch => sys::T4A_ERROR_VERSION_MISMATCH,
             Abandoned => sys::T4A_ERROR_ABANDONED,
             Internal => sys::T4A_ERROR_INTERNAL,
+            Capturing => sys::T4A_ERROR_CAPTURING,
             Other(c) => c,
         }
     }

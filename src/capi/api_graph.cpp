@@ -1,0 +1,118 @@
+// Graph capture and replay entry points (experimental section of
+// t4acuda.h): t4a_capture_begin / t4a_capture_end, t4a_graph_launch,
+// retain, release and info. See core/capture.hpp and core/graph.hpp.
+#include <cstddef>
+
+#include "capi/entry.hpp"
+#include "capi/handles.hpp"
+#include "core/capture.hpp"
+#include "core/graph.hpp"
+#include "core/raw_scope.hpp"
+#include "core/struct_io.hpp"
+
+namespace t4a::core {
+// Older callers' sizes of t4a_capture_options (core/struct_io.hpp).
+template <> struct FieldStarts<t4a_capture_options> {
+  static constexpr size_t at[] = {offsetof(t4a_capture_options, mode)};
+};
+} // namespace t4a::core
+
+using namespace t4a;
+using capi::in;
+using core::Ref;
+
+extern "C" {
+
+T4A_API t4a_status t4a_capture_begin(t4a_runtime runtime,
+                                     const t4a_capture_options *options) {
+  return T4A_ENTRY({
+    return capi::call(
+        in(runtime, "runtime"), [&](Ref<core::Runtime> &rt) -> t4a_status {
+          t4a_capture_options o = T4A_CAPTURE_OPTIONS_INIT;
+          if (options != nullptr)
+            if (t4a_status s = core::read_struct(options, &o, "options");
+                s != T4A_SUCCESS)
+              return s;
+          if (o.mode != T4A_CAPTURE_GLOBAL &&
+              o.mode != T4A_CAPTURE_THREAD_LOCAL &&
+              o.mode != T4A_CAPTURE_RELAXED)
+            return core::fail(T4A_ERROR_INVALID_ARGUMENT,
+                              "options->mode is %d; it must be "
+                              "T4A_CAPTURE_GLOBAL (0), "
+                              "T4A_CAPTURE_THREAD_LOCAL (1) or "
+                              "T4A_CAPTURE_RELAXED (2)",
+                              o.mode);
+          // A raw scope of this thread holds the admission below.
+          if (core::raw_scope_open_here(*rt))
+            return core::fail(T4A_ERROR_REENTRANT,
+                              "this thread holds a raw scope of the runtime "
+                              "(t4a_raw_begin); end it before capturing");
+          core::Admission adm(rt->admission());
+          if (adm.status() != T4A_SUCCESS) return adm.status();
+          if (t4a_status s = rt->check_usable(); s != T4A_SUCCESS) return s;
+          return core::capture_begin(*rt, o.mode);
+        });
+  });
+}
+
+T4A_API t4a_status t4a_capture_end(t4a_runtime runtime, t4a_graph *graph) {
+  return T4A_ENTRY({
+    return capi::call(in(runtime, "runtime"), capi::not_null(graph, "graph"),
+                      [&](Ref<core::Runtime> &rt) -> t4a_status {
+                        Ref<core::Graph> g;
+                        if (t4a_status s =
+                                core::Graph::end_capture(std::move(rt), &g);
+                            s != T4A_SUCCESS)
+                          return s;
+                        return capi::publish(std::move(g), graph);
+                      });
+  });
+}
+
+T4A_API t4a_status t4a_graph_launch(t4a_runtime runtime, t4a_graph graph) {
+  return T4A_ENTRY({
+    // Both handles are borrowed in one pass, as t4a_launch's are
+    // (core/borrow.hpp).
+    // Failures are reported in argument order. The objects stay valid
+    // until the section ends, after the replay returned.
+    core::BorrowSection section;
+    core::Lookup lookups[2] = {{runtime.id, core::Kind::Runtime},
+                               {graph.id, core::Kind::Graph}};
+    core::Object *objects[2] = {nullptr, nullptr};
+    size_t bad = 0;
+    core::HandleCheck c =
+        core::Registry::instance().borrow_many(lookups, 2, objects, &bad);
+    if (c != core::HandleCheck::Ok)
+      return core::fail_handle(c, lookups[bad].id,
+                               bad == 0 ? "runtime" : "graph");
+    // The replay waits for admission: it runs outside the section, holding
+    // references (a thread waiting inside a section would hold up every
+    // release in the process, core/borrow.hpp).
+    Ref<core::Runtime> rt(static_cast<core::Runtime *>(objects[0]));
+    Ref<core::Graph> g(static_cast<core::Graph *>(objects[1]));
+    bool paused = section.pause();
+    t4a_status s = g->launch(*rt);
+    if (paused) section.resume();
+    return s;
+  });
+}
+
+T4A_API t4a_status t4a_graph_retain(t4a_graph graph) {
+  return T4A_ENTRY({ return capi::retain(graph, "graph"); });
+}
+
+T4A_API t4a_status t4a_graph_release(t4a_graph graph) {
+  return T4A_ENTRY({ return capi::release(graph, "graph"); });
+}
+
+T4A_API t4a_status t4a_graph_info_get(t4a_graph graph, t4a_graph_info *info) {
+  return T4A_ENTRY({
+    return capi::call(in(graph, "graph"), capi::out_struct(info, "info"),
+                      [&](Ref<core::Graph> &g) -> t4a_status {
+                        g->info(info);
+                        return T4A_SUCCESS;
+                      });
+  });
+}
+
+} // extern "C"

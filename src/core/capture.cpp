@@ -1,0 +1,167 @@
+#include "core/capture.hpp"
+
+#include <thread>
+#include <utility>
+
+#include "core/error.hpp"
+#include "core/runtime.hpp"
+#include "core/stream_context.hpp"
+
+namespace t4a::core {
+
+using namespace t4a::driver;
+
+bool Capture::defer_free(Runtime &rt, FreeFn fn, CUdeviceptr ptr,
+                         uint64_t bytes) {
+  // The caller holds the gate: the flag cannot change until it returns.
+  if (!rt.capturing()) [[likely]]
+    return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  try {
+    deferred_.push_back({fn, ptr, bytes});
+  } catch (...) {
+    // No room to remember it: leaked (counted by the caller's free
+    // function would be wrong: it would free); a free node in the graph
+    // or a free after the graph's use are both worse than a leak.
+    return true;
+  }
+  return true;
+}
+
+t4a_status refuse_capturing(Runtime &rt, const char *op) {
+  if (!rt.capturing()) [[likely]]
+    return T4A_SUCCESS;
+  return fail_capturing(rt, op);
+}
+
+t4a_status fail_capturing(Runtime &rt, const char *op) {
+  return fail(T4A_ERROR_CAPTURING,
+              "%s: runtime %#llx is capturing a graph (t4a_capture_begin); "
+              "this operation cannot be captured and nothing was enqueued; "
+              "end the capture first (t4a_capture_end)",
+              op, static_cast<unsigned long long>(rt.handle_id()));
+}
+
+t4a_status capture_begin(Runtime &rt, int32_t mode) {
+  if (!has(Entry::cuStreamBeginCapture) || !has(Entry::cuStreamEndCapture) ||
+      !has(Entry::cuGraphInstantiateWithFlags) || !has(Entry::cuGraphLaunch) ||
+      !has(Entry::cuGraphExecDestroy) || !has(Entry::cuGraphDestroy) ||
+      !has(Entry::cuStreamIsCapturing))
+    return fail(T4A_ERROR_UNSUPPORTED,
+                "t4a_capture_begin: the driver lacks stream capture or graph "
+                "entry points (cuStreamBeginCapture, cuGraphLaunch, ...)");
+  if (rt.capturing())
+    return fail(T4A_ERROR_CAPTURING,
+                "t4a_capture_begin: runtime %#llx is already capturing a "
+                "graph; end that capture first (t4a_capture_end)",
+                static_cast<unsigned long long>(rt.handle_id()));
+  // A synchronize admitted before this capture may still be draining the
+  // stream (it waits without admission): a drain of a capturing stream
+  // would invalidate the capture, so wait for it to return. It needs no
+  // admission to return, so waiting here under admission cannot deadlock;
+  // synchronizes admitted after this point see the capture and refuse.
+  while (rt.drains_in_progress() > 0) std::this_thread::yield();
+  // Everything kept so far belongs to work enqueued before the capture:
+  // sealed now, outside it, so that the open epoch at capture end holds
+  // only what captured work kept.
+  if (t4a_status s = rt.epochs().seal(rt); s != T4A_SUCCESS) return s;
+  Capture &c = rt.capture();
+  c.items_.clear();
+  c.items_.reserve(16); // may throw: before the capture begins
+  {
+    std::lock_guard<std::mutex> lock(c.mu_);
+    c.deferred_.reserve(8);
+  }
+  CUstreamCaptureMode m =
+      mode == T4A_CAPTURE_THREAD_LOCAL ? CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+      : mode == T4A_CAPTURE_RELAXED    ? CU_STREAM_CAPTURE_MODE_RELAXED
+                                       : CU_STREAM_CAPTURE_MODE_GLOBAL;
+  // Counted before the begin, so that from the moment the capture exists
+  // the library's unsafe calls relax (a global capture refuses them in
+  // every thread). Counting one too many for a moment only relaxes calls
+  // that were safe anyway.
+  g_active_captures.fetch_add(1, std::memory_order_relaxed);
+  DrvResult r{};
+  {
+    // The flag is set before the driver's begin, under the gate: a free
+    // (or allocation) that saw it clear has been enqueued before the
+    // capture began; one that comes later is deferred (refused).
+    std::unique_lock<std::shared_mutex> gate(c.gate_);
+    rt.set_capturing(true);
+    r = in_stream_context(
+        rt, [&] { return cu::stream_begin_capture(rt.stream(), m); });
+    if (!r) rt.set_capturing(false); // nothing deferred: the gate was held
+  }
+  if (!r) {
+    g_active_captures.fetch_sub(1, std::memory_order_relaxed);
+    return rt.fail_op(r, "t4a_capture_begin: beginning the capture of the "
+                         "runtime's stream");
+  }
+  c.owns_mode_count = true;
+  ++c.begun;
+  return T4A_SUCCESS;
+}
+
+t4a_status capture_end_graph(Runtime &rt, CUgraph *graph,
+                             Capture::Items *keeps) {
+  if (!rt.capturing())
+    return fail(T4A_ERROR_CAPTURING,
+                "t4a_capture_end: runtime %#llx is not capturing a graph "
+                "(t4a_capture_begin first)",
+                static_cast<unsigned long long>(rt.handle_id()));
+  Capture &c = rt.capture();
+  // Room for the open epoch's keepalives first: nothing below may fail
+  // once the capture ended.
+  c.items_.reserve(c.items_.size() + rt.epochs().open_items());
+  CUgraph g = nullptr;
+  DrvResult r = in_stream_context(
+      rt, [&] { return cu::stream_end_capture(rt.stream(), &g); });
+  if (!r) {
+    // Still capturing (ended from the wrong thread)? Then the capture
+    // stays; the right thread may end it.
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    DrvResult q = in_stream_context(
+        rt, [&] { return cu::stream_is_capturing(rt.stream(), &st); });
+    if (q && st != CU_STREAM_CAPTURE_STATUS_NONE)
+      return fail_driver(r,
+                         "t4a_capture_end: the capture of runtime %#llx "
+                         "continues (end it from the thread that began it)",
+                         static_cast<unsigned long long>(rt.handle_id()));
+  }
+  // The capture is over. The open epoch holds what captured work kept
+  // (capture_begin sealed it before): with the flag still set, sealing it
+  // moves its keepalives to the capture's list (room reserved above, so
+  // this cannot fail) instead of recording an event.
+  (void)rt.epochs().seal(rt, false); // the capturing branch always succeeds
+  {
+    std::unique_lock<std::shared_mutex> gate(c.gate_);
+    rt.set_capturing(false);
+  }
+  if (c.owns_mode_count) {
+    g_active_captures.fetch_sub(1, std::memory_order_relaxed);
+    c.owns_mode_count = false;
+  }
+  keeps->swap(c.items_);
+  c.items_.clear();
+  std::vector<Capture::Deferred> frees;
+  {
+    std::lock_guard<std::mutex> lock(c.mu_);
+    frees.swap(c.deferred_);
+  }
+  for (const Capture::Deferred &d : frees) d.fn(rt, d.ptr, d.bytes);
+  if (!r) {
+    return fail_driver(r,
+                       "t4a_capture_end: the capture of runtime %#llx "
+                       "failed and is over; nothing it captured runs",
+                       static_cast<unsigned long long>(rt.handle_id()));
+  }
+  if (g == nullptr)
+    return fail(T4A_ERROR_CAPTURING,
+                "t4a_capture_end: the driver returned no graph for the "
+                "capture of runtime %#llx (invalidated)",
+                static_cast<unsigned long long>(rt.handle_id()));
+  *graph = g;
+  return T4A_SUCCESS;
+}
+
+} // namespace t4a::core

@@ -1,0 +1,405 @@
+// Host lane (fake driver): the transfer plan (src/memory/transfer_plan.hpp,
+// docs/memory.md "Transfer paths"). Each size class takes its path:
+//  - plan: one piece up to the staging chunk, pieces of a chunk above it;
+//    parallel copy parts of at least 256 KiB; a forced piece is clamped to
+//    the chunk; direct applies to downloads only; T4A_TRANSFER_FORCE parsing
+//    accepts the documented forms and rejects everything else;
+//  - through the C API on the fake driver: the number of DMA calls per
+//    transfer (pieces), a one-piece download drains the stream (no event),
+//    a pipelined one records one event per piece; copy workers start only
+//    when a piece has two parts (threads in /proc/self/task); forced
+//    pieces, direct downloads (no staging) and chained pending deliveries
+//    (T4A_TRANSFER_FORCE is read at a runtime's first pageable transfer);
+//  - bytes are exact across piece and part boundaries, at odd sizes and
+//    offsets, both directions;
+//  - small pending downloads take pinned host snapshot slots (16, then a
+//    device snapshot), given back on delivery and on release. (That a
+//    released slot is not reused while its DMA is in flight needs device
+//    timing: the fake completes every copy at once.)
+// Nothing here is timed.
+// SPDX-License-Identifier: MIT OR Apache-2.0
+#include <dlfcn.h>
+
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <setjmp.h>
+#include <vector>
+
+extern "C" {
+#include <cmocka.h>
+}
+
+#include "memory/transfer_plan.hpp"
+#include "t4acuda.h"
+
+using t4a::memory::k_copy_part_bytes;
+using t4a::memory::k_download_piece_min;
+using t4a::memory::k_parallel_from_bytes;
+using t4a::memory::plan_transfer;
+using t4a::memory::TransferPlan;
+using t4a::memory::TransferTuning;
+
+namespace {
+
+constexpr uint64_t KiB = 1024, MiB = 1024 * 1024;
+
+int (*fake_live)(const char *) = nullptr;
+
+int calls(const char *what) {
+  int n = fake_live(what);
+  assert_true(n >= 0);
+  return n;
+}
+
+void ok(t4a_status s) {
+  if (s != T4A_SUCCESS) {
+    char msg[1024];
+    size_t needed = 0;
+    t4a_last_error_message(msg, sizeof msg, &needed);
+    print_error("%s: %s\n", t4a_status_name(s), msg);
+  }
+  assert_int_equal(s, T4A_SUCCESS);
+}
+
+int threads_now() {
+  int n = 0;
+  for (const auto &e : std::filesystem::directory_iterator("/proc/self/task"))
+    n += e.is_directory() ? 1 : 0;
+  return n;
+}
+
+// ---- the plan itself ----
+
+void test_plan_sizes(void **) {
+  const TransferTuning none;
+  const size_t chunk = 8 * MiB;
+  const size_t inline_copy = ~size_t(0);
+  // Uploads: one piece up to a chunk, then pieces of a chunk.
+  for (uint64_t n :
+       {uint64_t(1), uint64_t(4), 4 * KiB, 64 * KiB, MiB, 8 * MiB - 1, 8 * MiB})
+    assert_int_equal(plan_transfer(none, chunk, true, n).piece, n);
+  for (uint64_t n : {8 * MiB + 1, 16 * MiB, 256 * MiB})
+    assert_int_equal(plan_transfer(none, chunk, true, n).piece, chunk);
+  // Downloads: one piece up to 2 MiB; above, a quarter of the transfer
+  // rounded up to a power of two, 2 MiB .. a chunk.
+  for (uint64_t n : {uint64_t(1), 4 * KiB, 256 * KiB, MiB, 2 * MiB})
+    assert_int_equal(plan_transfer(none, chunk, false, n).piece, n);
+  assert_int_equal(k_download_piece_min, 2 * MiB);
+  assert_int_equal(plan_transfer(none, chunk, false, 2 * MiB + 1).piece,
+                   2 * MiB);
+  assert_int_equal(plan_transfer(none, chunk, false, 4 * MiB).piece, 2 * MiB);
+  assert_int_equal(plan_transfer(none, chunk, false, 8 * MiB).piece, 2 * MiB);
+  assert_int_equal(plan_transfer(none, chunk, false, 8 * MiB + 1).piece,
+                   4 * MiB);
+  assert_int_equal(plan_transfer(none, chunk, false, 16 * MiB).piece, 4 * MiB);
+  assert_int_equal(plan_transfer(none, chunk, false, 32 * MiB).piece, chunk);
+  assert_int_equal(plan_transfer(none, chunk, false, 256 * MiB).piece, chunk);
+  // A smaller chunk bounds the piece.
+  assert_int_equal(plan_transfer(none, MiB, false, 16 * MiB).piece, MiB);
+  // Host copies: inline below 1 MiB, else parts of at least 64 KiB.
+  assert_int_equal(k_parallel_from_bytes, MiB);
+  assert_int_equal(k_copy_part_bytes, 64 * KiB);
+  for (bool up : {true, false}) {
+    TransferPlan p = plan_transfer(none, chunk, up, 256 * MiB);
+    assert_false(p.direct);
+    assert_int_equal(p.part_for(MiB - 1), inline_copy);
+    assert_int_equal(p.part_for(256 * KiB), inline_copy);
+    assert_int_equal(p.part_for(MiB), 64 * KiB);
+    assert_int_equal(p.part_for(8 * MiB), 64 * KiB);
+  }
+  // A zero-byte plan still has a non-zero piece (never divides by zero).
+  assert_int_equal(plan_transfer(none, chunk, true, 0).piece, 1);
+}
+
+void test_plan_forced(void **) {
+  TransferTuning t;
+  t.piece = 64 * MiB; // larger than the chunk: clamped
+  t.min_part = 64 * KiB;
+  t.direct = 1;
+  TransferPlan up = plan_transfer(t, 8 * MiB, true, 256 * MiB);
+  assert_int_equal(up.piece, 8 * MiB);
+  assert_int_equal(up.min_part, 64 * KiB);
+  assert_int_equal(up.part_for(128 * KiB), 64 * KiB); // from 2 parts
+  assert_int_equal(up.part_for(128 * KiB - 1), ~size_t(0));
+  assert_false(up.direct); // never for uploads: src must be captured
+  TransferPlan down = plan_transfer(t, 8 * MiB, false, 256 * MiB);
+  assert_true(down.direct);
+  t.piece = 256 * KiB;
+  assert_int_equal(plan_transfer(t, 8 * MiB, true, MiB).piece, 256 * KiB);
+  assert_int_equal(plan_transfer(t, 8 * MiB, true, 100).piece, 100);
+}
+
+void test_parse(void **) {
+  TransferTuning t;
+  assert_true(TransferTuning::parse("piece=256K,part=64K", &t));
+  assert_int_equal(t.piece, 256 * KiB);
+  assert_int_equal(t.min_part, 64 * KiB);
+  assert_int_equal(t.direct, -1);
+  assert_int_equal(t.pend_stream, -1);
+  assert_true(TransferTuning::parse("direct=1,pend=stream,piece=4096", &t));
+  assert_int_equal(t.direct, 1);
+  assert_int_equal(t.pend_stream, 1);
+  assert_int_equal(t.piece, 4096);
+  assert_true(TransferTuning::parse("pend=event,,part=2M", &t));
+  assert_int_equal(t.pend_stream, 0);
+  assert_int_equal(t.min_part, 2 * MiB);
+  assert_true(TransferTuning::parse("", &t));
+  assert_int_equal(t.piece, 0);
+  const char *bad[] = {"piece",
+                       "piece=",
+                       "piece=x",
+                       "piece=-1",
+                       "piece=1G",
+                       "piece=4KK",
+                       "part=1M ",
+                       "direct=2",
+                       "pend=spin",
+                       "threads=4",
+                       "piece=99999999999999999999",
+                       "piece=18014398509481984M"};
+  for (const char *b : bad) {
+    TransferTuning u;
+    u.piece = 7;
+    assert_false(TransferTuning::parse(b, &u));
+    assert_int_equal(u.piece, 7); // untouched
+  }
+}
+
+// ---- through the C API on the fake driver ----
+
+struct Rt {
+  t4a_runtime rt{};
+  t4a_buffer buf{};
+  Rt(int32_t threads, uint64_t chunk, uint64_t budget, uint64_t bytes) {
+    t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
+    o.staging_threads = threads;
+    o.staging_chunk_bytes = chunk;
+    o.staging_bytes = budget;
+    ok(t4a_runtime_create(&o, &rt));
+    ok(t4a_buffer_alloc(rt, bytes, 0, &buf));
+  }
+  ~Rt() {
+    ok(t4a_buffer_release(buf));
+    ok(t4a_runtime_destroy(rt));
+  }
+  uint64_t events() {
+    t4a_runtime_stats s = T4A_RUNTIME_STATS_INIT;
+    ok(t4a_runtime_stats_get(rt, &s));
+    return s.events_recorded;
+  }
+  uint64_t staging_peak() {
+    t4a_runtime_stats s = T4A_RUNTIME_STATS_INIT;
+    ok(t4a_runtime_stats_get(rt, &s));
+    return s.staging_bytes_peak;
+  }
+};
+
+std::vector<unsigned char> pattern(size_t n, unsigned seed) {
+  std::vector<unsigned char> v(n);
+  uint32_t x = seed * 2654435761u + 1;
+  for (auto &c : v) {
+    x = x * 1664525u + 1013904223u;
+    c = static_cast<unsigned char>(x >> 24);
+  }
+  return v;
+}
+
+uint64_t pieces(uint64_t n, uint64_t piece) { return (n + piece - 1) / piece; }
+
+// Pieces per transfer and exact bytes, chunk 1 MiB, 4 copy threads.
+void test_pieces_and_bytes(void **) {
+  const uint64_t chunk = MiB, total = 10 * MiB;
+  Rt r(4, chunk, 4 * MiB, total);
+  const uint64_t sizes[] = {1,   4,       255,           4 * KiB + 3, MiB - 1,
+                            MiB, MiB + 1, 3 * MiB + 777, 9 * MiB + 13};
+  unsigned seed = 1;
+  for (uint64_t n : sizes) {
+    for (uint64_t offset : {uint64_t(0), uint64_t(3)}) {
+      if (offset + n > total) continue;
+      auto in = pattern(n, seed++);
+      int h0 = calls("htod_calls");
+      ok(t4a_buffer_upload(r.rt, r.buf, offset, in.data(), n));
+      assert_int_equal(calls("htod_calls") - h0, pieces(n, chunk));
+
+      std::vector<unsigned char> out(n + 2, 0xEE);
+      int d0 = calls("dtoh_calls"), s0 = calls("stream_syncs");
+      uint64_t e0 = r.events();
+      ok(t4a_buffer_download_sync(r.rt, r.buf, offset, out.data() + 1, n));
+      assert_int_equal(calls("dtoh_calls") - d0, pieces(n, chunk));
+      if (n <= chunk) {
+        // One piece: the stream is drained once; no event per piece (at
+        // most the one that seals the epoch when a fresh chunk is taken).
+        assert_int_equal(calls("stream_syncs") - s0, 1);
+        assert_true(r.events() - e0 <= 1);
+      } else {
+        // Pipelined: one event per piece, no stream drain.
+        assert_int_equal(calls("stream_syncs") - s0, 0);
+        assert_true(r.events() - e0 >= pieces(n, chunk));
+      }
+      assert_memory_equal(out.data() + 1, in.data(), n);
+      assert_int_equal(out[0], 0xEE); // nothing written outside
+      assert_int_equal(out[n + 1], 0xEE);
+    }
+  }
+}
+
+// Copy workers start only for a piece of at least 1 MiB; then the pool
+// (threads - 1 workers) runs.
+void test_parallel_threshold(void **) {
+  Rt r(4, 8 * MiB, 16 * MiB, 4 * MiB);
+  int t0 = threads_now();
+  auto small = pattern(k_parallel_from_bytes - 1, 7);
+  ok(t4a_buffer_upload(r.rt, r.buf, 0, small.data(), small.size()));
+  std::vector<unsigned char> back(small.size());
+  ok(t4a_buffer_download_sync(r.rt, r.buf, 0, back.data(), back.size()));
+  assert_memory_equal(back.data(), small.data(), small.size());
+  assert_int_equal(threads_now(), t0); // inline: no workers
+  auto big = pattern(k_parallel_from_bytes, 8);
+  ok(t4a_buffer_upload(r.rt, r.buf, 0, big.data(), big.size()));
+  assert_int_equal(threads_now(), t0 + 3); // the pool started
+  // A parallel copy across part boundaries at an odd size and offset.
+  auto odd = pattern(3 * MiB + 4093, 9);
+  ok(t4a_buffer_upload(r.rt, r.buf, 5, odd.data(), odd.size()));
+  std::vector<unsigned char> back2(odd.size());
+  ok(t4a_buffer_download_sync(r.rt, r.buf, 5, back2.data(), back2.size()));
+  assert_memory_equal(back2.data(), odd.data(), odd.size());
+}
+
+// T4A_TRANSFER_FORCE, read when a runtime's staging is made.
+void test_forced_paths(void **) {
+  auto in = pattern(MiB + 5, 11);
+  std::vector<unsigned char> out(in.size());
+  {
+    setenv("T4A_TRANSFER_FORCE", "piece=64K", 1);
+    Rt r(2, 8 * MiB, 16 * MiB, 2 * MiB);
+    int h0 = calls("htod_calls");
+    ok(t4a_buffer_upload(r.rt, r.buf, 0, in.data(), in.size()));
+    // Read once, at the runtime's first pageable transfer: it keeps it.
+    unsetenv("T4A_TRANSFER_FORCE");
+    assert_int_equal(calls("htod_calls") - h0, pieces(in.size(), 64 * KiB));
+    int d0 = calls("dtoh_calls");
+    ok(t4a_buffer_download_sync(r.rt, r.buf, 0, out.data(), out.size()));
+    assert_int_equal(calls("dtoh_calls") - d0, pieces(in.size(), 64 * KiB));
+    assert_memory_equal(out.data(), in.data(), in.size());
+  }
+  {
+    // Direct downloads: one DMA into the caller's memory, no staging.
+    setenv("T4A_TRANSFER_FORCE", "direct=1", 1);
+    Rt r(2, 8 * MiB, 16 * MiB, 2 * MiB);
+    t4a_host_buffer hb{};
+    ok(t4a_host_buffer_alloc(r.rt, in.size(), &hb));
+    void *hp = nullptr;
+    ok(t4a_host_buffer_pointer(hb, &hp, nullptr));
+    std::memcpy(hp, in.data(), in.size());
+    ok(t4a_buffer_upload_host(r.rt, r.buf, 0, hb, 0, in.size()));
+    ok(t4a_host_buffer_release(hb));
+    std::fill(out.begin(), out.end(), 0);
+    int d0 = calls("dtoh_calls");
+    ok(t4a_buffer_download_sync(r.rt, r.buf, 0, out.data(), out.size()));
+    unsetenv("T4A_TRANSFER_FORCE");
+    assert_int_equal(calls("dtoh_calls") - d0, 1);
+    assert_int_equal(r.staging_peak(), 0);
+    assert_memory_equal(out.data(), in.data(), in.size());
+  }
+  {
+    // A malformed value is ignored as a whole: the plan by size.
+    setenv("T4A_TRANSFER_FORCE", "piece=64K,bogus", 1);
+    Rt r(2, 8 * MiB, 16 * MiB, 2 * MiB);
+    int h0 = calls("htod_calls");
+    ok(t4a_buffer_upload(r.rt, r.buf, 0, in.data(), in.size()));
+    unsetenv("T4A_TRANSFER_FORCE");
+    assert_int_equal(calls("htod_calls") - h0, 1);
+  }
+}
+
+// Pending downloads, both ways of ordering a waited delivery.
+void test_pending(void **) {
+  for (const char *mode : {"", "pend=stream"}) {
+    if (*mode != '\0') setenv("T4A_TRANSFER_FORCE", mode, 1);
+    Rt r(4, MiB, 4 * MiB, 8 * MiB);
+    for (uint64_t n : {uint64_t(4), 4 * KiB + 1, 3 * MiB + 3}) {
+      auto in = pattern(n, static_cast<unsigned>(n));
+      ok(t4a_buffer_upload(r.rt, r.buf, 1, in.data(), n));
+      unsetenv("T4A_TRANSFER_FORCE"); // read at the first transfer
+      t4a_download d{};
+      ok(t4a_buffer_download(r.rt, r.buf, 1, n, &d));
+      std::vector<unsigned char> out(n, 0);
+      ok(t4a_download_wait(d, out.data()));
+      assert_memory_equal(out.data(), in.data(), n);
+      // Delivered once: a second delivery is an error, not empty data.
+      assert_int_equal(t4a_download_wait(d, out.data()),
+                       T4A_ERROR_INVALID_ARGUMENT);
+      ok(t4a_download_release(d));
+    }
+  }
+}
+
+// Small pending downloads take pinned host snapshot slots (no device
+// allocation), 16 at a time; the 17th takes a device snapshot; larger
+// ones always do. Slots come back on delivery and on release.
+void test_host_snapshots(void **) {
+  Rt r(2, MiB, 4 * MiB, 2 * MiB);
+  auto in = pattern(2 * MiB, 21);
+  ok(t4a_buffer_upload(r.rt, r.buf, 0, in.data(), in.size()));
+  auto allocations = [&] {
+    t4a_runtime_stats s = T4A_RUNTIME_STATS_INIT;
+    ok(t4a_runtime_stats_get(r.rt, &s));
+    return s.allocations;
+  };
+  const uint64_t small = 256 * KiB; // the largest that takes a slot
+  for (int round = 0; round < 2; ++round) {
+    uint64_t a0 = allocations();
+    std::vector<t4a_download> ds(17);
+    for (size_t i = 0; i < ds.size(); ++i)
+      ok(t4a_buffer_download(r.rt, r.buf, i * 1000, small, &ds[i]));
+    assert_int_equal(allocations() - a0, 1); // only the 17th
+    t4a_download big{};
+    ok(t4a_buffer_download(r.rt, r.buf, 7, small + 1, &big));
+    assert_int_equal(allocations() - a0, 2);
+    // Delivered in reverse order, each exact; the 5th released undelivered.
+    for (size_t k = ds.size(); k-- > 0;) {
+      if (k == 5) continue;
+      std::vector<unsigned char> out(small, 0);
+      ok(t4a_download_wait(ds[k], out.data()));
+      assert_memory_equal(out.data(), in.data() + k * 1000, small);
+      ok(t4a_download_release(ds[k]));
+    }
+    ok(t4a_download_release(ds[5]));
+    std::vector<unsigned char> out(small + 1, 0);
+    ok(t4a_download_wait(big, out.data()));
+    assert_memory_equal(out.data(), in.data() + 7, small + 1);
+    ok(t4a_download_release(big));
+  }
+  // Every slot came back (round 2 again took 16 slots and one device
+  // snapshot, checked above); nothing was quarantined.
+  t4a_runtime_stats s = T4A_RUNTIME_STATS_INIT;
+  ok(t4a_runtime_stats_get(r.rt, &s));
+  assert_int_equal(s.quarantined, 0);
+}
+
+} // namespace
+
+int main() {
+  setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);
+  unsetenv("T4A_TRANSFER_FORCE");
+  void *fake = dlopen(T4A_FAKE_CUDA_PATH, RTLD_NOW);
+  if (fake == nullptr) return 1;
+  fake_live =
+      reinterpret_cast<int (*)(const char *)>(dlsym(fake, "fake_cuda_live"));
+  if (fake_live == nullptr) return 1;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_plan_sizes),
+      cmocka_unit_test(test_plan_forced),
+      cmocka_unit_test(test_parse),
+      cmocka_unit_test(test_pieces_and_bytes),
+      cmocka_unit_test(test_parallel_threshold),
+      cmocka_unit_test(test_forced_paths),
+      cmocka_unit_test(test_pending),
+      cmocka_unit_test(test_host_snapshots),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
