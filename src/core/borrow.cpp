@@ -186,11 +186,6 @@ void retire(Object *obj) {
   borrow::drain();
 }
 
-size_t borrow_deferred() {
-  std::lock_guard<std::mutex> lock(borrow::g_deferred.s.mu);
-  return borrow::g_deferred.s.items.size();
-}
-
 void borrow_at_fork(ForkPhase phase) {
   if (phase == ForkPhase::Prepare) {
     borrow::g_deferred.s.mu.lock();

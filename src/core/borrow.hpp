@@ -110,9 +110,6 @@ private:
 // the object's destructor.
 void retire(Object *obj);
 
-// Deferred references now (tests).
-size_t borrow_deferred();
-
 // Fork: prepare takes the deferred list's lock, the parent releases it;
 // the child releases it and forgets the other threads' sections (those
 // threads do not exist there).

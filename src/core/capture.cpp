@@ -91,7 +91,7 @@ t4a_status capture_begin(Runtime &rt, int32_t mode) {
     // The flag is set before the driver's begin, under the gate: a free
     // (or allocation) that saw it clear has been enqueued before the
     // capture began; one that comes later is deferred (refused).
-    std::unique_lock<std::shared_mutex> gate(c.gate_);
+    std::unique_lock<CaptureGate> gate(c.gate_);
     rt.set_capturing(true);
     r = in_stream_context(
         rt, [&] { return cu::stream_begin_capture(rt.stream(), m); });
@@ -139,7 +139,7 @@ t4a_status capture_end_graph(Runtime &rt, CUgraph *graph,
   // this cannot fail) instead of recording an event.
   (void)rt.epochs().seal(rt, false); // the capturing branch always succeeds
   {
-    std::unique_lock<std::shared_mutex> gate(c.gate_);
+    std::unique_lock<CaptureGate> gate(c.gate_);
     rt.set_capturing(false);
   }
   if (c.owns_mode_count) {

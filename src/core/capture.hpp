@@ -30,9 +30,9 @@
 
 #include <cstdint>
 #include <mutex>
-#include <shared_mutex>
 #include <vector>
 
+#include "core/capture_gate.hpp"
 #include "core/object.hpp"
 #include "t4acuda.h"
 
@@ -63,7 +63,7 @@ public:
   // Held shared around "not capturing? then enqueue" by unadmitted stream
   // work; exclusively by capture begin and end (see above). Nothing that
   // logs or takes another lock runs under it.
-  std::shared_mutex &gate() { return gate_; }
+  CaptureGate &gate() { return gate_; }
 
   // Capture state, under admission (see capture.cpp).
   bool owns_mode_count = false; // counted in driver::g_active_captures
@@ -78,7 +78,7 @@ private:
     uint64_t bytes;
   };
   Items items_;
-  std::shared_mutex gate_;
+  CaptureGate gate_;
   std::mutex mu_; // deferred_
   std::vector<Deferred> deferred_;
 };

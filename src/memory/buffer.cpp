@@ -36,7 +36,7 @@ t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
     // Not admitted: checked and enqueued under the capture gate, so no
     // allocation (or zeroing) lands in a capture begun meanwhile by another
     // thread (core/capture.hpp).
-    std::shared_lock<std::shared_mutex> gate(rt.capture().gate());
+    std::shared_lock<core::CaptureGate> gate(rt.capture().gate());
     capturing = rt.capturing();
     if (!capturing) {
       r = in_stream_context(rt, [&] {
@@ -73,7 +73,7 @@ void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
   // (core/capture.hpp).
   // Checked and enqueued under the capture gate: a capture begun by
   // another thread meanwhile gets neither (core/capture.hpp).
-  std::shared_lock<std::shared_mutex> gate(rt.capture().gate());
+  std::shared_lock<core::CaptureGate> gate(rt.capture().gate());
   if (rt.capture().defer_free(rt, &device_free, ptr, bytes)) [[unlikely]]
     return;
   core::RuntimeCounters &c = rt.counters();

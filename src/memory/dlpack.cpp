@@ -104,7 +104,7 @@ public:
       DrvResult r{};
       bool capturing = false;
       {
-        std::shared_lock<std::shared_mutex> gate(rt_.capture().gate());
+        std::shared_lock<core::CaptureGate> gate(rt_.capture().gate());
         capturing = rt_.capturing();
         if (!capturing)
           r = core::in_stream_context(
@@ -356,7 +356,7 @@ void retire_export(Exported *x) noexcept {
           // captured (and invalidate the capture): the consumer's work is
           // waited for on the host instead (rare: a deleter run during a
           // capture). Checked and enqueued under the capture gate.
-          std::shared_lock<std::shared_mutex> gate(rt.capture().gate());
+          std::shared_lock<core::CaptureGate> gate(rt.capture().gate());
           if (rt.capturing()) [[unlikely]] {
             gate.unlock();
             rt.counters().host_waits.add();
