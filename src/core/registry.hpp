@@ -78,8 +78,8 @@ public:
   size_t live_count() const;
 
   // Fork safety (core/fork.hpp): prepare takes the free list's lock, the
-  // parent releases it. The child releases it too; when the child cannot use the
-  // driver (`drop_driver_objects`), every slot of a driver object (all
+  // parent releases it. The child releases it too; when the child cannot use
+  // the driver (`drop_driver_objects`), every slot of a driver object (all
   // kinds but artifacts and test objects) is emptied without destroying
   // its object (destruction would call the driver): the object is leaked
   // in the child, and its handle reports k_fork_message (fail_handle).

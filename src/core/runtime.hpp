@@ -148,7 +148,7 @@ private:
   bool ctx_retained_ = false;
   // runtimes_live/runtimes_leaked already settled for this runtime.
   std::atomic<bool> leak_accounted_{false};
-  std::atomic<uint32_t> drains_{0}; // see drains_in_progress()
+  std::atomic<uint32_t> drains_{0};     // see drains_in_progress()
   std::atomic<bool> destroying_{false}; // see begin_destroy()
   mutable std::mutex fault_mu_;
   std::string fault_message_;
