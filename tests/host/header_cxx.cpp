@@ -174,6 +174,11 @@ int main() {
   check(k_capture_options.struct_size == sizeof(t4a_capture_options),
         "capture_options");
   check(k_graph_info.struct_size == sizeof(t4a_graph_info), "graph_info");
+  check(k_barrier_desc.struct_size == sizeof(t4a_barrier_desc) &&
+            k_barrier_desc.width == 0 && k_barrier_desc.global_name == nullptr,
+        "barrier_desc");
+  check(k_barrier_audit.struct_size == sizeof(t4a_barrier_audit),
+        "barrier_audit");
 #endif
   check(k_runtime.id == T4A_NULL_ID && k_buffer.id == T4A_NULL_ID,
         "null handles");
