@@ -19,6 +19,10 @@
 // Nothing here is timed.
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #include <dlfcn.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <cerrno>
 
 #include <cstdarg>
 #include <cstddef>
@@ -42,6 +46,19 @@ using t4a::memory::k_parallel_from_bytes;
 using t4a::memory::plan_transfer;
 using t4a::memory::TransferPlan;
 using t4a::memory::TransferTuning;
+
+// Thread creation fails while this is set (this executable's pthread_create
+// interposes the C library's, so std::thread in t4acuda sees EAGAIN).
+std::atomic<bool> g_fail_threads{false};
+
+extern "C" int pthread_create(pthread_t *t, const pthread_attr_t *a,
+                              void *(*f)(void *), void *arg) {
+  if (g_fail_threads.load()) return EAGAIN;
+  using Fn =
+      int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+  static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_create"));
+  return real(t, a, f, arg);
+}
 
 namespace {
 
@@ -381,6 +398,43 @@ void test_host_snapshots(void **) {
   assert_int_equal(s.quarantined, 0);
 }
 
+// The copy workers cannot start (thread creation fails: std::system_error
+// from std::thread): a parallel copy runs on the threads there are, and the
+// transfer succeeds with exact bytes. Before, the exception left a pipelined
+// download's enqueued stages (their chunks returned to the free list while
+// their copies could still run) and reached the caller as INTERNAL.
+void test_copy_threads_fail(void **) {
+  Rt r(4, MiB, 4 * MiB, 8 * MiB);
+  const uint64_t n = 3 * MiB + 5; // pipelined download: pieces of 1 MiB
+  auto in = pattern(n, 31);
+  // Filled through a host buffer: no host copy, no workers yet.
+  t4a_host_buffer hb{};
+  ok(t4a_host_buffer_alloc(r.rt, n, &hb));
+  void *hp = nullptr;
+  ok(t4a_host_buffer_pointer(hb, &hp, nullptr));
+  std::memcpy(hp, in.data(), n);
+  ok(t4a_buffer_upload_host(r.rt, r.buf, 0, hb, 0, n));
+  ok(t4a_host_buffer_release(hb));
+  int t0 = threads_now();
+  g_fail_threads = true;
+  std::vector<unsigned char> out(n, 0);
+  t4a_status s = t4a_buffer_download_sync(r.rt, r.buf, 0, out.data(), n);
+  auto up = pattern(n, 32);
+  t4a_status u = t4a_buffer_upload(r.rt, r.buf, 0, up.data(), n);
+  g_fail_threads = false;
+  ok(s);
+  assert_memory_equal(out.data(), in.data(), n);
+  ok(u);
+  assert_int_equal(threads_now(), t0); // none started
+  t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
+  ok(t4a_runtime_stats_get(r.rt, &st));
+  assert_int_equal(st.quarantined, 0);
+  // Threads can be made again: the pool starts on the next parallel copy.
+  ok(t4a_buffer_download_sync(r.rt, r.buf, 0, out.data(), n));
+  assert_memory_equal(out.data(), up.data(), n);
+  assert_int_equal(threads_now(), t0 + 3);
+}
+
 } // namespace
 
 int main() {
@@ -400,6 +454,7 @@ int main() {
       cmocka_unit_test(test_forced_paths),
       cmocka_unit_test(test_pending),
       cmocka_unit_test(test_host_snapshots),
+      cmocka_unit_test(test_copy_threads_fail),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
