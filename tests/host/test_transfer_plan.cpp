@@ -435,6 +435,41 @@ void test_copy_threads_fail(void **) {
   assert_int_equal(threads_now(), t0 + 3);
 }
 
+// A delivery of a device snapshot that fails part-way leaks the snapshot
+// and leaves the download undelivered; delivering it again is a clear
+// error. Before, the retry copied from device address 0 (the quarantined
+// snapshot's pointer was cleared and then used).
+void test_delivery_retry_after_failure(void **) {
+  // The fault seam is in test builds only (T4A_TESTING): looked up here.
+  using Arm = t4a_status (*)(const char *, uint64_t, int32_t, int32_t);
+  auto arm =
+      reinterpret_cast<Arm>(dlsym(RTLD_DEFAULT, "t4a_testing_fault_arm"));
+  auto reset = reinterpret_cast<void (*)()>(
+      dlsym(RTLD_DEFAULT, "t4a_testing_fault_reset"));
+  if (arm == nullptr || reset == nullptr) skip();
+  Rt r(2, MiB, 4 * MiB, MiB);
+  const uint64_t n = 300 * KiB; // above the host snapshot limit
+  auto in = pattern(n, 41);
+  ok(t4a_buffer_upload(r.rt, r.buf, 0, in.data(), n));
+  t4a_download d{};
+  ok(t4a_buffer_download(r.rt, r.buf, 0, n, &d));
+  std::vector<unsigned char> out(n, 0);
+  // The delivery's copy out of the snapshot fails (not sticky).
+  ok(arm("cuMemcpyDtoHAsync", 1, 1 /* CUDA_ERROR_INVALID_VALUE */,
+         1 /* T4A_TESTING_FAULT_INSTEAD */));
+  t4a_status s1 = t4a_download_wait(d, out.data());
+  reset();
+  assert_int_not_equal(s1, T4A_SUCCESS);
+  int d0 = calls("dtoh_calls");
+  assert_int_equal(t4a_download_wait(d, out.data()), T4A_ERROR_ABANDONED);
+  assert_int_equal(t4a_download_poll(d, out.data()), T4A_ERROR_ABANDONED);
+  assert_int_equal(calls("dtoh_calls"), d0); // nothing copied
+  ok(t4a_download_release(d));
+  // The runtime still works.
+  ok(t4a_buffer_download_sync(r.rt, r.buf, 0, out.data(), n));
+  assert_memory_equal(out.data(), in.data(), n);
+}
+
 } // namespace
 
 int main() {
@@ -455,6 +490,7 @@ int main() {
       cmocka_unit_test(test_pending),
       cmocka_unit_test(test_host_snapshots),
       cmocka_unit_test(test_copy_threads_fail),
+      cmocka_unit_test(test_delivery_retry_after_failure),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
