@@ -1,7 +1,7 @@
 // Host lane (fake driver): the transfer plan (src/memory/transfer_plan.hpp,
 // docs/memory.md "Transfer paths"). Each size class takes its path:
 //  - plan: one piece up to the staging chunk, pieces of a chunk above it;
-//    parallel copy parts of at least 256 KiB; a forced piece is clamped to
+//    parallel copy parts of at least 64 KiB from 1 MiB; a forced piece is clamped to
 //    the chunk; direct applies to downloads only; T4A_TRANSFER_FORCE parsing
 //    accepts the documented forms and rejects everything else;
 //  - through the C API on the fake driver: the number of DMA calls per
@@ -13,9 +13,10 @@
 //  - bytes are exact across piece and part boundaries, at odd sizes and
 //    offsets, both directions;
 //  - small pending downloads take pinned host snapshot slots (16, then a
-//    device snapshot), given back on delivery and on release. (That a
-//    released slot is not reused while its DMA is in flight needs device
-//    timing: the fake completes every copy at once.)
+//    device snapshot), given back on delivery and on release; a released
+//    slot whose event query fails (injected NOT_READY) is not reused;
+//  - failures: copy threads that cannot start, a delivery retried after
+//    one that failed part-way.
 // Nothing here is timed.
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #include <dlfcn.h>
@@ -470,6 +471,48 @@ void test_delivery_retry_after_failure(void **) {
   assert_memory_equal(out.data(), in.data(), n);
 }
 
+// A host snapshot slot released undelivered is reused only once a query of
+// its event succeeds: with that query failing (NOT_READY: its DMA may still
+// run), the next small download takes a device snapshot instead.
+void test_slot_not_reused_in_flight(void **) {
+  using Arm = t4a_status (*)(const char *, uint64_t, int32_t, int32_t);
+  auto arm =
+      reinterpret_cast<Arm>(dlsym(RTLD_DEFAULT, "t4a_testing_fault_arm"));
+  auto reset = reinterpret_cast<void (*)()>(
+      dlsym(RTLD_DEFAULT, "t4a_testing_fault_reset"));
+  if (arm == nullptr || reset == nullptr) skip();
+  Rt r(2, MiB, 4 * MiB, MiB);
+  auto in = pattern(MiB, 51);
+  ok(t4a_buffer_upload(r.rt, r.buf, 0, in.data(), MiB));
+  auto allocations = [&] {
+    t4a_runtime_stats s = T4A_RUNTIME_STATS_INIT;
+    ok(t4a_runtime_stats_get(r.rt, &s));
+    return s.allocations;
+  };
+  std::vector<t4a_download> ds(16);
+  for (size_t i = 0; i < ds.size(); ++i)
+    ok(t4a_buffer_download(r.rt, r.buf, i, 4096, &ds[i]));
+  ok(t4a_download_release(ds[15])); // undelivered, never observed
+  uint64_t a0 = allocations();
+  ok(arm("cuEventQuery", 1, 600 /* CUDA_ERROR_NOT_READY */,
+         1 /* T4A_TESTING_FAULT_INSTEAD */));
+  t4a_download e{};
+  ok(t4a_buffer_download(r.rt, r.buf, 100, 4096, &e));
+  reset();
+  assert_int_equal(allocations() - a0, 1); // the slot was not taken
+  // Its query succeeds now: the next one takes the slot.
+  t4a_download f{};
+  ok(t4a_buffer_download(r.rt, r.buf, 200, 4096, &f));
+  assert_int_equal(allocations() - a0, 1);
+  for (auto [d, at] : {std::pair{e, 100}, std::pair{f, 200}}) {
+    std::vector<unsigned char> out(4096);
+    ok(t4a_download_wait(d, out.data()));
+    assert_memory_equal(out.data(), in.data() + at, 4096);
+    ok(t4a_download_release(d));
+  }
+  for (size_t i = 0; i < 15; ++i) ok(t4a_download_release(ds[i]));
+}
+
 } // namespace
 
 int main() {
@@ -491,6 +534,7 @@ int main() {
       cmocka_unit_test(test_host_snapshots),
       cmocka_unit_test(test_copy_threads_fail),
       cmocka_unit_test(test_delivery_retry_after_failure),
+      cmocka_unit_test(test_slot_not_reused_in_flight),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
