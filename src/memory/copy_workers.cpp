@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
 
 namespace t4a::memory {
 
@@ -107,15 +108,24 @@ void CopyWorkers::copy(void *dst, const void *src, size_t bytes,
                        size_t min_part) {
   size_t parts = std::min<size_t>(static_cast<size_t>(threads_),
                                   bytes / std::max<size_t>(min_part, 1));
+  if (parts > 1 && pool_.size() + 1 < static_cast<size_t>(threads_)) {
+    // Started on first use: a runtime that never copies much has none. A
+    // thread that cannot be made (std::system_error, or std::bad_alloc
+    // growing pool_) is tried again at the next parallel copy; this copy
+    // runs on the threads there are. Never thrown: the caller may have
+    // copies into staging in flight that it must still wait for.
+    try {
+      while (pool_.size() + 1 < static_cast<size_t>(threads_))
+        pool_.emplace_back([this] { run(); });
+    } catch (const std::exception &) {
+    }
+    parts = std::min(parts, pool_.size() + 1);
+  }
   if (parts <= 1) {
     std::memcpy(dst, src, bytes);
     return;
   }
   parallel_copies_.fetch_add(1, std::memory_order_relaxed);
-  if (pool_.empty()) {
-    // Started on first use: a runtime that never copies much has none.
-    for (int i = 1; i < threads_; ++i) pool_.emplace_back([this] { run(); });
-  }
   std::unique_lock<std::mutex> lock(mu_);
   dst_ = static_cast<unsigned char *>(dst);
   src_ = static_cast<const unsigned char *>(src);

@@ -185,6 +185,12 @@ t4a_status PendingDownload::deliver(void *dst, bool wait) {
     return core::fail(T4A_ERROR_INVALID_ARGUMENT,
                       "dst is NULL for a download of %llu bytes",
                       static_cast<unsigned long long>(bytes_));
+  if (bytes_ > 0 && slot_ < 0 && snapshot_ == 0)
+    return core::fail(T4A_ERROR_ABANDONED,
+                      "the download (%llu bytes) cannot be delivered: an "
+                      "earlier delivery failed part-way and its snapshot "
+                      "was leaked",
+                      static_cast<unsigned long long>(bytes_));
   if (bytes_ > 0) {
     if (t4a_status s = rt_->check_usable(); s != T4A_SUCCESS) return s;
     const bool chain = wait && !ready_seen_ && chain_wait_ && slot_ < 0;

@@ -1,7 +1,7 @@
 // Host lane (fake driver): the transfer plan (src/memory/transfer_plan.hpp,
 // docs/memory.md "Transfer paths"). Each size class takes its path:
 //  - plan: one piece up to the staging chunk, pieces of a chunk above it;
-//    parallel copy parts of at least 256 KiB; a forced piece is clamped to
+//    parallel copy parts of at least 64 KiB from 1 MiB; a forced piece is clamped to
 //    the chunk; direct applies to downloads only; T4A_TRANSFER_FORCE parsing
 //    accepts the documented forms and rejects everything else;
 //  - through the C API on the fake driver: the number of DMA calls per
@@ -13,12 +13,17 @@
 //  - bytes are exact across piece and part boundaries, at odd sizes and
 //    offsets, both directions;
 //  - small pending downloads take pinned host snapshot slots (16, then a
-//    device snapshot), given back on delivery and on release. (That a
-//    released slot is not reused while its DMA is in flight needs device
-//    timing: the fake completes every copy at once.)
+//    device snapshot), given back on delivery and on release; a released
+//    slot whose event query fails (injected NOT_READY) is not reused;
+//  - failures: copy threads that cannot start, a delivery retried after
+//    one that failed part-way.
 // Nothing here is timed.
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #include <dlfcn.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <cerrno>
 
 #include <cstdarg>
 #include <cstddef>
@@ -42,6 +47,19 @@ using t4a::memory::k_parallel_from_bytes;
 using t4a::memory::plan_transfer;
 using t4a::memory::TransferPlan;
 using t4a::memory::TransferTuning;
+
+// Thread creation fails while this is set (this executable's pthread_create
+// interposes the C library's, so std::thread in t4acuda sees EAGAIN).
+std::atomic<bool> g_fail_threads{false};
+
+extern "C" int pthread_create(pthread_t *t, const pthread_attr_t *a,
+                              void *(*f)(void *), void *arg) {
+  if (g_fail_threads.load()) return EAGAIN;
+  using Fn =
+      int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+  static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_create"));
+  return real(t, a, f, arg);
+}
 
 namespace {
 
@@ -381,6 +399,120 @@ void test_host_snapshots(void **) {
   assert_int_equal(s.quarantined, 0);
 }
 
+// The copy workers cannot start (thread creation fails: std::system_error
+// from std::thread): a parallel copy runs on the threads there are, and the
+// transfer succeeds with exact bytes. Before, the exception left a pipelined
+// download's enqueued stages (their chunks returned to the free list while
+// their copies could still run) and reached the caller as INTERNAL.
+void test_copy_threads_fail(void **) {
+  Rt r(4, MiB, 4 * MiB, 8 * MiB);
+  const uint64_t n = 3 * MiB + 5; // pipelined download: pieces of 1 MiB
+  auto in = pattern(n, 31);
+  // Filled through a host buffer: no host copy, no workers yet.
+  t4a_host_buffer hb{};
+  ok(t4a_host_buffer_alloc(r.rt, n, &hb));
+  void *hp = nullptr;
+  ok(t4a_host_buffer_pointer(hb, &hp, nullptr));
+  std::memcpy(hp, in.data(), n);
+  ok(t4a_buffer_upload_host(r.rt, r.buf, 0, hb, 0, n));
+  ok(t4a_host_buffer_release(hb));
+  int t0 = threads_now();
+  g_fail_threads = true;
+  std::vector<unsigned char> out(n, 0);
+  t4a_status s = t4a_buffer_download_sync(r.rt, r.buf, 0, out.data(), n);
+  auto up = pattern(n, 32);
+  t4a_status u = t4a_buffer_upload(r.rt, r.buf, 0, up.data(), n);
+  g_fail_threads = false;
+  ok(s);
+  assert_memory_equal(out.data(), in.data(), n);
+  ok(u);
+  assert_int_equal(threads_now(), t0); // none started
+  t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
+  ok(t4a_runtime_stats_get(r.rt, &st));
+  assert_int_equal(st.quarantined, 0);
+  // Threads can be made again: the pool starts on the next parallel copy.
+  ok(t4a_buffer_download_sync(r.rt, r.buf, 0, out.data(), n));
+  assert_memory_equal(out.data(), up.data(), n);
+  assert_int_equal(threads_now(), t0 + 3);
+}
+
+// A delivery of a device snapshot that fails part-way leaks the snapshot
+// and leaves the download undelivered; delivering it again is a clear
+// error. Before, the retry copied from device address 0 (the quarantined
+// snapshot's pointer was cleared and then used).
+void test_delivery_retry_after_failure(void **) {
+  // The fault seam is in test builds only (T4A_TESTING): looked up here.
+  using Arm = t4a_status (*)(const char *, uint64_t, int32_t, int32_t);
+  auto arm =
+      reinterpret_cast<Arm>(dlsym(RTLD_DEFAULT, "t4a_testing_fault_arm"));
+  auto reset = reinterpret_cast<void (*)()>(
+      dlsym(RTLD_DEFAULT, "t4a_testing_fault_reset"));
+  if (arm == nullptr || reset == nullptr) skip();
+  Rt r(2, MiB, 4 * MiB, MiB);
+  const uint64_t n = 300 * KiB; // above the host snapshot limit
+  auto in = pattern(n, 41);
+  ok(t4a_buffer_upload(r.rt, r.buf, 0, in.data(), n));
+  t4a_download d{};
+  ok(t4a_buffer_download(r.rt, r.buf, 0, n, &d));
+  std::vector<unsigned char> out(n, 0);
+  // The delivery's copy out of the snapshot fails (not sticky).
+  ok(arm("cuMemcpyDtoHAsync", 1, 1 /* CUDA_ERROR_INVALID_VALUE */,
+         1 /* T4A_TESTING_FAULT_INSTEAD */));
+  t4a_status s1 = t4a_download_wait(d, out.data());
+  reset();
+  assert_int_not_equal(s1, T4A_SUCCESS);
+  int d0 = calls("dtoh_calls");
+  assert_int_equal(t4a_download_wait(d, out.data()), T4A_ERROR_ABANDONED);
+  assert_int_equal(t4a_download_poll(d, out.data()), T4A_ERROR_ABANDONED);
+  assert_int_equal(calls("dtoh_calls"), d0); // nothing copied
+  ok(t4a_download_release(d));
+  // The runtime still works.
+  ok(t4a_buffer_download_sync(r.rt, r.buf, 0, out.data(), n));
+  assert_memory_equal(out.data(), in.data(), n);
+}
+
+// A host snapshot slot released undelivered is reused only once a query of
+// its event succeeds: with that query failing (NOT_READY: its DMA may still
+// run), the next small download takes a device snapshot instead.
+void test_slot_not_reused_in_flight(void **) {
+  using Arm = t4a_status (*)(const char *, uint64_t, int32_t, int32_t);
+  auto arm =
+      reinterpret_cast<Arm>(dlsym(RTLD_DEFAULT, "t4a_testing_fault_arm"));
+  auto reset = reinterpret_cast<void (*)()>(
+      dlsym(RTLD_DEFAULT, "t4a_testing_fault_reset"));
+  if (arm == nullptr || reset == nullptr) skip();
+  Rt r(2, MiB, 4 * MiB, MiB);
+  auto in = pattern(MiB, 51);
+  ok(t4a_buffer_upload(r.rt, r.buf, 0, in.data(), MiB));
+  auto allocations = [&] {
+    t4a_runtime_stats s = T4A_RUNTIME_STATS_INIT;
+    ok(t4a_runtime_stats_get(r.rt, &s));
+    return s.allocations;
+  };
+  std::vector<t4a_download> ds(16);
+  for (size_t i = 0; i < ds.size(); ++i)
+    ok(t4a_buffer_download(r.rt, r.buf, i, 4096, &ds[i]));
+  ok(t4a_download_release(ds[15])); // undelivered, never observed
+  uint64_t a0 = allocations();
+  ok(arm("cuEventQuery", 1, 600 /* CUDA_ERROR_NOT_READY */,
+         1 /* T4A_TESTING_FAULT_INSTEAD */));
+  t4a_download e{};
+  ok(t4a_buffer_download(r.rt, r.buf, 100, 4096, &e));
+  reset();
+  assert_int_equal(allocations() - a0, 1); // the slot was not taken
+  // Its query succeeds now: the next one takes the slot.
+  t4a_download f{};
+  ok(t4a_buffer_download(r.rt, r.buf, 200, 4096, &f));
+  assert_int_equal(allocations() - a0, 1);
+  for (auto [d, at] : {std::pair{e, 100}, std::pair{f, 200}}) {
+    std::vector<unsigned char> out(4096);
+    ok(t4a_download_wait(d, out.data()));
+    assert_memory_equal(out.data(), in.data() + at, 4096);
+    ok(t4a_download_release(d));
+  }
+  for (size_t i = 0; i < 15; ++i) ok(t4a_download_release(ds[i]));
+}
+
 } // namespace
 
 int main() {
@@ -400,6 +532,9 @@ int main() {
       cmocka_unit_test(test_forced_paths),
       cmocka_unit_test(test_pending),
       cmocka_unit_test(test_host_snapshots),
+      cmocka_unit_test(test_copy_threads_fail),
+      cmocka_unit_test(test_delivery_retry_after_failure),
+      cmocka_unit_test(test_slot_not_reused_in_flight),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
