@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <new>
 
 #include "core/admission.hpp"
 #include "core/op_scope.hpp"
@@ -195,7 +196,18 @@ t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
           enqueue_failure(rt, r, true, "recording a staged download chunk"));
     }
     rt.counters().events_recorded.add();
-    stages.push_back(Stage{std::move(span), e, done});
+    Stage stage{std::move(span), e, done};
+    try {
+      stages.push_back(std::move(stage));
+    } catch (const std::bad_alloc &) {
+      // Its copy is enqueued: quarantined with the others in flight.
+      ring.quarantine(*stage.span.chunk);
+      rt.events().give_back(stage.event);
+      return abandon(core::fail(T4A_ERROR_OUT_OF_HOST_MEMORY,
+                                "downloading: no host memory to track a "
+                                "staged chunk; the chunks in flight are "
+                                "quarantined"));
+    }
     done += len;
   }
   while (!stages.empty())
