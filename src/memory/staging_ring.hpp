@@ -68,6 +68,8 @@ public:
   void recycle(Chunk *c);
 
 private:
+  // Keeps a quarantined chunk of a torn-down ring reachable (never freed).
+  static void keep_leaked(Chunk *c) noexcept;
   t4a_status take_chunk(core::Ref<Chunk> *out, bool *exhausted);
 
   core::Runtime &rt_;
