@@ -2195,6 +2195,13 @@ public:
 #if T4A_HPP_EXCEPTIONS
   /** Replays it on `rt` (t4a_graph_launch()). @throws Error */
   void launch(RuntimeView rt) const { check(launch(rt, std::nothrow)); }
+  /** Nodes, objects kept and replays (t4a_graph_info_get()).
+   *  @throws Error */
+  t4a_graph_info info() const {
+    t4a_graph_info out = T4A_GRAPH_INFO_INIT;
+    check(t4a_graph_info_get(get(), &out));
+    return out;
+  }
 #endif
 };
 

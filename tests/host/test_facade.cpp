@@ -20,6 +20,7 @@ extern "C" {
 #include <cmocka.h>
 }
 
+#define T4A_EXPERIMENTAL 1 // the graph and cooperative wrappers too
 #include "t4acuda.hpp"
 
 // The same operations in a translation unit built with -fno-exceptions.
@@ -1445,6 +1446,51 @@ static void test_fake_cross_runtime_copy(void **) {
   expect_contains(m, "dst belongs");
 }
 
+// The experimental wrappers at run time: a capture made into a graph and
+// replayed, a capture dropped unfinished (the runtime works after), and a
+// cooperative launch through LaunchConfig::cooperative() against the
+// kernel's maximum cooperative grid.
+static void test_fake_graph_and_cooperative(void **) {
+  t4a::Runtime rt(t4a::RuntimeOptions{});
+  t4a::Kernel k = fake_kernel(rt);
+  t4a::DeviceArray<float> d(rt, 256);
+  t4a::Capture cap = t4a::Capture::begin(rt);
+  k.launch(rt, 4, 64, d, 256, 0.5);
+  k.launch(rt, 4, 64, d, 256, 1.5);
+  t4a::Graph g = cap.end();
+  t4a_graph_info gi = g.info();
+  assert_int_equal(gi.node_count, 2);
+  assert_int_equal(gi.launches, 0);
+  g.launch(rt);
+  assert_int_equal(g.launch(rt, std::nothrow), T4A_SUCCESS);
+  assert_int_equal(g.info().launches, 2);
+  {
+    t4a::Capture dropped = t4a::Capture::begin(rt);
+    k.launch(rt, 1, 1, d, 1, 1.0);
+  }                                     // ended, its graph dropped
+  t4a::DeviceArray<float> after(rt, 8); // not capturing any more
+  t4a::Runtime other(t4a::RuntimeOptions{});
+  std::string m = error_of([&] { g.launch(other); }, T4A_ERROR_WRONG_RUNTIME);
+  expect_contains(m, "t4a_graph_launch");
+  const int32_t max = k.max_cooperative_blocks(64);
+  assert_true(max > 0);
+  const uint64_t coop = rt.stats().cooperative_launches;
+  k.launch(rt, t4a::LaunchConfig(static_cast<uint32_t>(max), 64).cooperative(),
+           d, 256, 0.5);
+  assert_int_equal(rt.stats().cooperative_launches, coop + 1);
+  m = error_of(
+      [&] {
+        k.launch(
+            rt,
+            t4a::LaunchConfig(static_cast<uint32_t>(max) + 1, 64).cooperative(),
+            d, 256, 0.5);
+      },
+      T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "co-resident");
+  assert_int_equal(rt.stats().cooperative_launches, coop + 1);
+  rt.synchronize();
+}
+
 static void test_fake_variadic_launch(void **) {
   t4a::Runtime rt(t4a::RuntimeOptions{});
   t4a::Kernel k = fake_kernel(rt);
@@ -1510,6 +1556,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_fake_wrong_runtime),
         cmocka_unit_test(test_fake_cross_runtime_copy),
         cmocka_unit_test(test_fake_variadic_launch),
+        cmocka_unit_test(test_fake_graph_and_cooperative),
     };
     return cmocka_run_group_tests(fake, nullptr, nullptr);
 #else
