@@ -1,7 +1,6 @@
 // Issue 11's rows: graph replay (group "launch") and cooperative launches,
 // each against the raw driver calls they wrap.
 #include <cuda.h>
-#include <dlfcn.h>
 
 #include <cstdio>
 #include <string>
@@ -29,21 +28,7 @@ void graph_rows(t4a_runtime rt, CUstream stream, const t4a_launch_desc &d4,
     DRV_FN(cuGraphExecDestroy);
     DRV_FN(cuGraphDestroy);
   } g{};
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  using Gpa = CUresult (*)(const char *, void **, int, cuuint64_t,
-                           CUdriverProcAddressQueryResult *);
-  auto gpa =
-      h ? reinterpret_cast<Gpa>(dlsym(h, "cuGetProcAddress_v2")) : nullptr;
-  if (gpa == nullptr) return;
-  bool ok = true;
-  auto get = [&](const char *name, void **slot) {
-    CUdriverProcAddressQueryResult q{};
-    if (gpa(name, slot, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) !=
-            CUDA_SUCCESS ||
-        *slot == nullptr)
-      ok = false;
-  };
-#define GET(name) get(#name, reinterpret_cast<void **>(&g.name))
+#define GET(name) g.name = raw_fn<decltype(&::name)>(#name)
   GET(cuStreamBeginCapture);
   GET(cuStreamEndCapture);
   GET(cuGraphInstantiateWithFlags);
@@ -51,6 +36,9 @@ void graph_rows(t4a_runtime rt, CUstream stream, const t4a_launch_desc &d4,
   GET(cuGraphExecDestroy);
   GET(cuGraphDestroy);
 #undef GET
+  const bool ok = g.cuStreamBeginCapture && g.cuStreamEndCapture &&
+                  g.cuGraphInstantiateWithFlags && g.cuGraphLaunch &&
+                  g.cuGraphExecDestroy && g.cuGraphDestroy;
   if (!ok) {
     std::fprintf(stderr, "bench: no graph entry points; graph rows skipped\n");
     return;
@@ -112,43 +100,25 @@ void graph_rows(t4a_runtime rt, CUstream stream, const t4a_launch_desc &d4,
 // (maximum co-resident) grid; then the same with a declared grid-barrier
 // counter (reset before, audit copy after) against raw
 // cuMemsetD32Async + cuLaunchCooperativeKernel + cuMemcpyDtoHAsync into
-// pinned memory. Self-contained: resolves its own raw entry points from
-// the libcuda the process already loaded. `cr` is a compile request for
+// pinned memory. The raw entry points outside the harness's table come
+// from raw_fn(). `cr` is a compile request for
 // the runtime's device (its source is replaced).
 void cooperative_rows(t4a_runtime rt, CUstream stream,
                       const t4a_compile_request &cr, int reps, bool quick) {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-  if (h == nullptr) return;
-  using Gpa = CUresult (*)(const char *, void **, int, cuuint64_t,
-                           CUdriverProcAddressQueryResult *);
-  auto gpa = reinterpret_cast<Gpa>(dlsym(h, "cuGetProcAddress_v2"));
-  decltype(&::cuLaunchCooperativeKernel) coop = nullptr;
-  decltype(&::cuModuleLoadData) load = nullptr;
-  decltype(&::cuModuleGetFunction) getfn = nullptr;
-  decltype(&::cuModuleGetGlobal) getglobal = nullptr;
-  decltype(&::cuMemsetD32Async) memset32 = nullptr;
-  decltype(&::cuMemcpyDtoHAsync) dtoh = nullptr;
-  decltype(&::cuMemHostAlloc) host_alloc = nullptr;
-  struct {
-    const char *name;
-    void **slot;
-  } want[] = {{"cuLaunchCooperativeKernel", reinterpret_cast<void **>(&coop)},
-              {"cuModuleLoadData", reinterpret_cast<void **>(&load)},
-              {"cuModuleGetFunction", reinterpret_cast<void **>(&getfn)},
-              {"cuModuleGetGlobal", reinterpret_cast<void **>(&getglobal)},
-              {"cuMemsetD32Async", reinterpret_cast<void **>(&memset32)},
-              {"cuMemcpyDtoHAsync", reinterpret_cast<void **>(&dtoh)},
-              {"cuMemHostAlloc", reinterpret_cast<void **>(&host_alloc)}};
-  for (auto &w : want) {
-    CUdriverProcAddressQueryResult q{};
-    if (gpa == nullptr ||
-        gpa(w.name, w.slot, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) !=
-            CUDA_SUCCESS ||
-        *w.slot == nullptr) {
-      std::fprintf(stderr, "bench: cooperative rows: no %s\n", w.name);
-      return;
-    }
+  auto coop = raw_fn<decltype(&::cuLaunchCooperativeKernel)>(
+      "cuLaunchCooperativeKernel");
+  auto getglobal = raw_fn<decltype(&::cuModuleGetGlobal)>("cuModuleGetGlobal");
+  auto memset32 = raw_fn<decltype(&::cuMemsetD32Async)>("cuMemsetD32Async");
+  if (coop == nullptr || getglobal == nullptr || memset32 == nullptr) {
+    std::fprintf(stderr, "bench: cooperative rows: no cooperative launch, "
+                         "module global or memset entry point\n");
+    return;
   }
+  // The rest is in the raw table (harness.hpp).
+  auto load = raw.cuModuleLoadData;
+  auto getfn = raw.cuModuleGetFunction;
+  auto dtoh = raw.cuMemcpyDtoHAsync;
+  auto host_alloc = raw.cuMemHostAlloc;
   static const char *const src =
       "extern \"C\" {\n"
       "__device__ unsigned int bench_bar;\n"

@@ -41,81 +41,20 @@
 #include <thread>
 #include <vector>
 
+#include "harness.hpp"
 #include "t4acuda.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-#define DRV_FN(name) decltype(&::name) name = nullptr
-struct Raw {
-  DRV_FN(cuCtxSetCurrent);
-  DRV_FN(cuStreamSynchronize);
-  DRV_FN(cuMemcpyHtoDAsync);
-  DRV_FN(cuMemcpyDtoHAsync);
-  DRV_FN(cuMemcpyHtoD);
-  DRV_FN(cuMemcpyDtoH);
-  DRV_FN(cuMemHostAlloc);
-  DRV_FN(cuMemFreeHost);
-} raw;
-
-bool load_raw() {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr) return false;
-  using Gpa = CUresult (*)(const char *, void **, int, cuuint64_t,
-                           CUdriverProcAddressQueryResult *);
-  auto gpa = reinterpret_cast<Gpa>(dlsym(h, "cuGetProcAddress_v2"));
-  if (gpa == nullptr) return false;
-  bool ok = true;
-  auto get = [&](const char *name, void **slot) {
-    CUdriverProcAddressQueryResult q{};
-    if (gpa(name, slot, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) !=
-            CUDA_SUCCESS ||
-        *slot == nullptr) {
-      std::fprintf(stderr, "sweep: cannot resolve %s\n", name);
-      ok = false;
-    }
-  };
-#define GET(name) get(#name, reinterpret_cast<void **>(&raw.name))
-  GET(cuCtxSetCurrent);
-  GET(cuStreamSynchronize);
-  GET(cuMemcpyHtoDAsync);
-  GET(cuMemcpyDtoHAsync);
-  GET(cuMemcpyHtoD);
-  GET(cuMemcpyDtoH);
-  GET(cuMemHostAlloc);
-  GET(cuMemFreeHost);
-#undef GET
-  return ok;
-}
-
-void check(t4a_status s, const char *what) {
-  if (s == T4A_SUCCESS) return;
-  char msg[2048];
-  size_t needed = 0;
-  t4a_last_error_message(msg, sizeof msg, &needed);
-  std::fprintf(stderr, "sweep: %s failed: %s: %s\n", what, t4a_status_name(s),
-               msg);
-  std::exit(1);
-}
-
-void check_cu(CUresult r, const char *what) {
-  if (r == CUDA_SUCCESS) return;
-  std::fprintf(stderr, "sweep: %s failed: CUresult %d\n", what, int(r));
-  std::exit(1);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double time_loop(int iters, const std::function<void()> &f) {
-  auto t0 = Clock::now();
-  for (int i = 0; i < iters; ++i) f();
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+// The raw driver table, checks and timing helpers are the benchmark's
+// (bench/harness.hpp).
+using bench::check;
+using bench::check_cu;
+using bench::Clock;
+using bench::load_raw;
+using bench::median;
+using bench::raw;
+using bench::time_loop;
 
 struct SweepRow {
   std::string variant; // "auto" for the library's own plan
