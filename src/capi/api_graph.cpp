@@ -71,20 +71,19 @@ T4A_API t4a_status t4a_capture_end(t4a_runtime runtime, t4a_graph *graph) {
 
 T4A_API t4a_status t4a_graph_launch(t4a_runtime runtime, t4a_graph graph) {
   return T4A_ENTRY({
-    // Both handles are borrowed in one pass, as t4a_launch's are
-    // (core/borrow.hpp).
+    // Both handles are borrowed, as t4a_launch's are (core/borrow.hpp).
     // Failures are reported in argument order. The objects stay valid
     // until the section ends, after the replay returned.
     core::BorrowSection section;
-    core::Lookup lookups[2] = {{runtime.id, core::Kind::Runtime},
-                               {graph.id, core::Kind::Graph}};
+    const core::Registry &reg = core::Registry::instance();
     core::Object *objects[2] = {nullptr, nullptr};
-    size_t bad = 0;
-    core::HandleCheck c =
-        core::Registry::instance().borrow_many(lookups, 2, objects, &bad);
-    if (c != core::HandleCheck::Ok)
-      return core::fail_handle(c, lookups[bad].id,
-                               bad == 0 ? "runtime" : "graph");
+    if (core::HandleCheck c =
+            reg.borrow(runtime.id, core::Kind::Runtime, &objects[0]);
+        c != core::HandleCheck::Ok)
+      return core::fail_handle(c, runtime.id, "runtime");
+    if (core::HandleCheck c = reg.borrow(graph.id, core::Kind::Graph, &objects[1]);
+        c != core::HandleCheck::Ok)
+      return core::fail_handle(c, graph.id, "graph");
     // The replay waits for admission: it runs outside the section, holding
     // references (a thread waiting inside a section would hold up every
     // release in the process, core/borrow.hpp).

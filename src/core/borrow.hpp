@@ -1,7 +1,7 @@
 // Borrow sections: lock-free handle reads without reference counting.
 //
 // A thread inside a BorrowSection may use the objects it resolved from the
-// registry (Registry::borrow_many) through plain pointers until the section
+// registry (Registry::borrow) through plain pointers until the section
 // ends: no registry lock and no reference increment or decrement per
 // object. What keeps such an object alive is that its registry reference
 // is never dropped while a section that might have read it is open: the

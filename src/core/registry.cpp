@@ -11,7 +11,7 @@
 namespace t4a::core {
 
 namespace {
-constexpr uint32_t k_generation_mask = 0xFFFFFFu;
+constexpr uint32_t k_generation_mask = Registry::k_generation_bits;
 constexpr uint64_t make_id(Kind kind, uint32_t generation, uint32_t index) {
   return (static_cast<uint64_t>(kind) << 56) |
          (static_cast<uint64_t>(generation & k_generation_mask) << 32) | index;
@@ -103,30 +103,6 @@ ThreadSlots *thread_slots() {
   return t;
 }
 } // namespace
-
-// The lookup (see registry.hpp): the object pointer first, then the state.
-// The warm case is one comparison of the state's upper half (generation
-// and kind) with the id's and a non-zero handle count; anything else is
-// classified by find_slow. Inlined into each caller: a launch runs it per
-// handle.
-__attribute__((always_inline)) inline HandleCheck
-Registry::find(uint64_t id, Kind kind, Object **out) const {
-  uint32_t i = static_cast<uint32_t>(id);
-  if (kind_of(id) == kind && i < size_.load(std::memory_order_acquire))
-      [[likely]] {
-    const Slot &s = *slot(i);
-    // seq_cst: ordered after the caller's borrow-section entry, and the
-    // state after the pointer (borrow.hpp, registry.hpp).
-    Object *obj = s.obj.load(std::memory_order_seq_cst);
-    uint64_t st = s.state.load(std::memory_order_seq_cst);
-    uint64_t want = ((id >> 32) & k_generation_mask) << 8 | uint8_t(kind);
-    if ((st >> 32) == want && refs_of(st) != 0 && obj != nullptr) [[likely]] {
-      *out = obj;
-      return HandleCheck::Ok;
-    }
-  }
-  return find_slow(id, kind, out);
-}
 
 HandleCheck Registry::find_slow(uint64_t id, Kind kind, Object **out) const {
   if (id == 0) return HandleCheck::Null;
@@ -222,21 +198,9 @@ uint64_t Registry::insert(Ref<Object> obj) {
 HandleCheck Registry::resolve(uint64_t id, Kind kind, Ref<Object> *out) const {
   BorrowSection section;
   Object *obj = nullptr;
-  HandleCheck c = find(id, kind, &obj);
+  HandleCheck c = borrow(id, kind, &obj);
   if (c == HandleCheck::Ok) *out = Ref<Object>(obj);
   return c;
-}
-
-HandleCheck Registry::borrow_many(const Lookup *lookups, size_t n, Object **out,
-                                  size_t *bad_index) const {
-  for (size_t k = 0; k < n; ++k) {
-    HandleCheck c = find(lookups[k].id, lookups[k].kind, &out[k]);
-    if (c != HandleCheck::Ok) [[unlikely]] {
-      *bad_index = k;
-      return c;
-    }
-  }
-  return HandleCheck::Ok;
 }
 
 HandleCheck Registry::retain(uint64_t id, Kind kind) {

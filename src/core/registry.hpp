@@ -16,7 +16,7 @@
 // count to 0 also unpublishes the slot (the generation moves on, or the
 // slot is retired when it would wrap) and clears the pointer. Whether an
 // object read from a slot may still be used is the borrow protocol's
-// business (core/borrow.hpp): borrow_many returns plain pointers valid
+// business (core/borrow.hpp): borrow returns plain pointers valid
 // until the caller's BorrowSection ends, resolve takes a reference inside
 // one, and a freed slot's reference is dropped through retire().
 //
@@ -41,12 +41,6 @@ namespace t4a::core {
 
 enum class HandleCheck { Ok, Null, WrongKind, Unknown, Stale, Saturated };
 
-// One id to resolve and the kind it must have.
-struct Lookup {
-  uint64_t id;
-  Kind kind;
-};
-
 // Aligned so that what a lookup reads of the registry itself (the slot
 // count and the chunk pointers) starts a cache line; the shared free list
 // and its lock follow.
@@ -59,13 +53,11 @@ public:
   // Resolves id to a new internal reference, or reports why not (no lock:
   // a borrow section around the lookup and the increment).
   HandleCheck resolve(uint64_t id, Kind kind, Ref<Object> *out) const;
-  // Resolves lookups[0..n), in order, without a lock and without taking
-  // references (the launch path: runtime, kernel and buffers). The caller
-  // must be inside a BorrowSection (core/borrow.hpp): out[k] stays valid
-  // until that section ends. Otherwise the first lookup that failed is
-  // reported (*bad_index is its index).
-  HandleCheck borrow_many(const Lookup *lookups, size_t n, Object **out,
-                          size_t *bad_index) const;
+  // Resolves id without a lock and without taking a reference (the launch
+  // path: runtime, kernel and buffers). The caller must be inside a
+  // BorrowSection (core/borrow.hpp): *out stays valid until that section
+  // ends. Inline: a launch runs it per handle.
+  HandleCheck borrow(uint64_t id, Kind kind, Object **out) const;
   HandleCheck retain(uint64_t id, Kind kind);
   // Drops one handle reference; when none are left the slot is freed, its
   // reference retired (core/borrow.hpp) and, when `removed` is not null, a
@@ -86,6 +78,7 @@ public:
   void at_fork(ForkPhase phase, bool drop_driver_objects);
 
   static Kind kind_of(uint64_t id) { return static_cast<Kind>(id >> 56); }
+  static constexpr uint32_t k_generation_bits = 0xFFFFFFu; // 24 bits
   static const char *describe(HandleCheck c);
 
 private:
@@ -106,7 +99,6 @@ private:
     return chunks_[c].load(std::memory_order_acquire) +
            (j - (uint64_t(k_first_chunk) << c));
   }
-  HandleCheck find(uint64_t id, Kind kind, Object **out) const;
   T4A_COLD HandleCheck find_slow(uint64_t id, Kind kind, Object **out) const;
   // The writers' check of the state word `st` against the id.
   static HandleCheck check_state(uint64_t id, Kind kind, uint64_t st);
@@ -141,6 +133,31 @@ extern RegistryStorage g_registry;
 } // namespace detail
 
 inline Registry &Registry::instance() { return detail::g_registry.registry; }
+
+// The lookup: the object pointer first, then the state. The warm case is
+// one comparison of the state's upper half (generation and kind) with the
+// id's and a non-zero handle count; anything else is classified by
+// find_slow.
+__attribute__((always_inline)) inline HandleCheck
+Registry::borrow(uint64_t id, Kind kind, Object **out) const {
+  uint32_t i = static_cast<uint32_t>(id);
+  if (kind_of(id) == kind && i < size_.load(std::memory_order_acquire))
+      [[likely]] {
+    const Slot &s = *slot(i);
+    // seq_cst: ordered after the caller's borrow-section entry, and the
+    // state after the pointer (borrow.hpp).
+    Object *obj = s.obj.load(std::memory_order_seq_cst);
+    uint64_t st = s.state.load(std::memory_order_seq_cst);
+    // The state's upper half: generation << 8 | kind; its lower half the
+    // handle count (registry.cpp's pack()).
+    uint64_t want = ((id >> 32) & k_generation_bits) << 8 | uint8_t(kind);
+    if ((st >> 32) == want && uint32_t(st) != 0 && obj != nullptr) [[likely]] {
+      *out = obj;
+      return HandleCheck::Ok;
+    }
+  }
+  return find_slow(id, kind, out);
+}
 
 // Records a failed resolution of the handle argument `arg`: "<arg> (id
 // 0x...) is <why>", INVALID_HANDLE (INVALID_ARGUMENT for Saturated).

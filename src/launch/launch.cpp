@@ -26,67 +26,60 @@ using namespace t4a::driver;
 
 namespace {
 
-// Per-launch scratch space, carved from one block: on the stack up to
-// k_stack_args arguments (no heap on the warm path), on the heap beyond;
-// sized by the argument count, so a launch with few arguments touches few
-// cache lines. The handles a launch resolves are the runtime, the kernel,
-// then each buffer argument in order (`buffers` maps the j-th buffer to
-// its argument index); `objects` holds the objects borrowed (valid until
-// the launch's borrow section ends). Facts are written for buffer
-// arguments only (validate() reads no others).
-//
-// Its size for n arguments: n + 2 handles (lookups, objects), n arguments
-// (facts, device pointers, parameter pointers, buffer indices); every
-// array starts 8-aligned.
-constexpr size_t arg_space_bytes(size_t n) {
-  return (n + 2) * (sizeof(core::Lookup) + sizeof(Object *)) +
-         n * (sizeof(ArgFacts) + sizeof(CUdeviceptr) + sizeof(void *) +
-              sizeof(uint32_t));
-}
-
+// Per-launch scratch space: on the stack up to k_stack_args arguments (no
+// heap on the warm path), on the heap beyond. Per argument: its facts
+// (written for buffer arguments only: validate() reads no others), its
+// device pointer (buffers), its kernelParams entry; and the buffer objects
+// borrowed, in argument order (valid until the launch's borrow section
+// ends).
 struct ArgSpace {
-  alignas(16) unsigned char stack[arg_space_bytes(k_stack_args)];
+  static constexpr size_t k_per_arg = sizeof(ArgFacts) + sizeof(CUdeviceptr) +
+                                      sizeof(void *) + sizeof(Object *);
+  alignas(16) unsigned char stack[k_stack_args * k_per_arg];
   std::unique_ptr<unsigned char[]> heap;
-  core::Lookup *lookups;
-  Object **objects;
   ArgFacts *facts;
   CUdeviceptr *ptrs;
   void **params;
-  uint32_t *buffers;
+  Object **buffers;
 
   explicit ArgSpace(uint32_t n) {
     unsigned char *p = stack;
-    if (n > k_stack_args) {
-      heap.reset(new unsigned char[arg_space_bytes(n)]);
+    size_t cap = k_stack_args;
+    if (n > k_stack_args) [[unlikely]] {
+      heap.reset(new unsigned char[n * k_per_arg]);
       p = heap.get();
+      cap = n;
     }
-    lookups = reinterpret_cast<core::Lookup *>(p);
-    p += (n + 2) * sizeof(core::Lookup);
-    objects = reinterpret_cast<Object **>(p);
-    p += (n + 2) * sizeof(Object *);
+    // Every array starts 8-aligned (each element is 8 or 16 bytes).
     facts = reinterpret_cast<ArgFacts *>(p);
-    p += n * sizeof(ArgFacts);
-    ptrs = reinterpret_cast<CUdeviceptr *>(p);
-    p += n * sizeof(CUdeviceptr);
-    params = reinterpret_cast<void **>(p);
-    p += n * sizeof(void *);
-    buffers = reinterpret_cast<uint32_t *>(p);
+    ptrs = reinterpret_cast<CUdeviceptr *>(p + cap * sizeof(ArgFacts));
+    params = reinterpret_cast<void **>(
+        p + cap * (sizeof(ArgFacts) + sizeof(CUdeviceptr)));
+    buffers = reinterpret_cast<Object **>(
+        p + cap * (sizeof(ArgFacts) + sizeof(CUdeviceptr) + sizeof(void *)));
   }
   ArgSpace(const ArgSpace &) = delete;
   ArgSpace &operator=(const ArgSpace &) = delete;
 };
 
-// Reports the handle lookups[bad] of a launch (runtime, kernel, buffers)
-// that did not resolve.
-T4A_COLD t4a_status fail_lookup(const ArgSpace &space, size_t bad,
-                                core::HandleCheck c) {
-  if (bad == 0) return core::fail_handle(c, space.lookups[0].id, "runtime");
-  if (bad == 1)
-    return core::fail_handle(c, space.lookups[1].id, "desc->kernel");
+// Reports the buffer handle of argument i that did not resolve.
+T4A_COLD t4a_status fail_buffer(core::HandleCheck c, uint64_t id, uint32_t i) {
   char arg[48];
-  std::snprintf(arg, sizeof arg, "desc->args[%u].buffer",
-                space.buffers[bad - 2]);
-  return core::fail_handle(c, space.lookups[bad].id, arg);
+  std::snprintf(arg, sizeof arg, "desc->args[%u].buffer", i);
+  return core::fail_handle(c, id, arg);
+}
+
+// References to what a launch borrowed, for the paths that leave its
+// borrow section (a wait for admission): the runtime, the kernel and the
+// buffer arguments. May throw std::bad_alloc (nothing held yet then).
+std::vector<core::Ref<Object>> hold(Object *rt, Object *k, Object *const *bufs,
+                                    uint32_t n) {
+  std::vector<core::Ref<Object>> held;
+  held.reserve(n + 2);
+  held.emplace_back(rt);
+  held.emplace_back(k);
+  for (uint32_t j = 0; j < n; ++j) held.emplace_back(bufs[j]);
+  return held;
 }
 
 } // namespace
@@ -96,60 +89,53 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   // counting) and stays valid until this section ends, at return, after
   // admission was given back (core/borrow.hpp).
   core::BorrowSection section;
-  // The descriptor is read first, without reporting anything, so that the
-  // runtime, the kernel and the buffers resolve in one pass; errors are
-  // still reported in argument order: the runtime, the descriptor itself,
-  // the kernel, the buffers.
+  const core::Registry &reg = core::Registry::instance();
+  // Errors are reported in argument order: the runtime, the descriptor
+  // itself, the kernel, the buffers (then validate()'s, in field order).
+  Object *rto = nullptr, *ko = nullptr;
+  if (core::HandleCheck c = reg.borrow(runtime.id, Kind::Runtime, &rto);
+      c != core::HandleCheck::Ok) [[unlikely]]
+    return core::fail_handle(c, runtime.id, "runtime");
+  if (given == nullptr) [[unlikely]]
+    return core::fail(T4A_ERROR_INVALID_ARGUMENT, "desc is NULL");
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
-  core::StructFault fault;
-  if (given != nullptr) fault = core::copy_struct(given, &d);
-  bool have_desc = given != nullptr && fault.status == T4A_SUCCESS;
+  if (core::StructFault fault = core::copy_struct(given, &d);
+      fault.status != T4A_SUCCESS) [[unlikely]]
+    return core::fail_struct(fault, "desc", sizeof d);
+  if (core::HandleCheck c = reg.borrow(d.kernel.id, Kind::Kernel, &ko);
+      c != core::HandleCheck::Ok) [[unlikely]]
+    return core::fail_handle(c, d.kernel.id, "desc->kernel");
+  core::Runtime &rt = static_cast<core::Runtime &>(*rto);
+  Kernel &k = static_cast<Kernel &>(*ko);
+  Module &mod = k.module();
   // Arguments are read only when the count is plausible; validate()
-  // rejects the rest before looking at them.
+  // rejects the rest before looking at them. Each buffer is borrowed as
+  // it comes (a buffer released meanwhile is freed after the launch, in
+  // stream order), and the kernelParams entries are made on the way: they
+  // point at the arguments and at ptrs[]. Unknown kinds are rejected by
+  // validate().
   uint32_t n =
-      have_desc && d.args != nullptr && d.arg_count <= T4A_MAX_PARAM_BYTES
-          ? d.arg_count
-          : 0;
+      d.args != nullptr && d.arg_count <= T4A_MAX_PARAM_BYTES ? d.arg_count : 0;
   ArgSpace space(n);
-  space.lookups[0] = {runtime.id, Kind::Runtime};
-  space.lookups[1] = {d.kernel.id, Kind::Kernel};
-  size_t handles = have_desc ? 2 : 1;
-  // Parameter pointers are made here too (they point at the arguments and
-  // at ptrs[], filled below); unknown kinds are rejected by validate().
+  uint32_t nbuf = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const t4a_arg &a = d.args[i];
     switch (a.kind) {
-    case T4A_ARG_BUFFER:
-      space.buffers[handles - 2] = i;
-      space.lookups[handles++] = {a.buffer.id, Kind::Buffer};
+    case T4A_ARG_BUFFER: {
+      Object *bo = nullptr;
+      if (core::HandleCheck c = reg.borrow(a.buffer.id, Kind::Buffer, &bo);
+          c != core::HandleCheck::Ok) [[unlikely]]
+        return fail_buffer(c, a.buffer.id, i);
+      auto &b = static_cast<memory::Buffer &>(*bo);
+      space.buffers[nbuf++] = bo;
+      new (&space.facts[i]) ArgFacts{&b.runtime() == &rt, b.bytes()};
+      space.ptrs[i] = b.ptr() + a.offset; // used only once validated
       space.params[i] = &space.ptrs[i];
       break;
+    }
     case T4A_ARG_SCALAR: space.params[i] = const_cast<void *>(a.value); break;
     default: space.params[i] = const_cast<uint64_t *>(&a.device_pointer);
     }
-  }
-  size_t bad = 0;
-  core::HandleCheck c = core::Registry::instance().borrow_many(
-      space.lookups, handles, space.objects, &bad);
-  // Without a readable descriptor only the runtime was looked up, so a
-  // failed lookup is always the first error to report.
-  if (c != core::HandleCheck::Ok) [[unlikely]]
-    return fail_lookup(space, bad, c);
-  if (!have_desc) [[unlikely]] {
-    if (given == nullptr)
-      return core::fail(T4A_ERROR_INVALID_ARGUMENT, "desc is NULL");
-    return core::fail_struct(fault, "desc", sizeof d);
-  }
-  // Each object stays alive until return through the borrow section: a
-  // buffer released meanwhile is freed after the launch, in stream order.
-  core::Runtime &rt = static_cast<core::Runtime &>(*space.objects[0]);
-  Kernel &k = static_cast<Kernel &>(*space.objects[1]);
-  Module &mod = k.module();
-  for (size_t j = 0; j + 2 < handles; ++j) {
-    auto &b = static_cast<memory::Buffer &>(*space.objects[j + 2]);
-    uint32_t i = space.buffers[j];
-    new (&space.facts[i]) ArgFacts{&b.runtime() == &rt, b.bytes()};
-    space.ptrs[i] = b.ptr() + d.args[i].offset;
   }
   Verdict v;
   validate(d, &k.runtime() == &rt, space.facts, k.signature(), k.limits(), &v);
@@ -160,12 +146,10 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   // it runs outside the borrow section, holding references to what was
   // borrowed (see the busy case below).
   if ((d.flags | static_cast<uint32_t>(k.has_barriers())) != 0) [[unlikely]] {
-    std::vector<core::Ref<Object>> held;
-    held.reserve(handles); // may throw std::bad_alloc: nothing held yet
-    for (size_t j = 0; j < handles; ++j) held.emplace_back(space.objects[j]);
+    std::vector<core::Ref<Object>> held = hold(rto, ko, space.buffers, nbuf);
     bool paused = section.pause();
     t4a_status s = launch_special(rt, k, d, v, n > 0 ? space.params : nullptr,
-                                  space.objects + 2, handles - 2);
+                                  space.buffers, nbuf);
     if (paused) section.resume();
     return s;
   }
@@ -182,8 +166,7 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   std::optional<core::Admission> adm;
   adm.emplace(rt.admission(), core::Admission::Try);
   if (adm->busy()) [[unlikely]] {
-    held.reserve(handles); // may throw std::bad_alloc: nothing held yet
-    for (size_t j = 0; j < handles; ++j) held.emplace_back(space.objects[j]);
+    held = hold(rto, ko, space.buffers, nbuf);
     adm.reset(); // busy: it holds nothing
     bool paused = section.pause();
     adm.emplace(rt.admission());
@@ -207,7 +190,7 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   // among the open epoch's last keeps is already kept until a seal
   // recorded after this launch, so the launch adds nothing.
   // Graph capture (core/capture.hpp): the buffers go to the capture's keeps.
-  core::CaptureKeeps cap(rt.capture(), rt.capturing(), handles - 2);
+  core::CaptureKeeps cap(rt.capture(), rt.capturing(), nbuf);
   core::Epochs &ep = rt.epochs();
   auto enqueue = [&] {
     return core::in_stream_context(rt, [&] {
@@ -228,7 +211,7 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
     ep.keep(std::move(keep), mod);
   }
   if (cap.active()) [[unlikely]]
-    for (size_t j = 2; j < handles; ++j) cap.keep(*space.objects[j]);
+    for (uint32_t j = 0; j < nbuf; ++j) cap.keep(*space.buffers[j]);
   if (!r) return rt.fail_op(r, "launching a kernel (cuLaunchKernel)");
   rt.counters().launches.bump();
   return T4A_SUCCESS;
