@@ -293,9 +293,10 @@ void parse_common(int argc, char **argv, int &reps, bool &quick) {
 void print_table(const Meta &m) {
   std::printf("\nt4acuda-bench: %s, driver %d.%d, %u host cores, %d reps, "
               "%d run%s (medians; across runs: median [min .. max] of the "
-              "per-run ratios)\n",
+              "per-run ratios); library built %s\n",
               m.device.c_str(), m.driver / 1000, (m.driver % 1000) / 10,
-              m.cores, m.reps, m.runs, m.runs == 1 ? "" : "s");
+              m.cores, m.reps, m.runs, m.runs == 1 ? "" : "s",
+              T4A_BENCH_LIBRARY_BUILD);
   std::printf("%-40s %12s %12s %8s %17s %10s %s\n", "operation", "t4acuda",
               "raw", "ratio", "runs [min..max]", "target", "met");
   for (const Row &r : g_rows) {
@@ -332,8 +333,9 @@ bool write_json(const char *path, const Meta &m) {
   std::fprintf(f,
                "{\n  \"device\": \"%s\",\n  \"driver\": %d,\n  "
                "\"host_cores\": %u,\n  \"reps\": %d,\n  \"runs\": %d,\n  "
-               "\"rows\": [\n",
-               m.device.c_str(), m.driver, m.cores, m.reps, m.runs);
+               "\"library_build\": \"%s\",\n  \"rows\": [\n",
+               m.device.c_str(), m.driver, m.cores, m.reps, m.runs,
+               T4A_BENCH_LIBRARY_BUILD);
   for (size_t i = 0; i < g_rows.size(); ++i) {
     const Row &r = g_rows[i];
     std::fprintf(f,
