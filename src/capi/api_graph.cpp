@@ -81,7 +81,8 @@ T4A_API t4a_status t4a_graph_launch(t4a_runtime runtime, t4a_graph graph) {
             reg.borrow(runtime.id, core::Kind::Runtime, &objects[0]);
         c != core::HandleCheck::Ok)
       return core::fail_handle(c, runtime.id, "runtime");
-    if (core::HandleCheck c = reg.borrow(graph.id, core::Kind::Graph, &objects[1]);
+    if (core::HandleCheck c =
+            reg.borrow(graph.id, core::Kind::Graph, &objects[1]);
         c != core::HandleCheck::Ok)
       return core::fail_handle(c, graph.id, "graph");
     // The replay waits for admission: it runs outside the section, holding

@@ -56,16 +56,15 @@ bool validate_fast(const t4a_launch_desc &d, bool kernel_same_runtime,
   uint64_t threads = uint64_t(b0) * b1 * b2;
   uint64_t shared = uint64_t(d.dynamic_shared_bytes) + k.static_shared_bytes;
   uint32_t count = d.arg_count;
-  bool bad = ((d.flags & ~k_launch_flags) != 0) | !kernel_same_runtime |
-             (g0 == 0) | (b0 == 0) | (b0 > lim.max_block[0]) |
-             (b1 > lim.max_block[1]) | (b2 > lim.max_block[2]) |
-             (threads > k.max_threads_per_block) |
-             (threads > lim.max_threads_per_block) |
-             (g0 > lim.max_grid[0]) | (g1 > lim.max_grid[1]) |
-             (g2 > lim.max_grid[2]) | (shared > lim.max_shared_optin) |
-             ((count != 0) & (d.args == nullptr)) |
-             (count > T4A_MAX_PARAM_BYTES) |
-             (k.params_known & (count != k.param_count));
+  bool bad =
+      ((d.flags & ~k_launch_flags) != 0) | !kernel_same_runtime | (g0 == 0) |
+      (b0 == 0) | (b0 > lim.max_block[0]) | (b1 > lim.max_block[1]) |
+      (b2 > lim.max_block[2]) | (threads > k.max_threads_per_block) |
+      (threads > lim.max_threads_per_block) | (g0 > lim.max_grid[0]) |
+      (g1 > lim.max_grid[1]) | (g2 > lim.max_grid[2]) |
+      (shared > lim.max_shared_optin) | ((count != 0) & (d.args == nullptr)) |
+      (count > T4A_MAX_PARAM_BYTES) |
+      (k.params_known & (count != k.param_count));
   if (bad) return false;
   // Parameter bytes only grow from one argument to the next, so one check
   // at the end equals validate_explained()'s check after each; they cannot
