@@ -162,34 +162,68 @@ template <class S> t4a_status check(const OutStruct<S> &c) {
   return core::check_out_struct(c.p, c.arg);
 }
 
-template <class Body, class... Got>
-t4a_status step(Body &body, std::tuple<Got &...> got) {
-  return std::apply(body, got);
-}
-
 template <class C> constexpr bool is_in = false;
 template <class T> constexpr bool is_in<In<T>> = true;
 
-template <class Body, class... Got, class C, class... Rest>
-t4a_status step(Body &body, std::tuple<Got &...> got, const C &c,
-                const Rest &...rest) {
-  if constexpr (is_in<C>) {
-    core::Ref<typename C::type> r;
-    if (t4a_status s = resolve(c.id, c.kind, c.arg, &r); s != T4A_SUCCESS)
-      return s;
-    return step(
-        body, std::tuple_cat(got, std::tuple<core::Ref<typename C::type> &>(r)),
-        rest...);
+// The references an item list resolves to: one core::Ref<T> per handle
+// item, in item order.
+template <class C> struct RefsOf {
+  using type = std::tuple<>;
+};
+template <class T> struct RefsOf<In<T>> {
+  using type = std::tuple<core::Ref<T>>;
+};
+template <class... C>
+using Refs = decltype(std::tuple_cat(
+    std::declval<typename RefsOf<std::decay_t<C>>::type>()...));
+
+// Checks item I onwards, in order; handle item I is the J-th. Runs inside
+// the caller's borrow section: each handle is borrowed
+// (Registry::borrow) and a reference taken before the section ends.
+template <size_t I, size_t J, class Items, class R>
+t4a_status check_items(const Items &items, R &refs) {
+  if constexpr (I == std::tuple_size_v<Items>) {
+    return T4A_SUCCESS;
   } else {
-    if (t4a_status s = check(c); s != T4A_SUCCESS) return s;
-    return step(body, got, rest...);
+    using C = std::decay_t<std::tuple_element_t<I, Items>>;
+    const C &c = std::get<I>(items);
+    if constexpr (is_in<C>) {
+      using T = typename C::type;
+      core::Object *obj = nullptr;
+      core::HandleCheck hc =
+          core::Registry::instance().borrow(c.id, c.kind, &obj);
+      if (hc != core::HandleCheck::Ok) return core::fail_handle(hc, c.id, c.arg);
+      std::get<J>(refs) = core::Ref<T>(static_cast<T *>(obj));
+      return check_items<I + 1, J + 1>(items, refs);
+    } else {
+      if (t4a_status s = check(c); s != T4A_SUCCESS) return s;
+      return check_items<I + 1, J>(items, refs);
+    }
   }
 }
 
-// The body is the last element of `all`, the items the ones before it.
+template <class Body, class R, size_t... K>
+t4a_status run_body(Body &body, R &refs, std::index_sequence<K...>) {
+  return body(std::get<K>(refs)...);
+}
+
+// The items are a[0..n-1], the body a[n].
 template <class All, size_t... I>
 t4a_status call_items(All &all, std::index_sequence<I...>) {
-  return step(std::get<sizeof...(I)>(all), std::tuple<>(), std::get<I>(all)...);
+  auto items = std::forward_as_tuple(std::get<I>(all)...);
+  Refs<std::tuple_element_t<I, All>...> refs;
+  {
+    // One borrow section for every handle of the call (a reference to
+    // each is taken inside it): one section entry per entry point, not
+    // one per handle. The body runs outside it, holding the references
+    // (it may wait).
+    core::BorrowSection section;
+    if (t4a_status s = check_items<0, 0>(items, refs); s != T4A_SUCCESS)
+      return s;
+  }
+  return run_body(
+      std::get<sizeof...(I)>(all), refs,
+      std::make_index_sequence<std::tuple_size_v<decltype(refs)>>());
 }
 
 } // namespace detail

@@ -210,8 +210,11 @@ t4a_status Runtime::report_broken() const {
 
 t4a_status Runtime::synchronize(const char *what) {
   if (t4a_status s = check_usable(); s != T4A_SUCCESS) return s;
-  ContextScope scope; // sealing may create an event
-  if (t4a_status s = scope.enter(ctx_, what); s != T4A_SUCCESS) return s;
+  // No current context needed: sealing takes a pooled event (the pool
+  // enters the context to create one) and records it in the stream's
+  // context (core/epochs.hpp), the drain names the stream, and what
+  // retires enters its own context to free. Leaving the caller's current
+  // context alone saves a driver call per synchronize.
   uint64_t through = 0;
   {
     Admission adm(admission_);
@@ -241,12 +244,12 @@ t4a_status Runtime::synchronize(const char *what) {
     // even if destroy closed the runtime during the wait.
     Admission adm(admission_, Admission::Internal);
     if (adm.status() != T4A_SUCCESS) return adm.status();
-    // Retired keepalives are dropped under admission: staging chunks must
-    // be back in the ring before another operation looks for one (a chunk
-    // neither kept nor free would make the ring report nothing to wait
-    // for). No destructor of a kept object takes an admission lock.
-    Epochs::Items retired;
-    epochs_.retire_through(*this, through, &retired);
+    // Retired keepalives are dropped under admission, in place (no list
+    // is made): staging chunks must be back in the ring before another
+    // operation looks for one (a chunk neither kept nor free would make
+    // the ring report nothing to wait for). No destructor of a kept object
+    // takes an admission lock or touches the epochs.
+    epochs_.retire_through(*this, through, nullptr);
   }
   return T4A_SUCCESS;
 }
