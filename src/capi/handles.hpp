@@ -167,9 +167,7 @@ template <class T> constexpr bool is_in<In<T>> = true;
 
 // The references an item list resolves to: one core::Ref<T> per handle
 // item, in item order.
-template <class C> struct RefsOf {
-  using type = std::tuple<>;
-};
+template <class C> struct RefsOf { using type = std::tuple<>; };
 template <class T> struct RefsOf<In<T>> {
   using type = std::tuple<core::Ref<T>>;
 };
@@ -192,7 +190,8 @@ t4a_status check_items(const Items &items, R &refs) {
       core::Object *obj = nullptr;
       core::HandleCheck hc =
           core::Registry::instance().borrow(c.id, c.kind, &obj);
-      if (hc != core::HandleCheck::Ok) return core::fail_handle(hc, c.id, c.arg);
+      if (hc != core::HandleCheck::Ok)
+        return core::fail_handle(hc, c.id, c.arg);
       std::get<J>(refs) = core::Ref<T>(static_cast<T *>(obj));
       return check_items<I + 1, J + 1>(items, refs);
     } else {

@@ -62,6 +62,25 @@ Epochs::Sealed &Epochs::next_slot() {
   return ring_[(head_ + sealed) & (size - 1)];
 }
 
+t4a_status Epochs::seal_for_drain(Runtime &rt) {
+  if (count() == 0) return T4A_SUCCESS;
+  // Captured keepalives go to the capture, as seal() moves them.
+  if (rt.capturing()) [[unlikely]]
+    return seal(rt);
+  // No room is made first (no query, no wait): the caller's drain retires
+  // this epoch and every older one right after.
+  Sealed &slot = next_slot(); // may throw: first, nothing moved yet
+  if (slot.items == nullptr) slot.items = new Object *[k_open_limit];
+  slot.seq = next_seq_++;
+  slot.event = nullptr; // proven by a drain (or a later proof), never queried
+  slot.n = count();
+  std::swap(slot.items, open_);
+  n_.store(0, std::memory_order_relaxed);
+  last_ = nullptr;
+  set_sealed(sealed_epochs() + 1);
+  return T4A_SUCCESS;
+}
+
 t4a_status Epochs::seal(Runtime &rt, bool record) {
   if (count() == 0) return T4A_SUCCESS;
   // While the runtime captures, an event recorded on its stream would be
@@ -159,7 +178,7 @@ bool Epochs::retire_front(Runtime &rt, Items *out, Mode mode) {
   }
   // The slot is free now (its array stays with it for reuse).
   s.n = 0;
-  rt.events().give_back(s.event);
+  if (s.event != nullptr) rt.events().give_back(s.event);
   s.event = nullptr;
   head_ = (head_ + 1) & (size - 1);
   set_sealed(sealed_epochs() - 1);
@@ -171,6 +190,13 @@ t4a_status Epochs::poll(Runtime &rt, Items *out, bool record) {
   if (out != nullptr) take_parked(out);
   while (sealed_epochs() != 0) {
     CUevent e = ring_[head_].event;
+    // An epoch sealed for a drain has no event. It is proven by the next
+    // sealed epoch's event (later in stream order) when that one has
+    // completed, else it waits for its drain (a drain that failed leaves
+    // it to the next seal). The loop then queries that next epoch again.
+    if (e == nullptr && sealed_epochs() > 1)
+      e = ring_[(head_ + 1) & (static_cast<uint32_t>(ring_.size()) - 1)].event;
+    if (e == nullptr) return T4A_SUCCESS;
     DrvResult r = in_stream_context(rt, [&] { return cu::event_query(e); });
     if (r.code == CUDA_ERROR_NOT_READY) return T4A_SUCCESS;
     if (!r) return record ? rt.fail_op(r, what) : rt.note_failure(r, what);
@@ -188,8 +214,12 @@ t4a_status Epochs::wait_oldest(Runtime &rt, Items *out, bool record) {
   rt.counters().host_waits.add();
   const char *what = "waiting for the oldest completion epoch";
   CUevent e = ring_[head_].event;
+  // An epoch sealed for a drain has no event: waiting for it is waiting
+  // for the stream, as its drain does.
   if (DrvResult r =
-          in_stream_context(rt, [&] { return cu::event_synchronize(e); });
+          e != nullptr
+              ? in_stream_context(rt, [&] { return cu::event_synchronize(e); })
+              : cu::stream_synchronize(rt.stream());
       !r)
     return record ? rt.fail_op(r, what) : rt.note_failure(r, what);
   if (out != nullptr) {

@@ -166,6 +166,14 @@ public:
   // failure is not recorded as the thread's last error (the caller's own
   // operation succeeded); a sticky one still marks the runtime broken.
   t4a_status seal(Runtime &rt, bool record = true);
+  // Seals the open epoch without an event, for a caller that drains the
+  // stream next and then retires through sealed_through() (synchronize):
+  // the drain is the proof, so no event is taken or recorded. Until then
+  // poll() retires such an epoch only once the next sealed epoch's event
+  // has completed (a drain that failed leaves it to the next seal), and
+  // wait_oldest() waits for the stream instead of an event. While the
+  // runtime captures, it is seal().
+  t4a_status seal_for_drain(Runtime &rt);
   // Retires completed sealed epochs, oldest first, without blocking. With
   // `out`, the parked objects and the retired keepalives move to it; without
   // (a seal), last references are parked (see above).

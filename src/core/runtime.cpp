@@ -224,8 +224,10 @@ t4a_status Runtime::synchronize(const char *what) {
     if (t4a_status s = refuse_capturing(*this, "t4a_runtime_synchronize");
         s != T4A_SUCCESS)
       return s;
-    // The open epoch is sealed so that the drain can retire it.
-    if (t4a_status s = epochs_.seal(*this); s != T4A_SUCCESS) return s;
+    // The open epoch is sealed so that the drain can retire it; the drain
+    // is its proof, so it records no event (core/epochs.hpp).
+    if (t4a_status s = epochs_.seal_for_drain(*this); s != T4A_SUCCESS)
+      return s;
     through = epochs_.sealed_through();
     // Announced under admission: a capture begun after this admission
     // waits until the drain below has returned (capture.cpp).

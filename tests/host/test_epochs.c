@@ -222,6 +222,51 @@ static void test_sealed_epochs_bounded_when_device_lags(void **state) {
   unmake(&s, MODULES);
 }
 
+/* Synchronize seals the open epoch without an event: the drain is the
+ * proof, so it records none (no cuEventRecord) and retires everything. A
+ * drain that fails (a non-sticky error, injected) leaves that eventless
+ * epoch sealed; the next epoch sealed with an event proves it once that
+ * event completes, so the sealed epochs stay as few as before, and the
+ * next synchronize retires everything. */
+static void test_synchronize_seals_without_event(void **state) {
+  (void)state;
+  setup s;
+  make(&s, MODULES);
+  launch_cycling(&s, MODULES, MODULES); /* MODULES keeps, nothing sealed */
+  t4a_runtime_stats before = stats_of(s.rt);
+  assert_int_equal(before.open_epoch_items, MODULES);
+  t4a_testing_count_calls(1);
+  ASSERT_OK(t4a_runtime_synchronize(s.rt));
+  assert_int_equal(t4a_testing_call_count("cuEventRecord"), 0);
+  assert_int_equal(t4a_testing_call_count("cuStreamSynchronize"), 1);
+  t4a_runtime_stats after = stats_of(s.rt);
+  assert_int_equal(after.events_recorded, before.events_recorded);
+  assert_int_equal(after.open_epoch_items, 0);
+  assert_int_equal(after.sealed_epochs, 0);
+  /* a failed drain */
+  launch_cycling(&s, MODULES, MODULES);
+  ASSERT_OK(t4a_testing_fault_arm("cuStreamSynchronize", 1,
+                                  1 /* INVALID_VALUE */,
+                                  T4A_TESTING_FAULT_INSTEAD));
+  ASSERT_STATUS(t4a_runtime_synchronize(s.rt), T4A_ERROR_DRIVER);
+  t4a_testing_fault_reset();
+  after = stats_of(s.rt);
+  assert_int_equal(after.open_epoch_items, 0);
+  assert_int_equal(after.sealed_epochs, 1); /* eventless, unproven */
+  /* many seals with events later: the eventless epoch retires with the
+   * first of them, and launch_cycling checks the bound on sealed epochs */
+  launch_cycling(&s, MODULES, 20L * OPEN_LIMIT);
+  after = stats_of(s.rt);
+  assert_true(after.sealed_epochs <= SEALED_MAX);
+  assert_int_equal(after.host_waits, before.host_waits + 2);
+  ASSERT_OK(t4a_runtime_synchronize(s.rt));
+  after = stats_of(s.rt);
+  assert_int_equal(after.open_epoch_items, 0);
+  assert_int_equal(after.sealed_epochs, 0);
+  t4a_testing_count_calls(0);
+  unmake(&s, MODULES);
+}
+
 static void test_contained_breaks_runtime(void **state) {
   (void)state;
   setup s;
@@ -259,6 +304,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_two_modules_deduplicated),
       cmocka_unit_test(test_failed_seal_fails_launch_before_enqueue),
       cmocka_unit_test(test_sealed_epochs_bounded_when_device_lags),
+      cmocka_unit_test(test_synchronize_seals_without_event),
   };
   const struct CMUnitTest sticky[] = {
       cmocka_unit_test(test_contained_breaks_runtime),
