@@ -5,6 +5,10 @@
 #include <cstring>
 #include <exception>
 
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
 namespace t4a::memory {
 
 namespace {
@@ -13,6 +17,48 @@ const core::PartSlot k_copy_workers_slot =
     core::register_part("copy workers", 110);
 
 constexpr auto k_spin = std::chrono::microseconds(200);
+
+// Parts at least this large are copied with non-temporal stores: the
+// destination is not read soon by this thread (pinned staging is read by
+// the DMA engine; a download's pageable destination is far larger than the
+// caches), and streaming stores skip reading each destination line into
+// the cache first, one memory pass of the three or four a pageable byte
+// costs. Smaller copies use memcpy (cache-warm, and latency matters more).
+constexpr size_t k_stream_min = size_t(256) << 10;
+
+// memcpy with non-temporal stores for the 16-byte-aligned bulk (SSE2, part
+// of every x86-64 CPU); plain memcpy elsewhere and below k_stream_min. The
+// closing fence orders the streaming stores before whatever the caller
+// does next (the part's completion count, then the DMA's enqueue or the
+// transfer's return).
+void stream_copy(unsigned char *d, const unsigned char *s, size_t n) {
+#if defined(__x86_64__)
+  if (n < k_stream_min) {
+    std::memcpy(d, s, n);
+    return;
+  }
+  size_t head = (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15;
+  std::memcpy(d, s, head);
+  d += head;
+  s += head;
+  n -= head;
+  size_t body = n & ~size_t(63);
+  for (size_t i = 0; i < body; i += 64) {
+    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i));
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i + 16));
+    __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i + 32));
+    __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i *>(d + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i *>(d + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i *>(d + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i *>(d + i + 48), e);
+  }
+  std::memcpy(d + body, s + body, n - body);
+  _mm_sfence();
+#else
+  std::memcpy(d, s, n);
+#endif
+}
 
 } // namespace
 
@@ -73,7 +119,7 @@ void CopyWorkers::work(std::unique_lock<std::mutex> &lock) {
     // reset parts_ (or start the next copy) while this thread runs on.
     const size_t total = parts_;
     lock.unlock();
-    std::memcpy(d, s, n);
+    stream_copy(d, s, n);
     bool last = done_.fetch_add(1, std::memory_order_acq_rel) + 1 == total;
     lock.lock();
     if (last && caller_sleeping_) done_cv_.notify_one();
@@ -122,7 +168,8 @@ void CopyWorkers::copy(void *dst, const void *src, size_t bytes,
     parts = std::min(parts, pool_.size() + 1);
   }
   if (parts <= 1) {
-    std::memcpy(dst, src, bytes);
+    stream_copy(static_cast<unsigned char *>(dst),
+                static_cast<const unsigned char *>(src), bytes);
     return;
   }
   parallel_copies_.fetch_add(1, std::memory_order_relaxed);
