@@ -18,26 +18,16 @@ const core::PartSlot k_copy_workers_slot =
 
 constexpr auto k_spin = std::chrono::microseconds(200);
 
-// Parts at least this large are copied with non-temporal stores: the
-// destination is not read soon by this thread (pinned staging is read by
-// the DMA engine; a download's pageable destination is far larger than the
-// caches), and streaming stores skip reading each destination line into
-// the cache first, one memory pass of the three or four a pageable byte
-// costs. Smaller copies use memcpy (cache-warm, and latency matters more).
-constexpr size_t k_stream_min = size_t(256) << 10;
-
 // memcpy with non-temporal stores for the 16-byte-aligned bulk (SSE2, part
-// of every x86-64 CPU); plain memcpy elsewhere and below k_stream_min. The
-// closing fence orders the streaming stores before whatever the caller
-// does next (the part's completion count, then the DMA's enqueue or the
-// transfer's return).
+// of every x86-64 CPU): they skip reading each destination line into the
+// cache first (the transfer plan says when that pays). Plain memcpy on
+// other CPUs. The closing fence orders the streaming stores before
+// whatever the caller does next (the part's completion count, then the
+// DMA's enqueue or the transfer's return).
 void stream_copy(unsigned char *d, const unsigned char *s, size_t n) {
 #if defined(__x86_64__)
-  if (n < k_stream_min) {
-    std::memcpy(d, s, n);
-    return;
-  }
-  size_t head = (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15;
+  size_t head = std::min<size_t>(
+      (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15, n);
   std::memcpy(d, s, head);
   d += head;
   s += head;
@@ -118,8 +108,12 @@ void CopyWorkers::work(std::unique_lock<std::mutex> &lock) {
     // Read under the lock: once the last part is counted the caller may
     // reset parts_ (or start the next copy) while this thread runs on.
     const size_t total = parts_;
+    const bool streaming = streaming_;
     lock.unlock();
-    stream_copy(d, s, n);
+    if (streaming)
+      stream_copy(d, s, n);
+    else
+      std::memcpy(d, s, n);
     bool last = done_.fetch_add(1, std::memory_order_acq_rel) + 1 == total;
     lock.lock();
     if (last && caller_sleeping_) done_cv_.notify_one();
@@ -151,7 +145,7 @@ void CopyWorkers::run() {
 }
 
 void CopyWorkers::copy(void *dst, const void *src, size_t bytes,
-                       size_t min_part) {
+                       size_t min_part, bool streaming) {
   size_t parts = std::min<size_t>(static_cast<size_t>(threads_),
                                   bytes / std::max<size_t>(min_part, 1));
   if (parts > 1 && pool_.size() + 1 < static_cast<size_t>(threads_)) {
@@ -168,8 +162,11 @@ void CopyWorkers::copy(void *dst, const void *src, size_t bytes,
     parts = std::min(parts, pool_.size() + 1);
   }
   if (parts <= 1) {
-    stream_copy(static_cast<unsigned char *>(dst),
-                static_cast<const unsigned char *>(src), bytes);
+    if (streaming)
+      stream_copy(static_cast<unsigned char *>(dst),
+                  static_cast<const unsigned char *>(src), bytes);
+    else
+      std::memcpy(dst, src, bytes);
     return;
   }
   parallel_copies_.fetch_add(1, std::memory_order_relaxed);
@@ -177,6 +174,7 @@ void CopyWorkers::copy(void *dst, const void *src, size_t bytes,
   dst_ = static_cast<unsigned char *>(dst);
   src_ = static_cast<const unsigned char *>(src);
   bytes_ = bytes;
+  streaming_ = streaming;
   part_ = (bytes + parts - 1) / parts;
   part_ = (part_ + 4095) & ~size_t(4095);
   parts_ = (bytes + part_ - 1) / part_;

@@ -30,7 +30,10 @@ public:
   explicit CopyWorkers(int threads);
   ~CopyWorkers() override;
 
-  void copy(void *dst, const void *src, size_t bytes, size_t min_part);
+  // With `streaming`, the bulk of each part is written with non-temporal
+  // stores (the transfer plan's `stream`).
+  void copy(void *dst, const void *src, size_t bytes, size_t min_part,
+            bool streaming = false);
   int threads() const { return threads_; }
   // Copies that ran on more than one thread (for tests and docs).
   uint64_t parallel_copies() const {
@@ -57,6 +60,7 @@ private:
   unsigned char *dst_ = nullptr;
   const unsigned char *src_ = nullptr;
   size_t bytes_ = 0;
+  bool streaming_ = false;
   size_t part_ = 0;
   size_t parts_ = 0;
   size_t next_ = 0;

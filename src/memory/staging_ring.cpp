@@ -27,11 +27,12 @@ TransferTuning TransferTuning::from_env() {
   if (v == nullptr || *v == '\0') return {};
   TransferTuning t;
   if (!TransferTuning::parse(v, &t)) {
-    core::logf(T4A_LOG_WARN,
-               "T4A_TRANSFER_FORCE=\"%s\" is malformed (expected a comma-"
-               "separated list of piece=BYTES, part=BYTES, direct=0|1, "
-               "pend=event|stream); it is ignored",
-               v);
+    core::logf(
+        T4A_LOG_WARN,
+        "T4A_TRANSFER_FORCE=\"%s\" is malformed (expected a comma-"
+        "separated list of piece=BYTES, part=BYTES, direct=0|1, stream=0|1, "
+        "pend=event|stream); it is ignored",
+        v);
     return {};
   }
   return t;

@@ -66,7 +66,7 @@ t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
                                 "after %llu of %llu bytes were enqueued",
                                 static_cast<unsigned long long>(done),
                                 static_cast<unsigned long long>(bytes));
-      workers.copy(span.host, in + done, len, plan.part_for(len));
+      workers.copy(span.host, in + done, len, plan.part_for(len), plan.stream);
       DrvResult r = cu::memcpy_htod_async(dst.ptr() + offset + done, span.host,
                                           len, rt.stream());
       if (!r) {
@@ -125,7 +125,7 @@ t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
       return rt.fail_op(r, "waiting for a staged download");
     }
     workers.copy(dst, span.host, static_cast<size_t>(bytes),
-                 plan.part_for(static_cast<size_t>(bytes)));
+                 plan.part_for(static_cast<size_t>(bytes)), plan.stream);
     return T4A_SUCCESS;
   }
   struct Stage {
@@ -155,7 +155,7 @@ t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
     if (auto r = cu::event_synchronize(st.event); !r)
       return abandon(rt.fail_op(r, "waiting for a staged download chunk"));
     workers.copy(dst + st.offset, st.span.host, st.span.bytes,
-                 plan.part_for(st.span.bytes));
+                 plan.part_for(st.span.bytes), plan.stream);
     rt.events().give_back(st.event);
     stages.pop_front();
     return T4A_SUCCESS;

@@ -1,9 +1,9 @@
 // Host lane (fake driver): the transfer plan (src/memory/transfer_plan.hpp,
 // docs/memory.md "Transfer paths"). Each size class takes its path:
 //  - plan: one piece up to the staging chunk, pieces of a chunk above it;
-//    parallel copy parts of at least 64 KiB from 1 MiB; a forced piece is clamped to
-//    the chunk; direct applies to downloads only; T4A_TRANSFER_FORCE parsing
-//    accepts the documented forms and rejects everything else;
+//    parallel copy parts of at least 64 KiB from 1 MiB; a forced piece is
+//    clamped to the chunk; direct applies to downloads only; T4A_TRANSFER_FORCE
+//    parsing accepts the documented forms and rejects everything else;
 //  - through the C API on the fake driver: the number of DMA calls per
 //    transfer (pieces), a one-piece download drains the stream (no event),
 //    a pipelined one records one event per piece; copy workers start only
@@ -11,7 +11,8 @@
 //    pieces, direct downloads (no staging) and chained pending deliveries
 //    (T4A_TRANSFER_FORCE is read at a runtime's first pageable transfer);
 //  - bytes are exact across piece and part boundaries, at odd sizes and
-//    offsets, both directions;
+//    offsets, both directions, with plain and with non-temporal host copies
+//    (stream, from 1 MiB; forced for every size);
 //  - small pending downloads take pinned host snapshot slots (16, then a
 //    device snapshot), given back on delivery and on release; a released
 //    slot whose event query fails (injected NOT_READY) is not reused;
@@ -129,6 +130,15 @@ void test_plan_sizes(void **) {
     assert_int_equal(p.part_for(MiB), 64 * KiB);
     assert_int_equal(p.part_for(8 * MiB), 64 * KiB);
   }
+  // Non-temporal host copies: both directions from 1 MiB, uploads only
+  // below 128 MiB.
+  assert_false(plan_transfer(none, chunk, true, MiB - 1).stream);
+  assert_false(plan_transfer(none, chunk, false, MiB - 1).stream);
+  assert_true(plan_transfer(none, chunk, true, MiB).stream);
+  assert_true(plan_transfer(none, chunk, false, MiB).stream);
+  assert_true(plan_transfer(none, chunk, true, 128 * MiB - 1).stream);
+  assert_false(plan_transfer(none, chunk, true, 128 * MiB).stream);
+  assert_true(plan_transfer(none, chunk, false, 256 * MiB).stream);
   // A zero-byte plan still has a non-zero piece (never divides by zero).
   assert_int_equal(plan_transfer(none, chunk, true, 0).piece, 1);
 }
@@ -146,6 +156,11 @@ void test_plan_forced(void **) {
   assert_false(up.direct); // never for uploads: src must be captured
   TransferPlan down = plan_transfer(t, 8 * MiB, false, 256 * MiB);
   assert_true(down.direct);
+  t.stream = 1; // both directions, any size
+  assert_true(plan_transfer(t, 8 * MiB, true, 256 * MiB).stream);
+  assert_true(plan_transfer(t, 8 * MiB, false, 4).stream);
+  t.stream = 0;
+  assert_false(plan_transfer(t, 8 * MiB, false, 256 * MiB).stream);
   t.piece = 256 * KiB;
   assert_int_equal(plan_transfer(t, 8 * MiB, true, MiB).piece, 256 * KiB);
   assert_int_equal(plan_transfer(t, 8 * MiB, true, 100).piece, 100);
@@ -162,6 +177,11 @@ void test_parse(void **) {
   assert_int_equal(t.direct, 1);
   assert_int_equal(t.pend_stream, 1);
   assert_int_equal(t.piece, 4096);
+  assert_int_equal(t.stream, -1);
+  assert_true(TransferTuning::parse("stream=0,part=4K", &t));
+  assert_int_equal(t.stream, 0);
+  assert_true(TransferTuning::parse("stream=1", &t));
+  assert_int_equal(t.stream, 1);
   assert_true(TransferTuning::parse("pend=event,,part=2M", &t));
   assert_int_equal(t.pend_stream, 0);
   assert_int_equal(t.min_part, 2 * MiB);
@@ -176,6 +196,8 @@ void test_parse(void **) {
                        "part=1M ",
                        "direct=2",
                        "pend=spin",
+                       "stream=2",
+                       "stream=",
                        "threads=4",
                        "piece=99999999999999999999",
                        "piece=18014398509481984M"};
@@ -322,6 +344,26 @@ void test_forced_paths(void **) {
     assert_int_equal(calls("dtoh_calls") - d0, 1);
     assert_int_equal(r.staging_peak(), 0);
     assert_memory_equal(out.data(), in.data(), in.size());
+  }
+  {
+    // Non-temporal host copies forced for every size: exact bytes around
+    // the 16-byte-aligned bulk (head, tail, odd offsets) both ways.
+    setenv("T4A_TRANSFER_FORCE", "stream=1", 1);
+    Rt r(2, 8 * MiB, 16 * MiB, 2 * MiB);
+    unsigned seed = 40;
+    for (uint64_t n : {uint64_t(1), uint64_t(15), uint64_t(64), uint64_t(65),
+                       uint64_t(4 * KiB + 3), uint64_t(MiB + 5)}) {
+      for (uint64_t offset : {uint64_t(0), uint64_t(3), uint64_t(17)}) {
+        auto src = pattern(n, seed++);
+        ok(t4a_buffer_upload(r.rt, r.buf, offset, src.data(), n));
+        std::vector<unsigned char> dst(n + 2, 0xEE);
+        ok(t4a_buffer_download_sync(r.rt, r.buf, offset, dst.data() + 1, n));
+        assert_memory_equal(dst.data() + 1, src.data(), n);
+        assert_int_equal(dst[0], 0xEE);
+        assert_int_equal(dst[n + 1], 0xEE);
+      }
+    }
+    unsetenv("T4A_TRANSFER_FORCE");
   }
   {
     // A malformed value is ignored as a whole: the plan by size.
