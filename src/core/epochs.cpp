@@ -219,7 +219,8 @@ t4a_status Epochs::wait_oldest(Runtime &rt, Items *out, bool record) {
   if (DrvResult r =
           e != nullptr
               ? in_stream_context(rt, [&] { return cu::event_synchronize(e); })
-              : cu::stream_synchronize(rt.stream());
+              : in_stream_context(
+                    rt, [&] { return cu::stream_synchronize(rt.stream()); });
       !r)
     return record ? rt.fail_op(r, what) : rt.note_failure(r, what);
   if (out != nullptr) {

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/process_fault.hpp"
+#include "core/stream_context.hpp"
 #include "core/struct_io.hpp"
 #include "driver/result_class.hpp"
 
@@ -210,9 +211,9 @@ t4a_status Runtime::report_broken() const {
 
 t4a_status Runtime::synchronize(const char *what) {
   if (t4a_status s = check_usable(); s != T4A_SUCCESS) return s;
-  // No current context needed: sealing takes a pooled event (the pool
-  // enters the context to create one) and records it in the stream's
-  // context (core/epochs.hpp), the drain names the stream, and what
+  // No current context needed: the seal takes no event (seal_for_drain),
+  // the drain names the stream (repeated in the runtime's context should a
+  // driver refuse it without one, core/stream_context.hpp), and what
   // retires enters its own context to free. Leaving the caller's current
   // context alone saves a driver call per synchronize.
   uint64_t through = 0;
@@ -234,7 +235,10 @@ t4a_status Runtime::synchronize(const char *what) {
     drains_.fetch_add(1, std::memory_order_acq_rel);
   }
   counters_.host_waits.add();
-  DrvResult drained = cu::stream_synchronize(stream_);
+  // Named by the stream, without the context current; a driver that still
+  // wants one gets the runtime's (core/stream_context.hpp).
+  DrvResult drained =
+      in_stream_context(*this, [&] { return cu::stream_synchronize(stream_); });
   drains_.fetch_sub(1, std::memory_order_acq_rel);
   if (!drained) {
     drained_.store(false, std::memory_order_release);

@@ -267,6 +267,59 @@ static void test_synchronize_seals_without_event(void **state) {
   unmake(&s, MODULES);
 }
 
+/* The drains that prove eventless epochs name the stream without making the
+ * runtime's context current, so a driver that answers INVALID_CONTEXT for
+ * want of one (injected once) gets the call again in the runtime's context,
+ * as every other stream call does (core/stream_context.hpp): synchronize's
+ * drain, and the drain wait_oldest() makes for an eventless oldest epoch
+ * (a failed synchronize left it; a lagging device fills the sealed epochs
+ * to their bound, so a seal waits for the oldest). Before the fix both
+ * failed with DRIVER (201). */
+static void test_drains_retry_in_context(void **state) {
+  (void)state;
+  setup s;
+  make(&s, MODULES);
+  launch_cycling(&s, MODULES, MODULES);
+  ASSERT_OK(t4a_testing_fault_arm("cuStreamSynchronize", 1,
+                                  201 /* INVALID_CONTEXT */,
+                                  T4A_TESTING_FAULT_INSTEAD));
+  ASSERT_OK(t4a_runtime_synchronize(s.rt));
+  t4a_testing_fault_reset();
+  t4a_runtime_stats st = stats_of(s.rt);
+  assert_int_equal(st.open_epoch_items, 0);
+  assert_int_equal(st.sealed_epochs, 0);
+  /* an eventless oldest epoch: a failed drain */
+  launch_cycling(&s, MODULES, MODULES);
+  ASSERT_OK(t4a_testing_fault_arm("cuStreamSynchronize", 1,
+                                  1 /* INVALID_VALUE */,
+                                  T4A_TESTING_FAULT_INSTEAD));
+  ASSERT_STATUS(t4a_runtime_synchronize(s.rt), T4A_ERROR_DRIVER);
+  t4a_testing_fault_reset();
+  assert_int_equal(stats_of(s.rt).sealed_epochs, 1);
+  /* the device lags: seals pile up until one waits for the oldest, which
+   * has no event, by draining the stream (refused once) */
+  ASSERT_OK(t4a_testing_fault_arm("cuStreamSynchronize", 1,
+                                  201 /* INVALID_CONTEXT */,
+                                  T4A_TESTING_FAULT_INSTEAD));
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.grid[0] = 1;
+  d.block[0] = 1;
+  t4a_runtime_stats before = stats_of(s.rt);
+  for (long i = 0; i < 70L * OPEN_LIMIT; ++i) {
+    ASSERT_OK(t4a_testing_fault_arm("cuEventQuery", 1, 600 /* NOT_READY */,
+                                    T4A_TESTING_FAULT_INSTEAD));
+    d.kernel = s.kernels[i % MODULES];
+    ASSERT_OK(t4a_launch(s.rt, &d));
+  }
+  t4a_testing_fault_reset();
+  st = stats_of(s.rt);
+  assert_true(st.host_waits > before.host_waits); /* the oldest was waited */
+  assert_true(st.sealed_epochs <= 64);
+  ASSERT_OK(t4a_runtime_synchronize(s.rt));
+  assert_int_equal(stats_of(s.rt).sealed_epochs, 0);
+  unmake(&s, MODULES);
+}
+
 static void test_contained_breaks_runtime(void **state) {
   (void)state;
   setup s;
@@ -305,6 +358,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_failed_seal_fails_launch_before_enqueue),
       cmocka_unit_test(test_sealed_epochs_bounded_when_device_lags),
       cmocka_unit_test(test_synchronize_seals_without_event),
+      cmocka_unit_test(test_drains_retry_in_context),
   };
   const struct CMUnitTest sticky[] = {
       cmocka_unit_test(test_contained_breaks_runtime),
