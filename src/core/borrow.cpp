@@ -207,13 +207,9 @@ void drain() {
 
 } // namespace borrow
 
-void retire(Object *obj) {
-  if (!borrow::any_active()) {
-    obj->drop_ref_fast(); // registered objects are never recycled
-    if (borrow::g_pending.load(std::memory_order_acquire)) [[unlikely]]
-      borrow::drain();
-    return;
-  }
+namespace {
+// retire() when a section is open somewhere: defer.
+[[gnu::noinline]] void retire_deferred(Object *obj) {
   {
     std::lock_guard<std::mutex> lock(borrow::g_deferred.s.mu);
     try {
@@ -229,6 +225,17 @@ void retire(Object *obj) {
   // The sections that were open may all have ended before `pending` was
   // set (and so not seen it): scan again.
   borrow::drain();
+}
+} // namespace
+
+void retire(Object *obj) {
+  if (borrow::any_active()) [[unlikely]] {
+    retire_deferred(obj);
+    return;
+  }
+  obj->drop_ref_fast(); // registered objects are never recycled
+  if (borrow::g_pending.load(std::memory_order_acquire)) [[unlikely]]
+    borrow::drain();
 }
 
 void borrow_at_fork(ForkPhase phase) {

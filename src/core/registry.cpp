@@ -129,11 +129,15 @@ HandleCheck Registry::check_state(uint64_t id, Kind kind, uint64_t st) {
   return HandleCheck::Ok;
 }
 
-uint32_t Registry::take_slot() {
+inline uint32_t Registry::take_slot() {
   ThreadSlots *t = tl_slots;
   if (t != nullptr && t->n != 0) [[likely]]
     return t->index[--t->n];
-  t = thread_slots();
+  return take_slot_slow();
+}
+
+uint32_t Registry::take_slot_slow() {
+  ThreadSlots *t = thread_slots();
   if (t == nullptr) throw std::bad_alloc();
   std::lock_guard<FastMutex> lock(mu_);
   uint32_t n = 0;
