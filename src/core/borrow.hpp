@@ -11,7 +11,7 @@
 // section to end (or the next retire that finds none open).
 //
 // Why that is enough (Dekker's pattern, seq_cst where marked):
-//   reader: active := 1 (seq_cst);  p := slot.obj (seq_cst);  (use p)
+//   reader: active := k_plain (seq_cst);  p := slot.obj (seq_cst);  (use p)
 //           ... active := 0 (release)
 //   writer: slot.obj := null (seq_cst);  scan every thread's `active`
 //           (seq_cst)

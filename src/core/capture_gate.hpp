@@ -39,6 +39,7 @@
 #include <atomic>
 
 #include "core/borrow.hpp"
+#include "core/log.hpp"
 
 namespace t4a::core {
 
@@ -51,11 +52,17 @@ public:
   // std::shared_lock: opens a gate window on the calling thread and loads
   // the flag (the reader's half of the pattern above); the caller then
   // reads Runtime::capturing().
+  // What the thread logs meanwhile (a driver call's context retry) is
+  // delivered after the window closed.
   void lock_shared() {
+    log_defer_begin();
     (void)borrow::open_window();
     (void)closed();
   }
-  void unlock_shared() { borrow::close_window(borrow::tl_record); }
+  void unlock_shared() {
+    borrow::close_window(borrow::tl_record);
+    log_defer_end();
+  }
 
   // The writer, under the runtime's admission, after the runtime's flag
   // changed: stores the gate's flag and waits for the windows open now.

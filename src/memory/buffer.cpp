@@ -5,7 +5,6 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/registry.hpp"
-#include "core/stream_context.hpp"
 #include "driver/result_class.hpp"
 
 namespace t4a::memory {
@@ -24,7 +23,37 @@ void Buffer::operator delete(void *p) noexcept { BufferBlocks::give(p); }
 Buffer::Buffer(core::Ref<core::Runtime> rt)
     : Object(core::Kind::Buffer), rt_(std::move(rt)) {}
 
-using core::in_stream_context;
+namespace {
+
+// A driver call on the runtime's stream made inside a gate window, with
+// core/stream_context.hpp's retry (CUDA_ERROR_INVALID_CONTEXT: once more
+// with the runtime's context current). Switching the context may log, and
+// nothing may log inside a window: a retry starts a log deferral
+// (*deferring), which the caller ends once the window has closed
+// (end_deferral), so that what was logged is delivered then.
+[[gnu::noinline]] T4A_COLD void begin_deferral(bool *deferring) {
+  if (*deferring) return;
+  core::log_defer_begin();
+  *deferring = true;
+}
+template <class F>
+inline DrvResult call_in_window(core::Runtime &rt, bool *deferring, F f) {
+  DrvResult r = f();
+  if (r.code != CUDA_ERROR_INVALID_CONTEXT) [[likely]]
+    return r;
+  begin_deferral(deferring);
+  core::ContextScope scope;
+  if (scope.enter(rt.context(), "retrying with the runtime's context", false) !=
+      T4A_SUCCESS)
+    return r;
+  return f();
+}
+inline void end_deferral(bool deferring) {
+  if (deferring) [[unlikely]]
+    core::log_defer_end();
+}
+
+} // namespace
 
 namespace {
 
@@ -89,6 +118,7 @@ t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
   CUdeviceptr p = 0;
   DrvResult r{};
   bool closed = false;
+  bool deferring = false; // call_in_window
   {
     // Not admitted: checked and enqueued in a capture-gate window, so no
     // allocation (or zeroing) lands in a capture begun meanwhile by another
@@ -96,14 +126,16 @@ t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
     core::GateSection window;
     closed = rt.capture().gate().closed();
     if (!closed) [[likely]] {
-      r = in_stream_context(rt, [&] {
+      r = call_in_window(rt, &deferring, [&] {
         return cu::mem_alloc_from_pool_async(&p, bytes, rt.pool(), rt.stream());
       });
       if (r && zeroed != nullptr)
-        *zeroed = in_stream_context(
-            rt, [&] { return cu::memset_d8_async(p, 0, bytes, rt.stream()); });
+        *zeroed = call_in_window(rt, &deferring, [&] {
+          return cu::memset_d8_async(p, 0, bytes, rt.stream());
+        });
     }
   }
+  end_deferral(deferring);
   if (closed) [[unlikely]]
     return core::fail_capturing(rt, what);
   return finish_alloc(rt, r, bytes, p, out, what);
@@ -114,6 +146,7 @@ void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
   core::RuntimeCounters &c = rt.counters();
   DrvResult r{};
   bool unprovable = false;
+  bool deferring = false; // call_in_window
   {
     // Checked and enqueued in a capture-gate window: a capture begun by
     // another thread meanwhile gets neither (core/capture_gate.hpp).
@@ -127,9 +160,10 @@ void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
     }
     unprovable = rt.completion_unprovable();
     if (!unprovable) [[likely]]
-      r = in_stream_context(
-          rt, [&] { return cu::mem_free_async(ptr, rt.stream()); });
+      r = call_in_window(rt, &deferring,
+                         [&] { return cu::mem_free_async(ptr, rt.stream()); });
   } // closed before anything below logs
+  end_deferral(deferring);
   c.device_bytes.free(bytes);
   if (!unprovable && r) [[likely]] {
     c.frees.add();
@@ -142,6 +176,7 @@ bool Buffer::alloc_warm(uint64_t runtime_id, uint64_t bytes,
                         core::Ref<Buffer> *out, t4a_status *status) {
   core::Ref<Buffer> b;
   DrvResult r{};
+  bool deferring = false; // call_in_window
   {
     // The runtime is borrowed (valid until the window closes) and the
     // buffer takes the one reference to it that it keeps. The checks are
@@ -159,11 +194,12 @@ bool Buffer::alloc_warm(uint64_t runtime_id, uint64_t bytes,
       return false;
     b = core::Ref<Buffer>::adopt(new Buffer(core::Ref<core::Runtime>(&rt)));
     b->bytes_ = bytes;
-    r = in_stream_context(rt, [&] {
+    r = call_in_window(rt, &deferring, [&] {
       return cu::mem_alloc_from_pool_async(&b->ptr_, bytes, rt.pool(),
                                            rt.stream());
     });
   }
+  end_deferral(deferring);
   CUdeviceptr p = b->ptr_;
   b->ptr_ = 0; // set again by finish_alloc on success
   *status = finish_alloc(*b->rt_, r, bytes, p, &b->ptr_, "allocating a buffer");
