@@ -4,6 +4,7 @@
 
 #include <mutex>
 #include <new>
+#include <thread>
 #include <vector>
 
 #include "core/log.hpp"
@@ -64,6 +65,32 @@ bool any_active() {
     left -= n;
   }
   return false;
+}
+
+// Each gate window open in another thread now: waits until it closes.
+// seq_cst loads, as any_active's: a window entered after its entry was
+// read here belongs to a reader whose load of the gate's flag comes after
+// the caller's store of it in the single order, so it sees the new flag
+// (core/capture_gate.hpp). A window is waited for until the record shows
+// anything else (closed, or another window, whose stamp differs).
+void wait_windows() {
+  const BorrowRecord *self = tl_record;
+  uint32_t left = g_dir_high.load(std::memory_order_seq_cst);
+  for (const DirChunk *c = &g_dir; left != 0;
+       c = c->next.load(std::memory_order_seq_cst)) {
+    uint32_t n = left < DirChunk::k_entries ? left : DirChunk::k_entries;
+    for (uint32_t i = 0; i < n; ++i) {
+      const BorrowRecord *r = c->entry[i].load(std::memory_order_seq_cst);
+      if (r == nullptr || r == self) continue;
+      uint32_t seen = r->active.load(std::memory_order_seq_cst);
+      if ((seen & 1) == 0) continue; // no window open
+      // acquire: what the window's thread did in it happens before the
+      // caller goes on (its release store closed the window).
+      while (r->active.load(std::memory_order_acquire) == seen)
+        std::this_thread::yield();
+    }
+    left -= n;
+  }
 }
 
 // Raises the high-water mark to cover entry `index` (before it is taken).
@@ -142,11 +169,29 @@ BorrowRecord *attach() {
   if (r == nullptr) r = new BorrowRecord();
   enter_directory(r); // may throw std::bad_alloc: the record is leaked
   r->depth = 0;
+  r->gate_depth = 0;
   tl_record = r;
   // A thread that reaches the library after its TLS destructors ran (a
   // static destructor at exit) keeps its record: at most one per thread.
   (void)pthread_setspecific(exit_key(), r); // failure: the record is kept
   return r;
+}
+
+void wait_for_gate_windows() { wait_windows(); }
+
+void open_window_nested(BorrowRecord *r) {
+  ++r->depth;
+  if (r->gate_depth++ == 0) // in a plain section: a window now
+    r->active.store(r->stamp += 2, std::memory_order_seq_cst);
+}
+
+void close_window_nested(BorrowRecord *r) {
+  --r->depth;
+  if (--r->gate_depth != 0) return;
+  if (r->depth == 0)
+    leave_outermost(r);
+  else // back to the enclosing plain section
+    r->active.store(BorrowRecord::k_plain, std::memory_order_release);
 }
 
 void drain() {
@@ -162,13 +207,9 @@ void drain() {
 
 } // namespace borrow
 
-void retire(Object *obj) {
-  if (!borrow::any_active()) {
-    obj->drop_ref_fast(); // registered objects are never recycled
-    if (borrow::g_pending.load(std::memory_order_acquire)) [[unlikely]]
-      borrow::drain();
-    return;
-  }
+namespace {
+// retire() when a section is open somewhere: defer.
+[[gnu::noinline]] void retire_deferred(Object *obj) {
   {
     std::lock_guard<std::mutex> lock(borrow::g_deferred.s.mu);
     try {
@@ -184,6 +225,17 @@ void retire(Object *obj) {
   // The sections that were open may all have ended before `pending` was
   // set (and so not seen it): scan again.
   borrow::drain();
+}
+} // namespace
+
+void retire(Object *obj) {
+  if (borrow::any_active()) [[unlikely]] {
+    retire_deferred(obj);
+    return;
+  }
+  obj->drop_ref_fast(); // registered objects are never recycled
+  if (borrow::g_pending.load(std::memory_order_acquire)) [[unlikely]]
+    borrow::drain();
 }
 
 void borrow_at_fork(ForkPhase phase) {

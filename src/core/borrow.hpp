@@ -11,7 +11,7 @@
 // section to end (or the next retire that finds none open).
 //
 // Why that is enough (Dekker's pattern, seq_cst where marked):
-//   reader: active := 1 (seq_cst);  p := slot.obj (seq_cst);  (use p)
+//   reader: active := k_plain (seq_cst);  p := slot.obj (seq_cst);  (use p)
 //           ... active := 0 (release)
 //   writer: slot.obj := null (seq_cst);  scan every thread's `active`
 //           (seq_cst)
@@ -46,6 +46,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <utility>
 
 #include "core/fork.hpp"
 #include "core/object.hpp"
@@ -53,8 +54,17 @@
 namespace t4a::core {
 
 struct alignas(64) BorrowRecord {
-  std::atomic<uint32_t> active{0}; // inside an outermost section
-  uint32_t depth = 0;              // this thread only
+  // 0 outside every section; k_plain inside one; while a capture-gate
+  // window is open (GateSection below), that window's stamp (odd).
+  std::atomic<uint32_t> active{0};
+  static constexpr uint32_t k_plain = 2;
+  uint32_t depth = 0;      // sections open, this thread only
+  uint32_t gate_depth = 0; // gate windows open, this thread only
+  // The stamp of the gate window open now or last (this thread only): odd,
+  // moves on by 2 per window, so that a waiting writer can tell a new
+  // window from the one it saw (it repeats after 2^31 windows, far more
+  // than a thread opens while a writer yields once).
+  uint32_t stamp = 1;
   // Its entry in the directory of live threads (borrow.cpp).
   std::atomic<BorrowRecord *> *entry = nullptr;
 };
@@ -66,39 +76,107 @@ extern std::atomic<bool> g_pending;
 
 BorrowRecord *attach(); // the calling thread's record, made on first use
 void drain();           // drops the deferred references if no section is open
+
+inline BorrowRecord *record() {
+  BorrowRecord *r = tl_record;
+  if (r == nullptr) [[unlikely]]
+    r = attach();
+  return r;
+}
+// Ends the outermost section of `r`.
+inline void leave_outermost(BorrowRecord *r) {
+  r->active.store(0, std::memory_order_release);
+  if (g_pending.load(std::memory_order_acquire)) [[unlikely]]
+    drain();
+}
+
+// The writer's side of the capture gate (core/capture_gate.hpp): returns
+// once every gate window that was open in another thread when it was
+// called has closed. The caller has just made its seq_cst store of the
+// gate's flag (see GateSection). It waits by yielding, and must hold
+// nothing that a gate window may wait for.
+void wait_for_gate_windows();
 } // namespace borrow
 
 class BorrowSection {
 public:
   BorrowSection() {
-    BorrowRecord *r = borrow::tl_record;
-    if (r == nullptr) [[unlikely]]
-      r = borrow::attach();
+    BorrowRecord *r = borrow::record();
     rec_ = r;
-    if (r->depth++ == 0) r->active.store(1, std::memory_order_seq_cst);
+    if (r->depth++ == 0)
+      r->active.store(BorrowRecord::k_plain, std::memory_order_seq_cst);
   }
   ~BorrowSection() {
     if (--rec_->depth != 0) return;
-    rec_->active.store(0, std::memory_order_release);
-    if (borrow::g_pending.load(std::memory_order_acquire)) [[unlikely]]
-      borrow::drain();
+    borrow::leave_outermost(rec_);
   }
   // Leaves the outermost section for a wait that may be long (admission
   // held by another thread's raw scope): a thread waiting inside a section
   // would hold up every retire in the process. The caller holds references
   // to what it borrowed until resume(). Returns false, changing nothing,
-  // when nested (the enclosing section's borrows are not the caller's).
+  // when nested (the enclosing section's borrows are not the caller's) or
+  // inside a gate window (which never waits).
   bool pause() {
-    if (rec_->depth != 1) return false;
-    rec_->active.store(0, std::memory_order_release);
-    if (borrow::g_pending.load(std::memory_order_acquire)) [[unlikely]]
-      borrow::drain();
+    if (rec_->depth != 1 || rec_->gate_depth != 0) return false;
+    borrow::leave_outermost(rec_);
     return true;
   }
   // Enters again after pause() (what is read from now on is borrowed anew).
-  void resume() { rec_->active.store(1, std::memory_order_seq_cst); }
+  void resume() {
+    rec_->active.store(BorrowRecord::k_plain, std::memory_order_seq_cst);
+  }
   BorrowSection(const BorrowSection &) = delete;
   BorrowSection &operator=(const BorrowSection &) = delete;
+
+private:
+  BorrowRecord *rec_;
+};
+
+// A borrow section that is also a capture-gate window (core/capture_gate.hpp):
+// while it is open, capture begin and end on any runtime wait for it to
+// close. Entering the outermost one costs what a BorrowSection's entry
+// costs (one seq_cst store, of its stamp); one nested in a plain section
+// makes that store too, and stores k_plain again when it ends. Nothing that
+// waits (admission, a host wait, a lock another thread may hold while it waits)
+// and nothing user-supplied (a log callback) runs inside one.
+namespace borrow {
+void open_window_nested(BorrowRecord *r);
+void close_window_nested(BorrowRecord *r);
+// GateSection's entry and exit, also CaptureGate's shared-lock interface.
+// The warm case is a window that is the thread's only section.
+inline BorrowRecord *open_window() {
+  BorrowRecord *r = record();
+  if (r->depth == 0) [[likely]] {
+    r->depth = 1;
+    r->gate_depth = 1;
+    r->active.store(r->stamp += 2, std::memory_order_seq_cst);
+  } else {
+    open_window_nested(r);
+  }
+  return r;
+}
+inline void close_window(BorrowRecord *r) {
+  if (r->depth == 1) [[likely]] { // then gate_depth is 1 too
+    r->depth = 0;
+    r->gate_depth = 0;
+    leave_outermost(r);
+  } else {
+    close_window_nested(r);
+  }
+}
+} // namespace borrow
+
+class GateSection {
+public:
+  GateSection() : rec_(borrow::open_window()) {}
+  ~GateSection() { close(); }
+  // Closes the window (and ends the section) before the scope ends, e.g.
+  // before an error is logged; a second call does nothing.
+  void close() {
+    if (rec_ != nullptr) borrow::close_window(std::exchange(rec_, nullptr));
+  }
+  GateSection(const GateSection &) = delete;
+  GateSection &operator=(const GateSection &) = delete;
 
 private:
   BorrowRecord *rec_;

@@ -11,11 +11,9 @@ namespace t4a::core {
 
 using namespace t4a::driver;
 
-bool Capture::defer_free(Runtime &rt, FreeFn fn, CUdeviceptr ptr,
+void Capture::defer_free(Runtime &rt, FreeFn fn, CUdeviceptr ptr,
                          uint64_t bytes) {
-  // The caller holds the gate: the flag cannot change until it returns.
-  if (!rt.capturing()) [[likely]]
-    return false;
+  (void)rt; // the runtime the deferred free gets is the one it ends on
   std::lock_guard<std::mutex> lock(mu_);
   try {
     deferred_.push_back({fn, ptr, bytes});
@@ -23,9 +21,16 @@ bool Capture::defer_free(Runtime &rt, FreeFn fn, CUdeviceptr ptr,
     // No room to remember it: leaked (counted by the caller's free
     // function would be wrong: it would free); a free node in the graph
     // or a free after the graph's use are both worse than a leak.
-    return true;
   }
-  return true;
+}
+
+void Capture::run_deferred(Runtime &rt) {
+  std::vector<Deferred> frees;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    frees.swap(deferred_);
+  }
+  for (const Deferred &d : frees) d.fn(rt, d.ptr, d.bytes);
 }
 
 t4a_status refuse_capturing(Runtime &rt, const char *op) {
@@ -86,18 +91,20 @@ t4a_status capture_begin(Runtime &rt, int32_t mode) {
   // every thread). Counting one too many for a moment only relaxes calls
   // that were safe anyway.
   g_active_captures.fetch_add(1, std::memory_order_relaxed);
-  DrvResult r{};
-  {
-    // The flag is set before the driver's begin, under the gate: a free
-    // (or allocation) that saw it clear has been enqueued before the
-    // capture began; one that comes later is deferred (refused).
-    std::unique_lock<CaptureGate> gate(c.gate_);
-    rt.set_capturing(true);
-    r = in_stream_context(
-        rt, [&] { return cu::stream_begin_capture(rt.stream(), m); });
-    if (!r) rt.set_capturing(false); // nothing deferred: the gate was held
-  }
+  // The flags are set before the driver's begin, and the gate windows open
+  // then waited for (core/capture_gate.hpp): a free (or allocation) that
+  // saw the gate open has been enqueued before the capture began; one that
+  // comes later is deferred (refused). The windows wait for nothing this
+  // thread holds.
+  rt.set_capturing(true);
+  c.gate_.set_closed(true);
+  DrvResult r = in_stream_context(
+      rt, [&] { return cu::stream_begin_capture(rt.stream(), m); });
   if (!r) {
+    // No capture: the gate opens again; frees deferred meanwhile run now.
+    rt.set_capturing(false);
+    c.gate_.set_closed(false);
+    c.run_deferred(rt);
     g_active_captures.fetch_sub(1, std::memory_order_relaxed);
     return rt.fail_op(r, "t4a_capture_begin: beginning the capture of the "
                          "runtime's stream");
@@ -138,22 +145,17 @@ t4a_status capture_end_graph(Runtime &rt, CUgraph *graph,
   // moves its keepalives to the capture's list (room reserved above, so
   // this cannot fail) instead of recording an event.
   (void)rt.epochs().seal(rt, false); // the capturing branch always succeeds
-  {
-    std::unique_lock<CaptureGate> gate(c.gate_);
-    rt.set_capturing(false);
-  }
+  // The gate opens; once the windows open now have closed, every free
+  // deferred during the capture is in the list run below.
+  rt.set_capturing(false);
+  c.gate_.set_closed(false);
   if (c.owns_mode_count) {
     g_active_captures.fetch_sub(1, std::memory_order_relaxed);
     c.owns_mode_count = false;
   }
   keeps->swap(c.items_);
   c.items_.clear();
-  std::vector<Capture::Deferred> frees;
-  {
-    std::lock_guard<std::mutex> lock(c.mu_);
-    frees.swap(c.deferred_);
-  }
-  for (const Capture::Deferred &d : frees) d.fn(rt, d.ptr, d.bytes);
+  c.run_deferred(rt);
   if (!r) {
     return fail_driver(r,
                        "t4a_capture_end: the capture of runtime %#llx "

@@ -20,10 +20,12 @@
 // on the launch's cache line); the rest is here. Begin and end run under
 // admission. The runtime's stream work that is not admitted (stream-ordered
 // allocation and its zeroing, free, an imported buffer's release event)
-// checks the flag and enqueues holding gate() shared; begin and end change
-// the flag and call the driver's begin/end holding it exclusively, so none
-// of that work can land inside a capture (a free checked before a begin on
-// another thread and enqueued after it would be a free node of the graph).
+// checks the gate's flag and enqueues inside a gate window
+// (core/capture_gate.hpp); begin closes the gate and waits for the windows
+// open then before the driver's begin, end opens it after the driver's end
+// and waits for them before running the deferred frees, so none of that
+// work can land inside a capture (a free checked before a begin on another
+// thread and enqueued after it would be a free node of the graph).
 #pragma once
 
 #include <cuda.h>
@@ -57,12 +59,13 @@ public:
   // The list itself (Epochs::seal moves the open epoch here).
   Items &items() { return items_; }
 
-  // Holding gate() shared: false unless the runtime captures; then
-  // `fn(rt, ptr, bytes)` is deferred until the capture ends (true).
-  bool defer_free(Runtime &rt, FreeFn fn, CUdeviceptr ptr, uint64_t bytes);
-  // Held shared around "not capturing? then enqueue" by unadmitted stream
-  // work; exclusively by capture begin and end (see above). Nothing that
-  // logs or takes another lock runs under it.
+  // In a gate window that saw the gate closed: `fn(rt, ptr, bytes)` runs
+  // when the capture ends (or its begin fails). Takes only the capture's
+  // leaf lock; a free that cannot be remembered (no memory) is leaked.
+  void defer_free(Runtime &rt, FreeFn fn, CUdeviceptr ptr, uint64_t bytes);
+  // Checked in a gate window around "not capturing? then enqueue" by
+  // unadmitted stream work; closed by capture begin, opened by capture end
+  // (see above). Nothing that logs or waits runs in a window.
   CaptureGate &gate() { return gate_; }
 
   // Capture state, under admission (see capture.cpp).
@@ -77,6 +80,8 @@ private:
     CUdeviceptr ptr;
     uint64_t bytes;
   };
+  // Runs the deferred frees (the gate open again, its windows closed).
+  void run_deferred(Runtime &rt);
   Items items_;
   CaptureGate gate_;
   std::mutex mu_; // deferred_

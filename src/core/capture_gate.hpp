@@ -1,62 +1,78 @@
-// The capture gate (core/capture.hpp): a reader-writer lock for a hot
-// reader side. Readers (stream-ordered allocation and free, which are not
-// admitted) take it shared around "not capturing? then enqueue": one
-// inline atomic add to enter and one to leave, no call into libc (a
-// std::shared_mutex costs a pthread rwlock lock and unlock, about 70
-// instructions each, on every allocation and every free). Writers
-// (capture begin and end, rare) set the writer bit, which turns new
-// readers back, then wait for the readers inside to leave; both sides
-// wait by yielding, since a writer holds it only for a flag change and
-// one driver call, and a reader for one enqueue. Used through
-// std::shared_lock / std::unique_lock.
+// The capture gate (core/capture.hpp): keeps the runtime's stream work
+// that is not admitted (stream-ordered allocation and its zeroing, free,
+// an imported buffer's release event) out of a capture begun or ended
+// meanwhile by another thread, at one seq_cst store per operation on the
+// reader side (no locked read-modify-write of a shared line).
+//
+// Readers open a gate window (core/borrow.hpp's GateSection: a borrow
+// section whose record says "gate window"), then load the gate's flag
+// (seq_cst) and, seeing it open, enqueue inside the window; seeing it
+// closed, they refuse (allocation) or defer (free) instead. The writers
+// (capture begin and end, under the runtime's admission) first set the
+// runtime's capturing flag, then store the gate's flag (seq_cst), then
+// wait until every gate window open in another thread has closed
+// (borrow::wait_for_gate_windows), before the driver's capture begin (or
+// before running the frees deferred during the capture). Dekker's pattern:
+//   reader: active := stamp (seq_cst);  f := closed (seq_cst);  ...
+//   writer: closed := x (seq_cst);      scan every thread's active (seq_cst)
+// In the single order of seq_cst operations either the reader's load comes
+// after the writer's store (it sees the new flag), or its window's store
+// comes before the writer's scan, which sees the window (or a later value
+// of the record) and waits for it to close. So at the capture begin no
+// window that saw the gate open is still enqueueing, and every window that
+// opens later sees it closed; at the end every free deferred by a window
+// that saw it closed is in the capture's list before the list is taken.
+//
+// The runtime's capturing flag is stored before the gate's flag, so a
+// reader that sees the gate's new value also sees the runtime's (the
+// seq_cst store releases it): readers that check Runtime::capturing()
+// inside a window (std::shared_lock on the gate: lock_shared opens a
+// window and loads the flag) decide as consistently as those that use
+// closed() (a reader that saw the old gate flag is waited for, whichever
+// runtime flag it then read).
+//
+// A window never waits for anything (admission, a host wait, a lock held
+// across a wait) and runs no user code: the writer waits for it holding
+// the runtime's admission. A writer skips its own thread's record.
 #pragma once
 
 #include <atomic>
-#include <cstdint>
-#include <thread>
+
+#include "core/borrow.hpp"
+#include "core/log.hpp"
 
 namespace t4a::core {
 
 class CaptureGate {
 public:
+  // Inside a GateSection: whether the gate is closed (the runtime captures,
+  // or a capture is beginning or ending).
+  bool closed() const { return closed_.load(std::memory_order_seq_cst); }
+
+  // std::shared_lock: opens a gate window on the calling thread and loads
+  // the flag (the reader's half of the pattern above); the caller then
+  // reads Runtime::capturing().
+  // What the thread logs meanwhile (a driver call's context retry) is
+  // delivered after the window closed.
   void lock_shared() {
-    if (state_.fetch_add(k_reader, std::memory_order_acquire) & k_writer)
-        [[unlikely]]
-      lock_shared_contended();
+    log_defer_begin();
+    (void)borrow::open_window();
+    (void)closed();
   }
   void unlock_shared() {
-    state_.fetch_sub(k_reader, std::memory_order_release);
+    borrow::close_window(borrow::tl_record);
+    log_defer_end();
   }
-  void lock() {
-    uint32_t s = state_.load(std::memory_order_relaxed);
-    for (;;) {
-      if (s & k_writer) { // another writer: wait for it
-        std::this_thread::yield();
-        s = state_.load(std::memory_order_relaxed);
-        continue;
-      }
-      if (state_.compare_exchange_weak(s, s | k_writer,
-                                       std::memory_order_acquire,
-                                       std::memory_order_relaxed))
-        break;
-    }
-    // New readers back off now; wait for those inside.
-    while (state_.load(std::memory_order_acquire) != k_writer)
-      std::this_thread::yield();
+
+  // The writer, under the runtime's admission, after the runtime's flag
+  // changed: stores the gate's flag and waits for the windows open now.
+  void set_closed(bool closed) {
+    closed_.store(closed, std::memory_order_seq_cst);
+    borrow::wait_for_gate_windows();
   }
-  void unlock() { state_.fetch_and(~k_writer, std::memory_order_release); }
 
 private:
-  static constexpr uint32_t k_writer = 1, k_reader = 2;
-  void lock_shared_contended() {
-    do {
-      state_.fetch_sub(k_reader, std::memory_order_relaxed); // back off
-      while (state_.load(std::memory_order_relaxed) & k_writer)
-        std::this_thread::yield();
-    } while (state_.fetch_add(k_reader, std::memory_order_acquire) & k_writer);
-  }
-
-  std::atomic<uint32_t> state_{0}; // readers inside * 2 | writer bit
+  std::atomic<bool> closed_{false};
 };
 
 } // namespace t4a::core

@@ -129,11 +129,15 @@ HandleCheck Registry::check_state(uint64_t id, Kind kind, uint64_t st) {
   return HandleCheck::Ok;
 }
 
-uint32_t Registry::take_slot() {
+inline uint32_t Registry::take_slot() {
   ThreadSlots *t = tl_slots;
   if (t != nullptr && t->n != 0) [[likely]]
     return t->index[--t->n];
-  t = thread_slots();
+  return take_slot_slow();
+}
+
+uint32_t Registry::take_slot_slow() {
+  ThreadSlots *t = thread_slots();
   if (t == nullptr) throw std::bad_alloc();
   std::lock_guard<FastMutex> lock(mu_);
   uint32_t n = 0;
@@ -262,6 +266,27 @@ HandleCheck Registry::drop(uint64_t id, Kind kind, bool all,
 }
 
 HandleCheck Registry::release(uint64_t id, Kind kind, Ref<Object> *removed) {
+  // The warm case: the id's slot holds its last handle and its generation
+  // can move on. Anything else (and a lost race for the state) goes
+  // through drop(), which classifies it.
+  uint32_t i = static_cast<uint32_t>(id);
+  uint32_t gen = static_cast<uint32_t>(id >> 32) & k_generation_mask;
+  if (kind_of(id) == kind && i < size_.load(std::memory_order_acquire) &&
+      gen - 1 < k_generation_mask - 1) [[likely]] { // 0 < gen < the last
+    Slot &s = *slot(i);
+    uint64_t st = pack(gen, kind, 1);
+    // seq_cst: the unpublishing store of the borrow protocol (borrow.hpp).
+    if (s.state.compare_exchange_strong(st, pack(gen + 1, Kind::Internal, 0),
+                                        std::memory_order_seq_cst,
+                                        std::memory_order_relaxed)) [[likely]] {
+      Object *obj = s.obj.load(std::memory_order_relaxed);
+      s.obj.store(nullptr, std::memory_order_release);
+      give_slot(i);
+      if (removed != nullptr) *removed = Ref<Object>(obj);
+      retire(obj);
+      return HandleCheck::Ok;
+    }
+  }
   return drop(id, kind, false, removed);
 }
 

@@ -103,7 +103,9 @@ private:
   // The writers' check of the state word `st` against the id.
   static HandleCheck check_state(uint64_t id, Kind kind, uint64_t st);
   HandleCheck drop(uint64_t id, Kind kind, bool all, Ref<Object> *removed);
-  uint32_t take_slot();       // a free slot index for insert (may throw)
+  uint32_t take_slot(); // a free slot index for insert (may throw)
+  // take_slot's refill from the shared list (or new slots), out of line.
+  [[gnu::noinline]] uint32_t take_slot_slow();
   void give_slot(uint32_t i); // a freed slot index
 
 public:

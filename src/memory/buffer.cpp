@@ -1,12 +1,10 @@
 #include "memory/buffer.hpp"
 
-#include <shared_mutex>
-
 #include "core/admission.hpp"
 #include "core/context_scope.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "core/stream_context.hpp"
+#include "core/registry.hpp"
 #include "driver/result_class.hpp"
 
 namespace t4a::memory {
@@ -25,30 +23,44 @@ void Buffer::operator delete(void *p) noexcept { BufferBlocks::give(p); }
 Buffer::Buffer(core::Ref<core::Runtime> rt)
     : Object(core::Kind::Buffer), rt_(std::move(rt)) {}
 
-using core::in_stream_context;
+namespace {
 
-t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
-                        const char *what, DrvResult *zeroed) {
-  CUdeviceptr p = 0;
-  DrvResult r{};
-  bool capturing = false;
-  {
-    // Not admitted: checked and enqueued under the capture gate, so no
-    // allocation (or zeroing) lands in a capture begun meanwhile by another
-    // thread (core/capture.hpp).
-    std::shared_lock<core::CaptureGate> gate(rt.capture().gate());
-    capturing = rt.capturing();
-    if (!capturing) {
-      r = in_stream_context(rt, [&] {
-        return cu::mem_alloc_from_pool_async(&p, bytes, rt.pool(), rt.stream());
-      });
-      if (r && zeroed != nullptr)
-        *zeroed = in_stream_context(
-            rt, [&] { return cu::memset_d8_async(p, 0, bytes, rt.stream()); });
-    }
-  }
-  if (capturing) [[unlikely]]
-    return core::fail_capturing(rt, what);
+// A driver call on the runtime's stream made inside a gate window, with
+// core/stream_context.hpp's retry (CUDA_ERROR_INVALID_CONTEXT: once more
+// with the runtime's context current). Switching the context may log, and
+// nothing may log inside a window: a retry starts a log deferral
+// (*deferring), which the caller ends once the window has closed
+// (end_deferral), so that what was logged is delivered then.
+[[gnu::noinline]] T4A_COLD void begin_deferral(bool *deferring) {
+  if (*deferring) return;
+  core::log_defer_begin();
+  *deferring = true;
+}
+template <class F>
+inline DrvResult call_in_window(core::Runtime &rt, bool *deferring, F f) {
+  DrvResult r = f();
+  if (r.code != CUDA_ERROR_INVALID_CONTEXT) [[likely]]
+    return r;
+  begin_deferral(deferring);
+  core::ContextScope scope;
+  if (scope.enter(rt.context(), "retrying with the runtime's context", false) !=
+      T4A_SUCCESS)
+    return r;
+  return f();
+}
+inline void end_deferral(bool deferring) {
+  if (deferring) [[unlikely]]
+    core::log_defer_end();
+}
+
+} // namespace
+
+namespace {
+
+// A failed allocation's report (outside the gate window).
+[[gnu::noinline]] T4A_COLD t4a_status alloc_failed(core::Runtime &rt,
+                                                   DrvResult r, uint64_t bytes,
+                                                   const char *what) {
   if (r.code == CUDA_ERROR_OUT_OF_MEMORY)
     return core::fail_message(
         T4A_ERROR_OUT_OF_MEMORY,
@@ -59,47 +71,37 @@ t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
                      static_cast<double>(bytes) / (1024.0 * 1024 * 1024),
                      rt.ordinal(), r.entry, core::describe(r.code).c_str()),
         static_cast<int32_t>(r.code));
-  if (!r) return rt.fail_op(r, what);
+  return rt.fail_op(r, what);
+}
+
+// An allocation's result, reported outside the gate window: the counters
+// and *out on success.
+inline t4a_status finish_alloc(core::Runtime &rt, DrvResult r, uint64_t bytes,
+                               CUdeviceptr p, CUdeviceptr *out,
+                               const char *what) {
+  if (!r) [[unlikely]]
+    return alloc_failed(rt, r, bytes, what);
   rt.counters().allocations.add();
   rt.counters().device_bytes.allocate(bytes);
   *out = p;
   return T4A_SUCCESS;
 }
 
-void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
-  if (ptr == 0) return;
-  // Released while the runtime captures a graph: a cuMemFreeAsync now
-  // would become a free node of the graph; it runs when the capture ends
-  // (core/capture.hpp).
-  // Checked and enqueued under the capture gate: a capture begun by
-  // another thread meanwhile gets neither (core/capture.hpp).
-  std::shared_lock<core::CaptureGate> gate(rt.capture().gate());
-  if (rt.capture().defer_free(rt, &device_free, ptr, bytes)) [[unlikely]]
-    return;
-  core::RuntimeCounters &c = rt.counters();
-  c.device_bytes.free(bytes);
+// A free that did not happen: counted as leaked; a driver failure is
+// logged (and a sticky one marks the runtime broken).
+[[gnu::noinline]] T4A_COLD void free_failed(core::Runtime &rt, DrvResult r,
+                                            CUdeviceptr ptr, uint64_t bytes,
+                                            bool unprovable) {
   core::ProcessCounters &pc = core::ProcessCounters::instance();
-  if (rt.completion_unprovable()) {
-    c.leaked_allocations.add();
-    pc.leaked_device_allocations.add();
-    pc.leaked_device_bytes.add(bytes);
-    return;
-  }
-  DrvResult r = in_stream_context(
-      rt, [&] { return cu::mem_free_async(ptr, rt.stream()); });
-  gate.unlock(); // before anything below logs
-  if (r) {
-    c.frees.add();
-    return;
-  }
+  rt.counters().leaked_allocations.add();
+  pc.leaked_device_allocations.add();
+  pc.leaked_device_bytes.add(bytes);
+  if (unprovable) return; // never freed: counted, not logged
   // A release succeeds (the handle is gone) whatever the free answers, so
   // a sticky result marks the runtime broken without recording the
   // thread's last error: a successful call leaves none (issue 8
   // review, release_sticky). The status is in the broken runtime's report.
   if (is_sticky(r.code)) (void)rt.note_failure(r, "freeing device memory");
-  c.leaked_allocations.add();
-  pc.leaked_device_allocations.add();
-  pc.leaked_device_bytes.add(bytes);
   if (!is_driver_gone(r.code))
     core::logf(T4A_LOG_WARN,
                "device memory %#llx (%llu bytes) of device %d is leaked: %s "
@@ -107,6 +109,103 @@ void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
                static_cast<unsigned long long>(ptr),
                static_cast<unsigned long long>(bytes), rt.ordinal(), r.entry,
                core::describe(r.code).c_str());
+}
+
+} // namespace
+
+t4a_status device_alloc(core::Runtime &rt, uint64_t bytes, CUdeviceptr *out,
+                        const char *what, DrvResult *zeroed) {
+  CUdeviceptr p = 0;
+  DrvResult r{};
+  bool closed = false;
+  bool deferring = false; // call_in_window
+  {
+    // Not admitted: checked and enqueued in a capture-gate window, so no
+    // allocation (or zeroing) lands in a capture begun meanwhile by another
+    // thread (core/capture_gate.hpp). Nothing here logs or waits.
+    core::GateSection window;
+    closed = rt.capture().gate().closed();
+    if (!closed) [[likely]] {
+      r = call_in_window(rt, &deferring, [&] {
+        return cu::mem_alloc_from_pool_async(&p, bytes, rt.pool(), rt.stream());
+      });
+      if (r && zeroed != nullptr)
+        *zeroed = call_in_window(rt, &deferring, [&] {
+          return cu::memset_d8_async(p, 0, bytes, rt.stream());
+        });
+    }
+  }
+  end_deferral(deferring);
+  if (closed) [[unlikely]]
+    return core::fail_capturing(rt, what);
+  return finish_alloc(rt, r, bytes, p, out, what);
+}
+
+void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
+  if (ptr == 0) return;
+  core::RuntimeCounters &c = rt.counters();
+  DrvResult r{};
+  bool unprovable = false;
+  bool deferring = false; // call_in_window
+  {
+    // Checked and enqueued in a capture-gate window: a capture begun by
+    // another thread meanwhile gets neither (core/capture_gate.hpp).
+    core::GateSection window;
+    // Released while the runtime captures a graph: a cuMemFreeAsync now
+    // would become a free node of the graph; it runs when the capture ends
+    // (core/capture.hpp).
+    if (rt.capture().gate().closed()) [[unlikely]] {
+      rt.capture().defer_free(rt, &device_free, ptr, bytes);
+      return;
+    }
+    unprovable = rt.completion_unprovable();
+    if (!unprovable) [[likely]]
+      r = call_in_window(rt, &deferring,
+                         [&] { return cu::mem_free_async(ptr, rt.stream()); });
+  } // closed before anything below logs
+  end_deferral(deferring);
+  c.device_bytes.free(bytes);
+  if (!unprovable && r) [[likely]] {
+    c.frees.add();
+    return;
+  }
+  free_failed(rt, r, ptr, bytes, unprovable);
+}
+
+bool Buffer::alloc_warm(uint64_t runtime_id, uint64_t bytes,
+                        core::Ref<Buffer> *out, t4a_status *status) {
+  core::Ref<Buffer> b;
+  DrvResult r{};
+  bool deferring = false; // call_in_window
+  {
+    // The runtime is borrowed (valid until the window closes) and the
+    // buffer takes the one reference to it that it keeps. The checks are
+    // the explained path's (capi::call, alloc) that can fail here, each
+    // branch-lean: any that fails sends the call there, which reports it.
+    core::GateSection window;
+    core::Object *o = nullptr;
+    if (core::Registry::instance().borrow(runtime_id, core::Kind::Runtime,
+                                          &o) != core::HandleCheck::Ok)
+        [[unlikely]]
+      return false;
+    auto &rt = static_cast<core::Runtime &>(*o);
+    if (rt.capture().gate().closed() || rt.completion_unprovable() ||
+        (rt.counters().allocations.get() & 63) == 0) [[unlikely]]
+      return false;
+    b = core::Ref<Buffer>::adopt(new Buffer(core::Ref<core::Runtime>(&rt)));
+    b->bytes_ = bytes;
+    r = call_in_window(rt, &deferring, [&] {
+      return cu::mem_alloc_from_pool_async(&b->ptr_, bytes, rt.pool(),
+                                           rt.stream());
+    });
+  }
+  end_deferral(deferring);
+  CUdeviceptr p = b->ptr_;
+  b->ptr_ = 0; // set again by finish_alloc on success
+  *status = finish_alloc(*b->rt_, r, bytes, p, &b->ptr_, "allocating a buffer");
+  if (*status == T4A_SUCCESS) [[likely]]
+    *out = std::move(b);
+  return true;
 }
 
 t4a_status Buffer::alloc(core::Ref<core::Runtime> runtime, uint64_t bytes,

@@ -18,6 +18,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -394,8 +395,8 @@ static void test_other_runtime_during_global_capture(void **state) {
 struct churn_args {
   t4a_runtime rt;
   _Atomic int stop;
-  t4a_status bad;
-  int allocs;
+  _Atomic t4a_status bad;
+  _Atomic int allocs; /* read by the capturing thread to start */
 };
 static void *churn_thread(void *p) {
   struct churn_args *a = p;
@@ -419,6 +420,9 @@ static void test_alloc_free_race_capture_begin(void **state) {
   struct churn_args a = {rt, 0, T4A_SUCCESS, 0};
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, churn_thread, &a), 0);
+  /* The churn runs before the first capture (else the captures may all
+   * be over before the thread starts, and nothing races). */
+  while (a.allocs == 0 && a.bad == T4A_SUCCESS) sched_yield();
   int failed = 0;
   size_t nodes = 0;
   for (int i = 0; i < 400 && !failed; ++i) {
