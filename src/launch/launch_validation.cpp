@@ -44,85 +44,9 @@ uint64_t arg_size(const t4a_arg &a) {
 
 } // namespace
 
-bool validate_fast(const t4a_launch_desc &d, bool kernel_same_runtime,
-                   const ArgFacts *facts, const KernelSignature &k,
-                   const DeviceLimits &lim, Verdict *v) {
-  // Every condition validate_explained() rejects, as one expression
-  // without branches where it can be: a launch is either fine or not.
-  uint32_t g0 = d.grid[0], g1 = d.grid[1] + (d.grid[1] == 0),
-           g2 = d.grid[2] + (d.grid[2] == 0);
-  uint32_t b0 = d.block[0], b1 = d.block[1] + (d.block[1] == 0),
-           b2 = d.block[2] + (d.block[2] == 0);
-  uint64_t threads = uint64_t(b0) * b1 * b2;
-  uint64_t shared = uint64_t(d.dynamic_shared_bytes) + k.static_shared_bytes;
-  uint32_t count = d.arg_count;
-  bool bad =
-      ((d.flags & ~k_launch_flags) != 0) | !kernel_same_runtime | (g0 == 0) |
-      (b0 == 0) | (b0 > lim.max_block[0]) | (b1 > lim.max_block[1]) |
-      (b2 > lim.max_block[2]) | (threads > k.max_threads_per_block) |
-      (threads > lim.max_threads_per_block) | (g0 > lim.max_grid[0]) |
-      (g1 > lim.max_grid[1]) | (g2 > lim.max_grid[2]) |
-      (shared > lim.max_shared_optin) | ((count != 0) & (d.args == nullptr)) |
-      (count > T4A_MAX_PARAM_BYTES) |
-      (k.params_known & (count != k.param_count));
-  if (bad) return false;
-  // Parameter bytes only grow from one argument to the next, so one check
-  // at the end equals validate_explained()'s check after each; they cannot
-  // overflow (at most 32764 arguments of at most 32764 bytes each, or
-  // 32-bit offsets and sizes).
-  uint64_t bytes = 0;
-  for (uint32_t i = 0; i < count; ++i) {
-    const t4a_arg &a = d.args[i];
-    uint64_t size;
-    switch (a.kind) {
-    case T4A_ARG_BUFFER: {
-      const ArgFacts &f = facts[i];
-      if (!f.same_runtime | (a.offset >= f.buffer_bytes)) return false;
-      size = sizeof(uint64_t); // offset < bytes: the buffer is not empty
-      break;
-    }
-    case T4A_ARG_SCALAR:
-      // size - 1 wraps for 0: one comparison for 1..T4A_MAX_PARAM_BYTES.
-      if ((a.value == nullptr) | (a.size - 1 >= T4A_MAX_PARAM_BYTES))
-        return false;
-      size = a.size;
-      break;
-    case T4A_ARG_DEVICE_POINTER: size = sizeof(uint64_t); break;
-    default: return false;
-    }
-    if (k.params_known) {
-      if (size != k.param_sizes[i]) return false;
-      uint64_t end = uint64_t(k.param_offsets[i]) + k.param_sizes[i];
-      bytes = end > bytes ? end : bytes;
-    } else {
-      uint64_t al = align_of(size);
-      bytes = ((bytes + al - 1) & ~(al - 1)) + size; // al: a power of two
-    }
-  }
-  if (bytes > T4A_MAX_PARAM_BYTES) return false;
-  v->status = T4A_SUCCESS;
-  v->raise_shared = shared > lim.max_shared_default;
-  v->param_bytes = bytes;
-  v->grid[0] = g0;
-  v->grid[1] = g1;
-  v->grid[2] = g2;
-  v->block[0] = b0;
-  v->block[1] = b1;
-  v->block[2] = b2;
-  return true;
-}
-
 void validate(const t4a_launch_desc &d, bool kernel_same_runtime,
               const ArgFacts *facts, const KernelSignature &k,
               const DeviceLimits &lim, Verdict *v) {
-  if (validate_fast(d, kernel_same_runtime, facts, k, lim, v)) [[likely]]
-    return;
-  validate_explained(d, kernel_same_runtime, facts, k, lim, v);
-}
-
-void validate_explained(const t4a_launch_desc &d, bool kernel_same_runtime,
-                        const ArgFacts *facts, const KernelSignature &k,
-                        const DeviceLimits &lim, Verdict *v) {
   v->status = T4A_SUCCESS;
   v->raise_shared = false;
   v->param_bytes = 0;

@@ -63,23 +63,8 @@ struct Verdict {
 // (indexed like the arguments; entries of other kinds are ignored).
 // `kernel_same_runtime` says whether the kernel's module belongs to the
 // launching runtime.
-//
-// Two implementations of one rule set: validate_fast() decides, without
-// messages and with few branches, whether the launch is fine, filling
-// `out` only then (the warm path); validate_explained() checks field by
-// field and names the first problem. validate() is the first, falling
-// back to the second when it says no, so every rejection is explained.
-// The fuzzer (fuzz_launch_validation) checks that they agree: whatever
-// validate_fast() accepts, validate_explained() accepts with the same
-// verdict.
 void validate(const t4a_launch_desc &desc, bool kernel_same_runtime,
               const ArgFacts *facts, const KernelSignature &kernel,
               const DeviceLimits &limits, Verdict *out);
-bool validate_fast(const t4a_launch_desc &desc, bool kernel_same_runtime,
-                   const ArgFacts *facts, const KernelSignature &kernel,
-                   const DeviceLimits &limits, Verdict *out);
-void validate_explained(const t4a_launch_desc &desc, bool kernel_same_runtime,
-                        const ArgFacts *facts, const KernelSignature &kernel,
-                        const DeviceLimits &limits, Verdict *out);
 
 } // namespace t4a::launch

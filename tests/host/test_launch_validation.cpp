@@ -51,27 +51,6 @@ void expect(const char *name, const Verdict &v, t4a_status want,
   }
 }
 
-// validate(), checked against its two halves on every row: the explained
-// check gives the same status, and the fast check accepts exactly the
-// valid rows (it may only say no where the explained check says no).
-void checked_validate(const t4a_launch_desc &d, bool same, const ArgFacts *f,
-                      const KernelSignature &k, const DeviceLimits &lim,
-                      Verdict *v) {
-  validate(d, same, f, k, lim, v);
-  Verdict full, fast;
-  validate_explained(d, same, f, k, lim, &full);
-  bool accepted = validate_fast(d, same, f, k, lim, &fast);
-  if (full.status != v->status || accepted != (full.status == T4A_SUCCESS) ||
-      (accepted && (fast.param_bytes != full.param_bytes ||
-                    fast.raise_shared != full.raise_shared))) {
-    std::fprintf(stderr,
-                 "FAIL fast/explained disagree: validate %d, explained %d, "
-                 "fast %s\n",
-                 v->status, full.status, accepted ? "accepts" : "rejects");
-    ++g_failures;
-  }
-}
-
 } // namespace
 
 int main() {
@@ -102,7 +81,7 @@ int main() {
   };
   Verdict v;
   t4a_launch_desc d = base();
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("valid", v, T4A_SUCCESS, nullptr);
   if (v.param_bytes != 20 || v.raise_shared) {
     std::fprintf(stderr, "FAIL valid: param_bytes %llu raise %d\n",
@@ -113,12 +92,12 @@ int main() {
   // x has no default: 0 is rejected, naming grid[0] / block[0].
   d = base();
   d.grid[0] = 0;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("zero grid x", v, T4A_ERROR_INVALID_ARGUMENT,
          "desc->grid[0] (x) is 0; a launch needs at least one block");
   d = base();
   d.block[0] = 0;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("zero block x", v, T4A_ERROR_INVALID_ARGUMENT,
          "desc->block[0] (x) is 0; a launch needs at least one thread");
   // ...also when everything else is zero too (the zero-filled descriptor).
@@ -126,11 +105,11 @@ int main() {
     t4a_launch_desc z;
     std::memset(&z, 0, sizeof z);
     z.struct_size = sizeof z;
-    checked_validate(z, true, facts, k, lim, &v);
+    validate(z, true, facts, k, lim, &v);
     expect("zero-filled", v, T4A_ERROR_INVALID_ARGUMENT,
            "desc->grid[0] (x) is 0");
     z.grid[0] = 1;
-    checked_validate(z, true, facts, k, lim, &v);
+    validate(z, true, facts, k, lim, &v);
     expect("zero-filled, grid x set", v, T4A_ERROR_INVALID_ARGUMENT,
            "desc->block[0] (x) is 0");
   }
@@ -150,7 +129,7 @@ int main() {
       }
   };
   d = base();
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("y, z zero", v, T4A_SUCCESS, nullptr);
   expect_dims("y, z zero", {100, 1, 1}, {256, 1, 1});
   d = base();
@@ -158,106 +137,106 @@ int main() {
   d.grid[2] = 1;
   d.block[1] = 1;
   d.block[2] = 1;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("y, z one", v, T4A_SUCCESS, nullptr);
   expect_dims("y, z one", {100, 1, 1}, {256, 1, 1});
   d = base();
   d.grid[2] = 7;
   d.block[1] = 2;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("mixed", v, T4A_SUCCESS, nullptr);
   expect_dims("mixed", {100, 1, 7}, {256, 2, 1});
   // A zero y or z counts as 1 against the limits too.
   d = base();
   d.block[0] = 1024;
   d.block[1] = 0;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("1024 x 0 threads", v, T4A_SUCCESS, nullptr);
   d.block[1] = 2;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("1024 x 2 threads", v, T4A_ERROR_INVALID_ARGUMENT, "2048 threads");
   d = base();
   d.block[0] = 2048;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("2048 threads", v, T4A_ERROR_INVALID_ARGUMENT, "is 2048; the device");
   d = base();
   d.block[0] = 32;
   d.block[1] = 64;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("32x64 threads", v, T4A_ERROR_INVALID_ARGUMENT, "2048 threads");
   KernelSignature small = k;
   small.max_threads_per_block = 128;
   d = base();
-  checked_validate(d, true, facts, small, lim, &v);
+  validate(d, true, facts, small, lim, &v);
   expect("kernel limit", v, T4A_ERROR_INVALID_ARGUMENT,
          "this kernel allows at most 128");
   d = base();
   d.grid[1] = 65536;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("grid y", v, T4A_ERROR_INVALID_ARGUMENT, "desc->grid[1] (y) is 65536");
   d = base();
   d.dynamic_shared_bytes = 100 * 1024;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("shared raised", v, T4A_SUCCESS, nullptr);
   if (!v.raise_shared) {
     std::fprintf(stderr, "FAIL shared raised: raise_shared not set\n");
     ++g_failures;
   }
   d.dynamic_shared_bytes = 228 * 1024;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("shared above opt-in", v, T4A_ERROR_INVALID_ARGUMENT,
          "desc->dynamic_shared_bytes is 233472");
   d = base();
-  checked_validate(d, false, facts, k, lim, &v);
+  validate(d, false, facts, k, lim, &v);
   expect("kernel of another runtime", v, T4A_ERROR_WRONG_RUNTIME,
          "desc->kernel");
   d = base();
   d.arg_count = 2;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("arg count", v, T4A_ERROR_INVALID_ARGUMENT,
          "desc->arg_count is 2; the kernel takes 3");
   d = base();
   args[0].value = &dbl;
   args[0].size = 8;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("double for float", v, T4A_ERROR_INVALID_ARGUMENT,
          "desc->args[0] has 8 bytes; the kernel's parameter 0 has 4");
   args[0].value = &f;
   args[0].size = 4;
   facts[1].same_runtime = false;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("buffer of another runtime", v, T4A_ERROR_WRONG_RUNTIME,
          "desc->args[1].buffer");
   facts[1].same_runtime = true;
   facts[1].buffer_bytes = 0;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("empty buffer", v, T4A_ERROR_INVALID_ARGUMENT, "empty");
   facts[1].buffer_bytes = 4096;
   args[1].offset = 4096;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("offset at end", v, T4A_ERROR_INVALID_ARGUMENT,
          "desc->args[1].offset is 4096; the buffer has 4096 bytes");
   args[1].offset = 0;
   args[2].kind = 9;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("bad kind", v, T4A_ERROR_INVALID_ARGUMENT, "desc->args[2].kind is 9");
   args[2].kind = T4A_ARG_SCALAR;
   args[2].value = nullptr;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("null scalar", v, T4A_ERROR_INVALID_ARGUMENT, "value NULL");
   args[2].value = &u;
   d.args = nullptr;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("null args", v, T4A_ERROR_INVALID_ARGUMENT, "desc->args is NULL");
   d = base();
   d.flags = 4;
-  checked_validate(d, true, facts, k, lim, &v);
+  validate(d, true, facts, k, lim, &v);
   expect("flags", v, T4A_ERROR_INVALID_ARGUMENT, "desc->flags is 0x4");
   // Unknown parameters: sizes are not checked, bytes are summed aligned.
   KernelSignature unknown = k;
   unknown.params_known = false;
   d = base();
-  checked_validate(d, true, facts, unknown, lim, &v);
+  validate(d, true, facts, unknown, lim, &v);
   expect("unknown params", v, T4A_SUCCESS, nullptr);
   if (v.param_bytes != 20) {
     std::fprintf(stderr, "FAIL unknown params: param_bytes %llu\n",
@@ -283,7 +262,7 @@ int main() {
     d = base();
     d.args = pair;
     d.arg_count = 2;
-    checked_validate(d, true, facts, unknown, lim, &v);
+    validate(d, true, facts, unknown, lim, &v);
     expect("unknown params aligned", v, T4A_SUCCESS, nullptr);
     if (v.param_bytes != row.bytes) {
       std::fprintf(stderr,
@@ -303,17 +282,17 @@ int main() {
   d = base();
   d.args = &huge;
   d.arg_count = 1;
-  checked_validate(d, true, facts, unknown, lim, &v);
+  validate(d, true, facts, unknown, lim, &v);
   expect("scalar too large", v, T4A_ERROR_INVALID_ARGUMENT, "32764");
   t4a_arg two[2] = {huge, huge};
   two[0].size = two[1].size = 20000;
   d.args = two;
   d.arg_count = 2;
-  checked_validate(d, true, facts, unknown, lim, &v);
+  validate(d, true, facts, unknown, lim, &v);
   expect("param bytes", v, T4A_ERROR_INVALID_ARGUMENT,
          "need 40000 parameter bytes");
   d.arg_count = T4A_MAX_PARAM_BYTES + 1;
-  checked_validate(d, true, nullptr, unknown, lim, &v);
+  validate(d, true, nullptr, unknown, lim, &v);
   expect("arg count limit", v, T4A_ERROR_INVALID_ARGUMENT,
          "desc->arg_count is 32765");
   if (g_failures != 0) return 1;
