@@ -108,6 +108,17 @@ double now_us() {
       .count();
 }
 
+std::string size_name(uint64_t n) {
+  char buf[32];
+  if (n >= (uint64_t(1) << 20))
+    std::snprintf(buf, sizeof buf, "%llu MiB", (unsigned long long)(n >> 20));
+  else if (n >= 1024)
+    std::snprintf(buf, sizeof buf, "%llu KiB", (unsigned long long)(n >> 10));
+  else
+    std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)n);
+  return buf;
+}
+
 double time_loop(int iters, const std::function<void()> &f) {
   auto t0 = Clock::now();
   for (int i = 0; i < iters; ++i) f();

@@ -72,6 +72,8 @@ void check_cu(CUresult r, const char *what);
 // ---- timing ----
 double median(std::vector<double> v);
 double now_us();
+// "4 B", "64 KiB", "256 MiB": a transfer size as the rows name it.
+std::string size_name(uint64_t n);
 // Times `iters` calls of f; seconds.
 double time_loop(int iters, const std::function<void()> &f);
 

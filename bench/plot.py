@@ -5,9 +5,8 @@
 
 Writes one PNG per scaling series (rows with a "series" and an "x"):
 cost (or rate) against count for t4acuda and the raw call, with the
-ratio on a second axis; and, when the JSON has transfer sweep rows
-(series starting with "transfer sweep"), bench_transfer_sweep.png: the
-ratio against size. Needs matplotlib.
+ratio on a second axis. The transfer sweep's series ("transfer sweep: …")
+are bench/plot_transfers.py's. Needs matplotlib.
 """
 import json
 import os
@@ -108,49 +107,6 @@ def fmt_count(x):
     return str(x)
 
 
-def fmt_size(b):
-    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if b >= 1 << k:
-            return f"{b / (1 << k):g} {unit}"
-    return f"{int(b)} B"
-
-
-def plot_transfer_sweep(series, meta, outdir):
-    """Ratio (t4acuda / raw, time-based: >= 1 means not slower than raw)
-    against transfer size, one line per sweep series ("transfer sweep:
-    upload pageable", ...). Rows are in us (lower is better; the ratio
-    drawn is raw / t4acuda) or GB/s (higher is better; t4acuda / raw)."""
-    sweep = {k: v for k, v in series.items() if k.startswith("transfer sweep")}
-    if not sweep:
-        return None
-    fig, ax = plt.subplots(figsize=(7.0, 4.2))
-    xs_all = set()
-    for name, rows in sorted(sweep.items()):
-        xs = [r["x"] for r in rows]
-        xs_all.update(xs)
-        if rows[0]["unit"] == "us":
-            ys = [r["raw"] / r["t4acuda"] if r["t4acuda"] > 0 else 0
-                  for r in rows]
-        else:
-            ys = [r["ratio"] for r in rows]
-        ax.plot(xs, ys, marker="o", label=name.replace("transfer sweep: ", ""))
-    ax.axhline(1.0, color="k", lw=0.8, ls="--")
-    ax.set_xscale("log", base=2)
-    xs_sorted = sorted(xs_all)
-    ax.set_xticks(xs_sorted)
-    ax.set_xticklabels([fmt_size(x) for x in xs_sorted], rotation=45,
-                       fontsize=7)
-    ax.set_xlabel("transfer size")
-    ax.set_ylabel("speed against the raw call (≥ 1: not slower)")
-    ax.legend(fontsize=8)
-    ax.set_title(f"transfer sweep\n{meta}", fontsize=9)
-    fig.tight_layout()
-    path = os.path.join(outdir, "bench_transfer_sweep.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
 def main(argv):
     if len(argv) < 2:
         print(__doc__)
@@ -167,11 +123,8 @@ def main(argv):
     written = []
     for name, rows in series.items():
         if name.startswith("transfer sweep"):
-            continue
+            continue  # bench/plot_transfers.py draws these
         written.append(plot_scaling(name, rows, meta, outdir))
-    p = plot_transfer_sweep(series, meta, outdir)
-    if p:
-        written.append(p)
     for p in written:
         print(p)
     return 0

@@ -54,6 +54,7 @@ using bench::Clock;
 using bench::load_raw;
 using bench::median;
 using bench::raw;
+using bench::size_name;
 using bench::time_loop;
 
 struct SweepRow {
@@ -112,17 +113,6 @@ void measure(const std::string &variant, const std::string &op, uint64_t bytes,
               row.ratio <= 1.0 ? "" : " SLOWER", row.ours_min, row.ours_max,
               row.raw_min, row.raw_max, iters);
   std::fflush(stdout);
-}
-
-std::string size_name(uint64_t n) {
-  char buf[32];
-  if (n >= (uint64_t(1) << 20))
-    std::snprintf(buf, sizeof buf, "%llu MiB", (unsigned long long)(n >> 20));
-  else if (n >= 1024)
-    std::snprintf(buf, sizeof buf, "%llu KiB", (unsigned long long)(n >> 10));
-  else
-    std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)n);
-  return buf;
 }
 
 struct Variant {

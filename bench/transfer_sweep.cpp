@@ -40,17 +40,6 @@ namespace bench {
 
 namespace {
 
-std::string size_name(uint64_t n) {
-  char buf[32];
-  if (n >= (uint64_t(1) << 20))
-    std::snprintf(buf, sizeof buf, "%llu MiB", (unsigned long long)(n >> 20));
-  else if (n >= 1024)
-    std::snprintf(buf, sizeof buf, "%llu KiB", (unsigned long long)(n >> 10));
-  else
-    std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)n);
-  return buf;
-}
-
 // `ours_end` / `raw_end` (may be empty) run once after each timed loop,
 // inside the timing: the completion of a loop of calls.
 // `target`: false for informational rows (no goal).

@@ -69,16 +69,25 @@ t4a_status Epochs::seal_for_drain(Runtime &rt) {
     return seal(rt);
   // No room is made first (no query, no wait): the caller's drain retires
   // this epoch and every older one right after.
+  // Without an event: proven by a drain (or a later proof), never queried.
+  commit_seal(make_slot(), nullptr);
+  return T4A_SUCCESS;
+}
+
+Epochs::Sealed &Epochs::make_slot() {
   Sealed &slot = next_slot(); // may throw: first, nothing moved yet
   if (slot.items == nullptr) slot.items = new Object *[k_open_limit];
+  return slot;
+}
+
+void Epochs::commit_seal(Sealed &slot, CUevent e) {
   slot.seq = next_seq_++;
-  slot.event = nullptr; // proven by a drain (or a later proof), never queried
+  slot.event = e;
   slot.n = count();
   std::swap(slot.items, open_);
   n_.store(0, std::memory_order_relaxed);
   last_ = nullptr;
   set_sealed(sealed_epochs() + 1);
-  return T4A_SUCCESS;
 }
 
 t4a_status Epochs::seal(Runtime &rt, bool record) {
@@ -108,8 +117,7 @@ t4a_status Epochs::seal(Runtime &rt, bool record) {
   // The slot and the open epoch's next array are made before anything is
   // enqueued: once the event is recorded, nothing below can fail and drop
   // the keepalives.
-  Sealed &slot = next_slot();
-  if (slot.items == nullptr) slot.items = new Object *[k_open_limit];
+  Sealed &slot = make_slot();
   const char *what = "recording the event that seals a completion epoch";
   CUevent e = nullptr;
   if (t4a_status s = rt.events().take(&e, record); s != T4A_SUCCESS) return s;
@@ -122,13 +130,7 @@ t4a_status Epochs::seal(Runtime &rt, bool record) {
     return record ? rt.fail_op(r, what) : rt.note_failure(r, what);
   }
   rt.counters().events_recorded.add();
-  slot.seq = next_seq_++;
-  slot.event = e;
-  slot.n = count();
-  std::swap(slot.items, open_);
-  n_.store(0, std::memory_order_relaxed);
-  last_ = nullptr;
-  set_sealed(sealed_epochs() + 1);
+  commit_seal(slot, e);
   return T4A_SUCCESS;
 }
 

@@ -203,6 +203,11 @@ private:
   };
 
   uint32_t count() const { return n_.load(std::memory_order_relaxed); }
+  // A seal's ring slot with its item array (may throw; nothing moved yet).
+  Sealed &make_slot();
+  // Moves the open epoch into `slot` as the next sealed epoch, proven by
+  // event `e` (null: by a drain). Cannot fail.
+  void commit_seal(Sealed &slot, CUevent e);
   bool consume(Reservation &r) noexcept {
     if (r.ep_ != this) return false; // not a live reservation of this epoch
     r.ep_ = nullptr;

@@ -104,14 +104,18 @@ ThreadSlots *thread_slots() {
 }
 } // namespace
 
-HandleCheck Registry::find_slow(uint64_t id, Kind kind, Object **out) const {
+HandleCheck Registry::check_id(uint64_t id, Kind kind) const {
   if (id == 0) return HandleCheck::Null;
   if (kind_of(id) != kind) return HandleCheck::WrongKind;
-  uint32_t i = static_cast<uint32_t>(id);
-  uint32_t gen = static_cast<uint32_t>(id >> 32) & k_generation_mask;
-  if (i >= size_.load(std::memory_order_acquire) || gen == 0)
+  if (static_cast<uint32_t>(id) >= size_.load(std::memory_order_acquire) ||
+      (static_cast<uint32_t>(id >> 32) & k_generation_mask) == 0)
     return HandleCheck::Unknown;
-  const Slot &s = *slot(i);
+  return HandleCheck::Ok;
+}
+
+HandleCheck Registry::find_slow(uint64_t id, Kind kind, Object **out) const {
+  if (HandleCheck c = check_id(id, kind); c != HandleCheck::Ok) return c;
+  const Slot &s = *slot(static_cast<uint32_t>(id));
   Object *obj = s.obj.load(std::memory_order_seq_cst);
   uint64_t st = s.state.load(std::memory_order_seq_cst);
   if (HandleCheck c = check_state(id, kind, st); c != HandleCheck::Ok) return c;
@@ -208,12 +212,8 @@ HandleCheck Registry::resolve(uint64_t id, Kind kind, Ref<Object> *out) const {
 }
 
 HandleCheck Registry::retain(uint64_t id, Kind kind) {
-  if (id == 0) return HandleCheck::Null;
-  if (kind_of(id) != kind) return HandleCheck::WrongKind;
+  if (HandleCheck c = check_id(id, kind); c != HandleCheck::Ok) return c;
   uint32_t i = static_cast<uint32_t>(id);
-  if (i >= size_.load(std::memory_order_acquire) ||
-      (static_cast<uint32_t>(id >> 32) & k_generation_mask) == 0)
-    return HandleCheck::Unknown;
   Slot &s = *slot(i);
   uint64_t st = s.state.load(std::memory_order_acquire);
   for (;;) {
@@ -228,12 +228,8 @@ HandleCheck Registry::retain(uint64_t id, Kind kind) {
 
 HandleCheck Registry::drop(uint64_t id, Kind kind, bool all,
                            Ref<Object> *removed) {
-  if (id == 0) return HandleCheck::Null;
-  if (kind_of(id) != kind) return HandleCheck::WrongKind;
+  if (HandleCheck c = check_id(id, kind); c != HandleCheck::Ok) return c;
   uint32_t i = static_cast<uint32_t>(id);
-  if (i >= size_.load(std::memory_order_acquire) ||
-      (static_cast<uint32_t>(id >> 32) & k_generation_mask) == 0)
-    return HandleCheck::Unknown;
   Slot &s = *slot(i);
   uint64_t st = s.state.load(std::memory_order_acquire);
   uint64_t next;
@@ -253,16 +249,21 @@ HandleCheck Registry::drop(uint64_t id, Kind kind, bool all,
       break;
   }
   if (refs_of(next) != 0) return HandleCheck::Ok;
+  free_slot(i, gen_of(next) != gen_of(st), removed);
+  return HandleCheck::Ok;
+}
+
+void Registry::free_slot(uint32_t i, bool reusable, Ref<Object> *removed) {
   // This thread freed the slot: the pointer is its own to clear (readers
   // already reject the slot by its state).
+  Slot &s = *slot(i);
   Object *obj = s.obj.load(std::memory_order_relaxed);
   s.obj.store(nullptr, std::memory_order_release);
-  if (gen_of(next) != gen_of(st)) give_slot(i);
+  if (reusable) give_slot(i); // else retired: its generation would wrap
   // The caller's reference is taken while the slot's is still held; the
   // slot's goes through retire(): not while a borrow section may use it.
   if (removed != nullptr) *removed = Ref<Object>(obj);
   retire(obj);
-  return HandleCheck::Ok;
 }
 
 HandleCheck Registry::release(uint64_t id, Kind kind, Ref<Object> *removed) {
@@ -279,11 +280,7 @@ HandleCheck Registry::release(uint64_t id, Kind kind, Ref<Object> *removed) {
     if (s.state.compare_exchange_strong(st, pack(gen + 1, Kind::Internal, 0),
                                         std::memory_order_seq_cst,
                                         std::memory_order_relaxed)) [[likely]] {
-      Object *obj = s.obj.load(std::memory_order_relaxed);
-      s.obj.store(nullptr, std::memory_order_release);
-      give_slot(i);
-      if (removed != nullptr) *removed = Ref<Object>(obj);
-      retire(obj);
+      free_slot(i, true, removed);
       return HandleCheck::Ok;
     }
   }

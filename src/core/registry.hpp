@@ -100,6 +100,12 @@ private:
            (j - (uint64_t(k_first_chunk) << c));
   }
   T4A_COLD HandleCheck find_slow(uint64_t id, Kind kind, Object **out) const;
+  // The id's own checks (null, kind, a slot made, a generation): Ok when the
+  // slot's state must tell the rest.
+  HandleCheck check_id(uint64_t id, Kind kind) const;
+  // Clears slot i, whose state this thread just unpublished, gives it back
+  // when `reusable` and retires its reference (a new one to `removed`).
+  void free_slot(uint32_t i, bool reusable, Ref<Object> *removed);
   // The writers' check of the state word `st` against the id.
   static HandleCheck check_state(uint64_t id, Kind kind, uint64_t st);
   HandleCheck drop(uint64_t id, Kind kind, bool all, Ref<Object> *removed);

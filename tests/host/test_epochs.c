@@ -222,6 +222,18 @@ static void test_sealed_epochs_bounded_when_device_lags(void **state) {
   unmake(&s, MODULES);
 }
 
+/* Keeps MODULES modules in the open epoch, then synchronizes with the
+ * drain failing once (INVALID_VALUE, not sticky): the open epoch is left
+ * sealed without an event, unproven. */
+static void keep_then_fail_drain(setup *s) {
+  launch_cycling(s, MODULES, MODULES);
+  ASSERT_OK(t4a_testing_fault_arm("cuStreamSynchronize", 1,
+                                  1 /* INVALID_VALUE */,
+                                  T4A_TESTING_FAULT_INSTEAD));
+  ASSERT_STATUS(t4a_runtime_synchronize(s->rt), T4A_ERROR_DRIVER);
+  t4a_testing_fault_reset();
+}
+
 /* Synchronize seals the open epoch without an event: the drain is the
  * proof, so it records none (no cuEventRecord) and retires everything. A
  * drain that fails (a non-sticky error, injected) leaves that eventless
@@ -244,12 +256,7 @@ static void test_synchronize_seals_without_event(void **state) {
   assert_int_equal(after.open_epoch_items, 0);
   assert_int_equal(after.sealed_epochs, 0);
   /* a failed drain */
-  launch_cycling(&s, MODULES, MODULES);
-  ASSERT_OK(t4a_testing_fault_arm("cuStreamSynchronize", 1,
-                                  1 /* INVALID_VALUE */,
-                                  T4A_TESTING_FAULT_INSTEAD));
-  ASSERT_STATUS(t4a_runtime_synchronize(s.rt), T4A_ERROR_DRIVER);
-  t4a_testing_fault_reset();
+  keep_then_fail_drain(&s);
   after = stats_of(s.rt);
   assert_int_equal(after.open_epoch_items, 0);
   assert_int_equal(after.sealed_epochs, 1); /* eventless, unproven */
@@ -289,12 +296,7 @@ static void test_drains_retry_in_context(void **state) {
   assert_int_equal(st.open_epoch_items, 0);
   assert_int_equal(st.sealed_epochs, 0);
   /* an eventless oldest epoch: a failed drain */
-  launch_cycling(&s, MODULES, MODULES);
-  ASSERT_OK(t4a_testing_fault_arm("cuStreamSynchronize", 1,
-                                  1 /* INVALID_VALUE */,
-                                  T4A_TESTING_FAULT_INSTEAD));
-  ASSERT_STATUS(t4a_runtime_synchronize(s.rt), T4A_ERROR_DRIVER);
-  t4a_testing_fault_reset();
+  keep_then_fail_drain(&s);
   assert_int_equal(stats_of(s.rt).sealed_epochs, 1);
   /* the device lags: seals pile up until one waits for the oldest, which
    * has no event, by draining the stream (refused once) */
