@@ -93,7 +93,13 @@ private:
   // Slots made, and moved between a thread's cache and the shared list, at
   // a time (divides k_first_chunk: a batch never spans two chunks).
   static constexpr uint32_t k_batch = 32;
+  // The acquire load of the chunk pointer pairs with its publication
+  // before size_ (a slot index below size_ is in a published chunk). The
+  // first chunk (slots below k_first_chunk, where a process with fewer
+  // live handles keeps them all) needs no chunk arithmetic.
   Slot *slot(uint32_t i) const {
+    if (i < k_first_chunk) [[likely]]
+      return chunks_[0].load(std::memory_order_acquire) + i;
     uint64_t j = uint64_t(i) + k_first_chunk;
     int c = 63 - __builtin_clzll(j) - 10;
     return chunks_[c].load(std::memory_order_acquire) +

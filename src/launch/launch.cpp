@@ -1,5 +1,6 @@
 #include "launch/launch.hpp"
 
+#include <cassert>
 #include <cstdio>
 #include <memory>
 #include <new>
@@ -187,8 +188,13 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   // completion epoch. Reserving seals a full epoch first (one event per
   // k_open_limit distinct keeps); if that fails, the launch fails here,
   // before anything is enqueued. The warm case skips all of it: a module
-  // among the open epoch's last keeps is already kept until a seal
-  // recorded after this launch, so the launch adds nothing.
+  // kept in the open epoch is kept until a seal recorded after this
+  // launch, so the launch adds nothing. Whether it is: the open epoch's
+  // number stamped on the kernel, else on the module (another kernel of it
+  // kept it), written when the module is kept (core::Epochs::open_epoch();
+  // the kernel and module are this runtime's, checked by validate(), and
+  // only this runtime's launches stamp them, under its admission). So the
+  // open epoch holds each module once, however many alternate.
   // Graph capture (core/capture.hpp): the buffers go to the capture's keeps.
   core::CaptureKeeps cap(rt.capture(), rt.capturing(), nbuf);
   core::Epochs &ep = rt.epochs();
@@ -200,7 +206,11 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
     });
   };
   DrvResult r{};
-  if (ep.recently_kept(&mod)) [[likely]] {
+  assert(&mod.runtime() == &rt);
+  if (uint64_t open = ep.open_epoch(); k.module_kept_in() == open) [[likely]] {
+    r = enqueue();
+  } else if (mod.kept_in() == open) {
+    k.set_module_kept_in(open);
     r = enqueue();
   } else {
     core::Epochs::Reservation keep = ep.reserve_keep(rt);
@@ -209,6 +219,10 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
     r = enqueue();
     // Kept even when the launch failed: the driver may have queued it.
     ep.keep(std::move(keep), mod);
+    // Under the number of the epoch that keeps it (reserving may have
+    // sealed the one read above).
+    mod.set_kept_in(ep.open_epoch());
+    k.set_module_kept_in(ep.open_epoch());
   }
   if (cap.active()) [[unlikely]]
     for (uint32_t j = 0; j < nbuf; ++j) cap.keep(*space.buffers[j]);
