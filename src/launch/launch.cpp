@@ -118,9 +118,17 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   uint32_t n =
       d.args != nullptr && d.arg_count <= T4A_MAX_PARAM_BYTES ? d.arg_count : 0;
   ArgSpace space(n);
+  // Copies in locals, which stay in registers: the descriptor and the
+  // space escape (copy_struct, validate), so their fields would be
+  // reloaded after every store of the loop.
+  const t4a_arg *const args = d.args;
+  ArgFacts *const facts = space.facts;
+  CUdeviceptr *const ptrs = space.ptrs;
+  void **const params = space.params;
+  Object **const buffers = space.buffers;
   uint32_t nbuf = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    const t4a_arg &a = d.args[i];
+    const t4a_arg &a = args[i];
     switch (a.kind) {
     case T4A_ARG_BUFFER: {
       Object *bo = nullptr;
@@ -128,14 +136,14 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
           c != core::HandleCheck::Ok) [[unlikely]]
         return fail_buffer(c, a.buffer.id, i);
       auto &b = static_cast<memory::Buffer &>(*bo);
-      space.buffers[nbuf++] = bo;
-      new (&space.facts[i]) ArgFacts{&b.runtime() == &rt, b.bytes()};
-      space.ptrs[i] = b.ptr() + a.offset; // used only once validated
-      space.params[i] = &space.ptrs[i];
+      buffers[nbuf++] = bo;
+      new (&facts[i]) ArgFacts{&b.runtime() == &rt, b.bytes()};
+      ptrs[i] = b.ptr() + a.offset; // used only once validated
+      params[i] = &ptrs[i];
       break;
     }
-    case T4A_ARG_SCALAR: space.params[i] = const_cast<void *>(a.value); break;
-    default: space.params[i] = const_cast<uint64_t *>(&a.device_pointer);
+    case T4A_ARG_SCALAR: params[i] = const_cast<void *>(a.value); break;
+    default: params[i] = const_cast<uint64_t *>(&a.device_pointer);
     }
   }
   Verdict v;
