@@ -253,16 +253,17 @@ private:
   void take_parked(Items *out);
   void set_sealed(uint32_t n) { sealed_n_.store(n, std::memory_order_relaxed); }
 
-  // First, read by keeping operations: the last keep (null when the open
-  // epoch is empty; compared without reading the array), the open epoch's
-  // array (capacity k_open_limit, made on first use), its item count (a
-  // gauge), the keeps reserved but not yet committed and the open epoch's
-  // number (the one field a warm launch reads).
+  // First the open epoch's number (open_epoch(), the one field a warm
+  // launch reads, where it read the last keep before), then what keeping
+  // operations read: the last keep (null when the open epoch is empty;
+  // compared without reading the array), the open epoch's array (capacity
+  // k_open_limit, made on first use), its item count (a gauge) and the
+  // keeps reserved but not yet committed.
+  uint64_t open_id_ = 1;
   const Object *last_ = nullptr;
   Object **open_ = nullptr;
   std::atomic<uint32_t> n_{0};
   uint32_t reserved_ = 0;
-  uint64_t open_id_ = 1; // open_epoch()
   // Sealed epochs, oldest first: a ring of ring_.size() (a power of two)
   // slots from head_.
   std::atomic<uint32_t> sealed_n_{0};
