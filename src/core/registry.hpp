@@ -84,7 +84,9 @@ public:
 private:
   struct Slot {
     std::atomic<Object *> obj{nullptr}; // owns one reference while live
-    // generation (24 bits) << 40 | kind << 32 | handle count; 0: never used.
+    // kind << 56 | generation (24 bits) << 32 | handle count: the upper half
+    // laid out as a live id's (so a lookup compares them whole); 0: never
+    // used.
     std::atomic<uint64_t> state{0};
   };
   // Chunk c holds slots [1024 * (2^c - 1), 1024 * (2^(c+1) - 1)).
@@ -162,10 +164,10 @@ Registry::borrow(uint64_t id, Kind kind, Object **out) const {
     // state after the pointer (borrow.hpp).
     Object *obj = s.obj.load(std::memory_order_seq_cst);
     uint64_t st = s.state.load(std::memory_order_seq_cst);
-    // The state's upper half: generation << 8 | kind; its lower half the
-    // handle count (registry.cpp's pack()).
-    uint64_t want = ((id >> 32) & k_generation_bits) << 8 | uint8_t(kind);
-    if ((st >> 32) == want && uint32_t(st) != 0 && obj != nullptr) [[likely]] {
+    // The state's upper half is the id's (kind, generation; registry.cpp's
+    // pack()), its lower half the handle count.
+    if (((st ^ id) >> 32) == 0 && uint32_t(st) != 0 && obj != nullptr)
+        [[likely]] {
       *out = obj;
       return HandleCheck::Ok;
     }
