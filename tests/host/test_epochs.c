@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "core/epoch_limits.h"
+#define T4A_EXPERIMENTAL 1 /* graph capture */
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
 #include "test_assert.h"
@@ -177,6 +178,45 @@ static void test_64_modules_kept_once(void **state) {
   launch_cycling(&s, 64, 640);
   assert_int_equal(stats_of(s.rt).open_epoch_items, 64);
   unmake(&s, 64);
+}
+
+/* A module kept in the open epoch is not kept again while that epoch is
+ * open (the launch compares the open epoch's number stamped on the kernel
+ * and module), and is kept again once the open epoch was emptied: by a
+ * synchronize, and by a capture, whose begin seals the open epoch and whose
+ * end moves the keeps made while capturing to the graph. A launch after the
+ * capture must keep the module in the runtime's new open epoch (it would
+ * not if the move had not given the open epoch a new number). */
+static void test_keep_again_after_capture(void **state) {
+  (void)state;
+  setup s;
+  make(&s, 1);
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.grid[0] = 1;
+  d.block[0] = 1;
+  d.kernel = s.kernels[0];
+  ASSERT_OK(t4a_runtime_synchronize(s.rt));
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 0);
+  ASSERT_OK(t4a_launch(s.rt, &d));
+  ASSERT_OK(t4a_launch(s.rt, &d));
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 1);
+  ASSERT_OK(t4a_capture_begin(s.rt, NULL)); /* seals the open epoch */
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 0);
+  ASSERT_OK(t4a_launch(s.rt, &d)); /* captured */
+  ASSERT_OK(t4a_launch(s.rt, &d));
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 1);
+  t4a_graph g = {0};
+  ASSERT_OK(t4a_capture_end(s.rt, &g)); /* the keeps go to the graph */
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 0);
+  ASSERT_OK(t4a_launch(s.rt, &d));
+  ASSERT_OK(t4a_launch(s.rt, &d));
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 1);
+  ASSERT_OK(t4a_graph_release(g));
+  ASSERT_OK(t4a_runtime_synchronize(s.rt));
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 0);
+  ASSERT_OK(t4a_launch(s.rt, &d));
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 1);
+  unmake(&s, 1);
 }
 
 /* A full open epoch whose seal fails: the launch that needed the seal
@@ -388,6 +428,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_many_modules_no_context),
       cmocka_unit_test(test_two_modules_deduplicated),
       cmocka_unit_test(test_64_modules_kept_once),
+      cmocka_unit_test(test_keep_again_after_capture),
       cmocka_unit_test(test_failed_seal_fails_launch_before_enqueue),
       cmocka_unit_test(test_sealed_epochs_bounded_when_device_lags),
       cmocka_unit_test(test_synchronize_seals_without_event),
