@@ -6,11 +6,12 @@
  *     build/default/bench/t4acuda-warm-probe launch 10000
  *
  * Modes: "launch" (4 arguments: two buffers, two scalars, one kernel),
- * "alternating" (the same over 8 modules in turn), "alloc" (alloc +
+ * "alternating" (the same over 8 modules in turn), "alternating64" (over
+ * 64 modules: more than the open epoch's dedup window), "alloc" (alloc +
  * release of 1 MiB), "upload_host" (t4a_buffer_upload_host of 4 KiB from a
- * host buffer + t4a_runtime_synchronize). As in the benchmark, the runtime's context is made
- * current on the calling thread first (through the driver named by
- * T4A_CUDA_DRIVER_PATH, else libcuda.so.1). Each mode first runs 1000
+ * host buffer + t4a_runtime_synchronize). As in the benchmark, the runtime's
+ * context is made current on the calling thread first (through the driver named
+ * by T4A_CUDA_DRIVER_PATH, else libcuda.so.1). Each mode first runs 1000
  * untimed warm-up calls. The
  * instructions per call are callgrind's total for the toggled function
  * divided by N. Exits 1 on any failure. */
@@ -29,7 +30,9 @@ static void ok(t4a_status s, const char *what) {
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: %s launch|alternating|alloc|upload_host N\n", argv[0]);
+    fprintf(stderr,
+            "usage: %s launch|alternating|alternating64|alloc|upload_host N\n",
+            argv[0]);
     return 2;
   }
   const char *mode = argv[1];
@@ -75,8 +78,10 @@ int main(int argc, char **argv) {
     ok(t4a_host_buffer_release(hb), "release");
     ok(t4a_buffer_release(b), "release");
   } else {
-    enum { MODS = 8 };
-    int mods = !strcmp(mode, "alternating") ? MODS : 1;
+    enum { MODS = 64 };
+    int mods = !strcmp(mode, "alternating")     ? 8
+               : !strcmp(mode, "alternating64") ? MODS
+                                                : 1;
     t4a_module m[MODS];
     t4a_kernel k[MODS];
     for (int i = 0; i < mods; ++i) {

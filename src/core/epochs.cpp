@@ -85,8 +85,7 @@ void Epochs::commit_seal(Sealed &slot, CUevent e) {
   slot.event = e;
   slot.n = count();
   std::swap(slot.items, open_);
-  n_.store(0, std::memory_order_relaxed);
-  last_ = nullptr;
+  clear_open();
   set_sealed(sealed_epochs() + 1);
 }
 
@@ -102,8 +101,7 @@ t4a_status Epochs::seal(Runtime &rt, bool record) {
     uint32_t n = count();
     to.reserve(to.size() + n); // may throw: first, nothing moved yet
     for (uint32_t i = 0; i < n; ++i) to.push_back(Ref<Object>::adopt(open_[i]));
-    n_.store(0, std::memory_order_relaxed);
-    last_ = nullptr;
+    clear_open();
     return T4A_SUCCESS;
   }
   // Room among the sealed epochs first: retire the completed ones (one
@@ -252,8 +250,7 @@ void Epochs::retire_all(Runtime &rt, Items *out) {
   while (sealed_epochs() != 0) retire_front(rt, out, mode);
   uint32_t n = count();
   if (out != nullptr) out->reserve(out->size() + n);
-  n_.store(0, std::memory_order_relaxed);
-  last_ = nullptr;
+  clear_open();
   for (uint32_t i = 0; i < n; ++i) {
     if (out != nullptr)
       out->push_back(Ref<Object>::adopt(open_[i]));
@@ -272,8 +269,7 @@ void Epochs::leak_all() {
     head_ = (head_ + 1) & (static_cast<uint32_t>(ring_.size()) - 1);
     set_sealed(sealed_epochs() - 1);
   }
-  n_.store(0, std::memory_order_relaxed);
-  last_ = nullptr;
+  clear_open();
 }
 
 } // namespace t4a::core

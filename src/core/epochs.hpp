@@ -153,6 +153,17 @@ public:
     return false;
   }
 
+  // The open epoch's number: moves on each time the open epoch is emptied
+  // (sealed, moved to a capture, retired or leaked at teardown), never
+  // repeats for this object, never 0. An object may record the number under
+  // which it was kept (a stamp) and skip later keeps while it is still the
+  // open one: an O(1) test where recently_kept() looks at a window only.
+  // The stamp must be written and read under the admission of the runtime
+  // owning this object, and be kept by no other runtime's epochs (the
+  // number is unique per Epochs only): launch.cpp stamps kernels and
+  // modules, which only their own runtime's launches keep.
+  uint64_t open_epoch() const { return open_id_; }
+
   // The gauges (any thread): keepalives in the open epoch, sealed epochs.
   uint32_t open_items() const { return n_.load(std::memory_order_relaxed); }
   uint32_t sealed_epochs() const {
@@ -203,6 +214,13 @@ private:
   };
 
   uint32_t count() const { return n_.load(std::memory_order_relaxed); }
+  // Empties the open epoch (its items moved or dropped by the caller): a
+  // new open epoch, with a new number.
+  void clear_open() {
+    n_.store(0, std::memory_order_relaxed);
+    last_ = nullptr;
+    ++open_id_;
+  }
   // A seal's ring slot with its item array (may throw; nothing moved yet).
   Sealed &make_slot();
   // Moves the open epoch into `slot` as the next sealed epoch, proven by
@@ -235,10 +253,13 @@ private:
   void take_parked(Items *out);
   void set_sealed(uint32_t n) { sealed_n_.store(n, std::memory_order_relaxed); }
 
-  // First, read by every launch: the last keep (null when the open epoch
-  // is empty; compared without reading the array), the open epoch's array
-  // (capacity k_open_limit, made on first use), its item count (a gauge)
-  // and the keeps reserved but not yet committed.
+  // First the open epoch's number (open_epoch(), the one field a warm
+  // launch reads, where it read the last keep before), then what keeping
+  // operations read: the last keep (null when the open epoch is empty;
+  // compared without reading the array), the open epoch's array (capacity
+  // k_open_limit, made on first use), its item count (a gauge) and the
+  // keeps reserved but not yet committed.
+  uint64_t open_id_ = 1;
   const Object *last_ = nullptr;
   Object **open_ = nullptr;
   std::atomic<uint32_t> n_{0};

@@ -54,12 +54,17 @@ t4a_status fail_handle(HandleCheck c, uint64_t id, const char *arg) {
 }
 
 namespace {
-// The state word: generation << 40 | kind << 32 | handle count.
+// The state word: kind << 56 | generation << 32 | handle count, so that a
+// live slot's upper half equals its id's (Registry::borrow compares them).
+// `gen` is at most k_generation_mask (drop() retires a slot instead of
+// wrapping it).
 constexpr uint64_t pack(uint32_t gen, Kind kind, uint32_t refs) {
-  return (uint64_t(gen) << 40) | (uint64_t(kind) << 32) | refs;
+  return (uint64_t(kind) << 56) | (uint64_t(gen) << 32) | refs;
 }
-constexpr uint32_t gen_of(uint64_t st) { return uint32_t(st >> 40); }
-constexpr Kind kind_in(uint64_t st) { return Kind(uint8_t(st >> 32)); }
+constexpr uint32_t gen_of(uint64_t st) {
+  return uint32_t(st >> 32) & k_generation_mask;
+}
+constexpr Kind kind_in(uint64_t st) { return Kind(uint8_t(st >> 56)); }
 constexpr uint32_t refs_of(uint64_t st) { return uint32_t(st); }
 
 // This thread's cached free slot indices, on the heap behind an

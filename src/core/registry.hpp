@@ -84,7 +84,9 @@ public:
 private:
   struct Slot {
     std::atomic<Object *> obj{nullptr}; // owns one reference while live
-    // generation (24 bits) << 40 | kind << 32 | handle count; 0: never used.
+    // kind << 56 | generation (24 bits) << 32 | handle count: the upper half
+    // laid out as a live id's (so a lookup compares them whole); 0: never
+    // used.
     std::atomic<uint64_t> state{0};
   };
   // Chunk c holds slots [1024 * (2^c - 1), 1024 * (2^(c+1) - 1)).
@@ -93,7 +95,13 @@ private:
   // Slots made, and moved between a thread's cache and the shared list, at
   // a time (divides k_first_chunk: a batch never spans two chunks).
   static constexpr uint32_t k_batch = 32;
+  // The acquire load of the chunk pointer pairs with its publication
+  // before size_ (a slot index below size_ is in a published chunk). The
+  // first chunk (slots below k_first_chunk, where a process with fewer
+  // live handles keeps them all) needs no chunk arithmetic.
   Slot *slot(uint32_t i) const {
+    if (i < k_first_chunk) [[likely]]
+      return chunks_[0].load(std::memory_order_acquire) + i;
     uint64_t j = uint64_t(i) + k_first_chunk;
     int c = 63 - __builtin_clzll(j) - 10;
     return chunks_[c].load(std::memory_order_acquire) +
@@ -156,10 +164,10 @@ Registry::borrow(uint64_t id, Kind kind, Object **out) const {
     // state after the pointer (borrow.hpp).
     Object *obj = s.obj.load(std::memory_order_seq_cst);
     uint64_t st = s.state.load(std::memory_order_seq_cst);
-    // The state's upper half: generation << 8 | kind; its lower half the
-    // handle count (registry.cpp's pack()).
-    uint64_t want = ((id >> 32) & k_generation_bits) << 8 | uint8_t(kind);
-    if ((st >> 32) == want && uint32_t(st) != 0 && obj != nullptr) [[likely]] {
+    // The state's upper half is the id's (kind, generation; registry.cpp's
+    // pack()), its lower half the handle count.
+    if (((st ^ id) >> 32) == 0 && uint32_t(st) != 0 && obj != nullptr)
+        [[likely]] {
       *out = obj;
       return HandleCheck::Ok;
     }

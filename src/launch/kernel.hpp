@@ -16,8 +16,9 @@ namespace t4a::launch {
 class CoopState; // launch/cooperative.hpp
 
 // Aligned, with what a launch reads first: the object header, the function,
-// the runtime and the signature fill cache line 0, the limits and the module
-// line 1, and the parameter layout is one array (one more line).
+// the runtime and the signature fill cache line 0, the limits, the module
+// and its keep stamp line 1, and the parameter layout is one array (one more
+// line).
 class alignas(64) Kernel final : public core::Object {
 public:
   // UNKNOWN_ENTRY_POINT (naming `name`) when the module has no such entry.
@@ -33,6 +34,13 @@ public:
   const std::string &name() const { return name_; }
   const KernelSignature &signature() const { return sig_; }
   const DeviceLimits &limits() const { return limits_; }
+  // The open epoch number (core::Epochs::open_epoch()) of the kernel's
+  // runtime under which its module was known kept (0: never): a launch
+  // whose kernel carries the open epoch's number reads nothing else to
+  // skip the keep. Written after the module's own stamp (Module::kept_in),
+  // under the runtime's admission, the only place it is read.
+  uint64_t module_kept_in() const { return kept_in_; }
+  void set_module_kept_in(uint64_t epoch) { kept_in_ = epoch; }
   void info(t4a_kernel_info *out) const;
   bool param(uint32_t index, uint64_t *offset, uint64_t *size) const;
 
@@ -61,6 +69,7 @@ private:
   KernelSignature sig_;
   DeviceLimits limits_;
   core::Ref<Module> module_;
+  uint64_t kept_in_ = 0; // module_kept_in()
   // Parameter offsets, then sizes (sig_.param_count each).
   std::vector<uint32_t> params_;
   std::string name_;

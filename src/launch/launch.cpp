@@ -1,5 +1,6 @@
 #include "launch/launch.hpp"
 
+#include <cassert>
 #include <cstdio>
 #include <memory>
 #include <new>
@@ -117,9 +118,17 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   uint32_t n =
       d.args != nullptr && d.arg_count <= T4A_MAX_PARAM_BYTES ? d.arg_count : 0;
   ArgSpace space(n);
+  // Copies in locals, which stay in registers: the descriptor and the
+  // space escape (copy_struct, validate), so their fields would be
+  // reloaded after every store of the loop.
+  const t4a_arg *const args = d.args;
+  ArgFacts *const facts = space.facts;
+  CUdeviceptr *const ptrs = space.ptrs;
+  void **const params = space.params;
+  Object **const buffers = space.buffers;
   uint32_t nbuf = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    const t4a_arg &a = d.args[i];
+    const t4a_arg &a = args[i];
     switch (a.kind) {
     case T4A_ARG_BUFFER: {
       Object *bo = nullptr;
@@ -127,14 +136,14 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
           c != core::HandleCheck::Ok) [[unlikely]]
         return fail_buffer(c, a.buffer.id, i);
       auto &b = static_cast<memory::Buffer &>(*bo);
-      space.buffers[nbuf++] = bo;
-      new (&space.facts[i]) ArgFacts{&b.runtime() == &rt, b.bytes()};
-      space.ptrs[i] = b.ptr() + a.offset; // used only once validated
-      space.params[i] = &space.ptrs[i];
+      buffers[nbuf++] = bo;
+      new (&facts[i]) ArgFacts{&b.runtime() == &rt, b.bytes()};
+      ptrs[i] = b.ptr() + a.offset; // used only once validated
+      params[i] = &ptrs[i];
       break;
     }
-    case T4A_ARG_SCALAR: space.params[i] = const_cast<void *>(a.value); break;
-    default: space.params[i] = const_cast<uint64_t *>(&a.device_pointer);
+    case T4A_ARG_SCALAR: params[i] = const_cast<void *>(a.value); break;
+    default: params[i] = const_cast<uint64_t *>(&a.device_pointer);
     }
   }
   Verdict v;
@@ -187,8 +196,13 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   // completion epoch. Reserving seals a full epoch first (one event per
   // k_open_limit distinct keeps); if that fails, the launch fails here,
   // before anything is enqueued. The warm case skips all of it: a module
-  // among the open epoch's last keeps is already kept until a seal
-  // recorded after this launch, so the launch adds nothing.
+  // kept in the open epoch is kept until a seal recorded after this
+  // launch, so the launch adds nothing. Whether it is: the open epoch's
+  // number stamped on the kernel, else on the module (another kernel of it
+  // kept it), written when the module is kept (core::Epochs::open_epoch();
+  // the kernel and module are this runtime's, checked by validate(), and
+  // only this runtime's launches stamp them, under its admission). So the
+  // open epoch holds each module once, however many alternate.
   // Graph capture (core/capture.hpp): the buffers go to the capture's keeps.
   core::CaptureKeeps cap(rt.capture(), rt.capturing(), nbuf);
   core::Epochs &ep = rt.epochs();
@@ -200,7 +214,11 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
     });
   };
   DrvResult r{};
-  if (ep.recently_kept(&mod)) [[likely]] {
+  assert(&mod.runtime() == &rt);
+  if (uint64_t open = ep.open_epoch(); k.module_kept_in() == open) [[likely]] {
+    r = enqueue();
+  } else if (mod.kept_in() == open) {
+    k.set_module_kept_in(open);
     r = enqueue();
   } else {
     core::Epochs::Reservation keep = ep.reserve_keep(rt);
@@ -209,6 +227,10 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
     r = enqueue();
     // Kept even when the launch failed: the driver may have queued it.
     ep.keep(std::move(keep), mod);
+    // Under the number of the epoch that keeps it (reserving may have
+    // sealed the one read above).
+    mod.set_kept_in(ep.open_epoch());
+    k.set_module_kept_in(ep.open_epoch());
   }
   if (cap.active()) [[unlikely]]
     for (uint32_t j = 0; j < nbuf; ++j) cap.keep(*space.buffers[j]);

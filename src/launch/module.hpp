@@ -35,12 +35,20 @@ public:
   CUmodule handle() const { return mod_; }
   uint64_t bytes() const { return bytes_; }
   const core::Digest &key() const { return key_; }
+  // The stamp of the launch path's keep: the open epoch number
+  // (core::Epochs::open_epoch()) of this module's runtime under which a
+  // launch last kept the module (0: never). Read and written under that
+  // runtime's admission only; no other runtime's epochs keep a module
+  // (validation rejects a kernel of another runtime before the keep).
+  uint64_t kept_in() const { return kept_in_; }
+  void set_kept_in(uint64_t epoch) { kept_in_ = epoch; }
 
 private:
   explicit Module(core::Ref<core::Runtime> rt);
   core::Ref<core::Runtime> rt_;
   CUmodule mod_ = nullptr;
   uint64_t bytes_ = 0;
+  uint64_t kept_in_ = 0;
   core::Digest key_{};
 };
 

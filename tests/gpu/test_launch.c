@@ -589,7 +589,9 @@ static void test_completion_across_runtimes(void **state) {
 }
 
 /* Issue 8, item 1: a plain thread (no context current) launches in turn
- * from 24 modules (more than the keep deduplication window of 8). Every
+ * from more modules than an open epoch holds (T4A_OPEN_EPOCH_LIMIT + 8; a
+ * module already kept in the open epoch is not kept again, so with fewer
+ * nothing would be sealed). Every
  * launch keeps its module, so the open completion epoch is sealed every
  * T4A_OPEN_EPOCH_LIMIT (core/epoch_limits.h) launches and sealed epochs
  * retire as the device completes them: events_recorded is launches divided
@@ -598,7 +600,7 @@ static void test_completion_across_runtimes(void **state) {
  * bounded, no successful launch leaves a last error (DRIVER/201 before),
  * and every increment lands. The per-launch time of the first and last
  * tenth is printed (flat is expected; not asserted). */
-#define MANY_MODULES 24
+#define MANY_MODULES (T4A_OPEN_EPOCH_LIMIT + 8)
 /* 50,000 launches; 5,000 under compute-sanitizer (scripts/gpu-lane sets
  * T4A_UNDER_SANITIZER), whose per-launch instrumentation would otherwise
  * take minutes. At either count the epochs seal and retire many times. */
@@ -663,17 +665,27 @@ static void test_many_modules_plain_thread(void **state) {
   static many_modules mm;
   memset(&mm, 0, sizeof mm);
   mm.rt = make_runtime(0);
-  t4a_module modules[MANY_MODULES];
+  static t4a_module modules[MANY_MODULES];
+  /* One NVRTC compile to PTX; each module is that text with a comment of
+   * its own, so the images (and the modules) differ. */
+  t4a_artifact ptx = compile(mm.rt,
+                             "extern \"C\" __global__ void add(unsigned *p) "
+                             "{ atomicAdd(p, 1u); }\n",
+                             T4A_COMPILE_PTX);
+  size_t bytes = 0;
+  ASSERT_OK(t4a_artifact_image(ptx, NULL, 0, &bytes));
+  char *image = malloc(bytes + 32);
+  assert_non_null(image);
+  ASSERT_OK(t4a_artifact_image(ptx, image, bytes, NULL));
+  ASSERT_OK(t4a_artifact_release(ptx));
+  size_t text = strnlen(image, bytes); /* without the NUL */
   for (int i = 0; i < MANY_MODULES; ++i) {
-    char src[160];
-    snprintf(src, sizeof src,
-             "extern \"C\" __global__ void add_%d(unsigned *p) "
-             "{ atomicAdd(p, 1u); }\n",
-             i);
-    char name[16];
-    snprintf(name, sizeof name, "add_%d", i);
-    mm.kernels[i] = kernel_of(mm.rt, src, T4A_COMPILE_CUBIN, name, &modules[i]);
+    int tail = snprintf(image + text, 32, "\n// module %d\n", i);
+    ASSERT_OK(t4a_module_load_data(mm.rt, image, text + (size_t)tail + 1,
+                                   &modules[i]));
+    ASSERT_OK(t4a_kernel_get(modules[i], "add", &mm.kernels[i]));
   }
+  free(image);
   ASSERT_OK(t4a_buffer_alloc(mm.rt, 4, T4A_BUFFER_ZERO, &mm.counter));
   ASSERT_OK(t4a_runtime_synchronize(mm.rt));
   t4a_runtime_stats s0 = stats_of(mm.rt);

@@ -2,19 +2,22 @@
  * Host lane (fake driver): completion epochs on the warm launch path and
  * sticky driver results. One process per group (argv[1]):
  *   epochs  issue 8, item 1: a thread with no context current launches
- *           alternately from many modules. Every launch keeps its module,
+ *           alternately from more modules than an open epoch holds. Every
+ *           launch keeps its module,
  *           so the open epoch must be sealed every
  *           T4A_OPEN_EPOCH_LIMIT (core/epoch_limits.h) keeps and sealed
  *           epochs retired, without a current context: the event count is
  *           launches/T4A_OPEN_EPOCH_LIMIT (not 0), the open epoch stays
  *           at or under its bound and the sealed epochs few, and a successful
  * launch leaves no last error (it left DRIVER/201 before the fix). With two
- * alternating modules nothing new is kept, so nothing is sealed at all. A seal
- * that fails fails the launch needing it before the launch is enqueued (the
- * epoch stays bounded). A device that lags (queries answer NOT_READY) keeps at
- * most 64 sealed epochs: beyond, a seal waits for the oldest. sticky  issue 8,
- * item 6: a launch returning CUDA_ERROR_CONTAINED (226) breaks the runtime:
- * DEVICE_FAULT then and afterwards. SPDX-License-Identifier: MIT OR Apache-2.0
+ * or 64 alternating modules nothing new is kept after the first launch of
+ * each (the open epoch holds each module once), so nothing is sealed at all. A
+ * seal that fails fails the launch needing it before the launch is enqueued
+ * (the epoch stays bounded). A device that lags (queries answer NOT_READY)
+ * keeps at most 64 sealed epochs: beyond, a seal waits for the oldest. sticky
+ * issue 8, item 6: a launch returning CUDA_ERROR_CONTAINED (226) breaks the
+ * runtime: DEVICE_FAULT then and afterwards. SPDX-License-Identifier: MIT OR
+ * Apache-2.0
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -30,19 +33,23 @@
 #include <string.h>
 
 #include "core/epoch_limits.h"
+#define T4A_EXPERIMENTAL 1 /* graph capture */
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
 #include "test_assert.h"
 
 #define MODULES 24 /* more than the keep deduplication window (8) */
+/* More modules than an open epoch holds: cycling through them, every launch
+ * keeps its module (each is kept once per epoch). */
+#define MANY (T4A_OPEN_EPOCH_LIMIT + 44)
 #define LAUNCHES 100000
 #define OPEN_LIMIT T4A_OPEN_EPOCH_LIMIT /* Epochs::k_open_limit */
 #define SEALED_MAX 5 /* Epochs::k_poll_above + 1: every fake event is done */
 
 typedef struct setup {
   t4a_runtime rt;
-  t4a_module modules[MODULES];
-  t4a_kernel kernels[MODULES];
+  t4a_module modules[MANY];
+  t4a_kernel kernels[MANY];
 } setup;
 
 static void make(setup *s, int modules) {
@@ -51,7 +58,7 @@ static void make(setup *s, int modules) {
   for (int i = 0; i < modules; ++i) {
     /* the fake driver loads any bytes as a module; distinct bytes make
      * distinct modules (the module cache keys on the image) */
-    unsigned char image[16] = {1, (unsigned char)i};
+    unsigned char image[16] = {1, (unsigned char)i, (unsigned char)(i >> 8)};
     ASSERT_OK(t4a_module_load_data(s->rt, image, sizeof image, &s->modules[i]));
     ASSERT_OK(t4a_kernel_get(s->modules[i], "k", &s->kernels[i]));
   }
@@ -103,11 +110,11 @@ static void launch_cycling(setup *s, int modules, long count) {
 static void test_many_modules_no_context(void **state) {
   (void)state;
   setup s;
-  make(&s, MODULES);
+  make(&s, MANY);
   t4a_runtime_stats before = stats_of(s.rt);
   /* t4a_runtime_create and t4a_module_load_data restore the caller's
    * current context: none, on this thread. */
-  launch_cycling(&s, MODULES, LAUNCHES);
+  launch_cycling(&s, MANY, LAUNCHES);
   t4a_runtime_stats after = stats_of(s.rt);
   uint64_t events = after.events_recorded - before.events_recorded;
   /* one seal per OPEN_LIMIT keeps: the OPEN_LIMIT keeps of a full epoch,
@@ -115,7 +122,7 @@ static void test_many_modules_no_context(void **state) {
   uint64_t want = (LAUNCHES - 1) / OPEN_LIMIT;
   printf("%d launches over %d modules: %llu events, %llu open, %llu "
          "sealed\n",
-         LAUNCHES, MODULES, (unsigned long long)events,
+         LAUNCHES, MANY, (unsigned long long)events,
          (unsigned long long)after.open_epoch_items,
          (unsigned long long)after.sealed_epochs);
   if (events < want || events > want + 2)
@@ -133,7 +140,7 @@ static void test_many_modules_no_context(void **state) {
   t4a_runtime_stats synced = stats_of(s.rt);
   assert_int_equal(synced.open_epoch_items, 0);
   assert_int_equal(synced.sealed_epochs, 0);
-  unmake(&s, MODULES);
+  unmake(&s, MANY);
 }
 
 static void test_two_modules_deduplicated(void **state) {
@@ -149,20 +156,83 @@ static void test_two_modules_deduplicated(void **state) {
   unmake(&s, 2);
 }
 
+/* 64 alternating modules, far more than the window of recent keeps (8): the
+ * open epoch still holds each module once (a launch of a module kept in the
+ * open epoch adds nothing), so nothing fills it and nothing is sealed: no
+ * event over many launches (one per OPEN_LIMIT launches when every launch
+ * kept its module). */
+static void test_64_modules_kept_once(void **state) {
+  (void)state;
+  setup s;
+  make(&s, 64);
+  t4a_runtime_stats before = stats_of(s.rt);
+  launch_cycling(&s, 64, LAUNCHES / 4);
+  t4a_runtime_stats after = stats_of(s.rt);
+  assert_int_equal(after.launches - before.launches, LAUNCHES / 4);
+  assert_int_equal(after.open_epoch_items, 64);
+  assert_int_equal(after.events_recorded, before.events_recorded);
+  assert_int_equal(after.sealed_epochs, before.sealed_epochs);
+  /* a synchronize empties the open epoch: each module is kept again, once */
+  ASSERT_OK(t4a_runtime_synchronize(s.rt));
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 0);
+  launch_cycling(&s, 64, 640);
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 64);
+  unmake(&s, 64);
+}
+
+/* A module kept in the open epoch is not kept again while that epoch is
+ * open (the launch compares the open epoch's number stamped on the kernel
+ * and module), and is kept again once the open epoch was emptied: by a
+ * synchronize, and by a capture, whose begin seals the open epoch and whose
+ * end moves the keeps made while capturing to the graph. A launch after the
+ * capture must keep the module in the runtime's new open epoch (it would
+ * not if the move had not given the open epoch a new number). */
+static void test_keep_again_after_capture(void **state) {
+  (void)state;
+  setup s;
+  make(&s, 1);
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.grid[0] = 1;
+  d.block[0] = 1;
+  d.kernel = s.kernels[0];
+  ASSERT_OK(t4a_runtime_synchronize(s.rt));
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 0);
+  ASSERT_OK(t4a_launch(s.rt, &d));
+  ASSERT_OK(t4a_launch(s.rt, &d));
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 1);
+  ASSERT_OK(t4a_capture_begin(s.rt, NULL)); /* seals the open epoch */
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 0);
+  ASSERT_OK(t4a_launch(s.rt, &d)); /* captured */
+  ASSERT_OK(t4a_launch(s.rt, &d));
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 1);
+  t4a_graph g = {0};
+  ASSERT_OK(t4a_capture_end(s.rt, &g)); /* the keeps go to the graph */
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 0);
+  ASSERT_OK(t4a_launch(s.rt, &d));
+  ASSERT_OK(t4a_launch(s.rt, &d));
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 1);
+  ASSERT_OK(t4a_graph_release(g));
+  ASSERT_OK(t4a_runtime_synchronize(s.rt));
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 0);
+  ASSERT_OK(t4a_launch(s.rt, &d));
+  assert_int_equal(stats_of(s.rt).open_epoch_items, 1);
+  unmake(&s, 1);
+}
+
 /* A full open epoch whose seal fails: the launch that needed the seal
  * fails with the seal's error, before enqueuing anything; the open epoch
  * stays at its bound; the next launch seals and succeeds. */
 static void test_failed_seal_fails_launch_before_enqueue(void **state) {
   (void)state;
   setup s;
-  make(&s, MODULES);
+  make(&s, MANY);
   ASSERT_OK(t4a_runtime_synchronize(s.rt)); /* the open epoch is empty */
-  launch_cycling(&s, MODULES, OPEN_LIMIT);  /* and now full */
+  launch_cycling(&s, MANY, OPEN_LIMIT);     /* and now full */
   assert_int_equal(stats_of(s.rt).open_epoch_items, OPEN_LIMIT);
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
   d.grid[0] = 1;
   d.block[0] = 1;
-  d.kernel = s.kernels[OPEN_LIMIT % MODULES];
+  d.kernel = s.kernels[OPEN_LIMIT % MANY];
   t4a_testing_count_calls(1);
   ASSERT_OK(t4a_testing_fault_arm("cuEventRecord", 1, 1 /* INVALID_VALUE */,
                                   T4A_TESTING_FAULT_INSTEAD));
@@ -179,7 +249,7 @@ static void test_failed_seal_fails_launch_before_enqueue(void **state) {
   (void)t4a_last_error(&ei);
   assert_int_equal(ei.status, T4A_SUCCESS);
   assert_int_equal(stats_of(s.rt).open_epoch_items, 1);
-  unmake(&s, MODULES);
+  unmake(&s, MANY);
 }
 
 /* A device that falls behind: every query of a sealed epoch answers
@@ -189,7 +259,7 @@ static void test_failed_seal_fails_launch_before_enqueue(void **state) {
 static void test_sealed_epochs_bounded_when_device_lags(void **state) {
   (void)state;
   setup s;
-  make(&s, MODULES);
+  make(&s, MANY);
   t4a_runtime_stats before = stats_of(s.rt);
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
   d.grid[0] = 1;
@@ -200,7 +270,7 @@ static void test_sealed_epochs_bounded_when_device_lags(void **state) {
   for (long i = 0; i < launches; ++i) {
     ASSERT_OK(t4a_testing_fault_arm("cuEventQuery", 1, 600 /* NOT_READY */,
                                     T4A_TESTING_FAULT_INSTEAD));
-    d.kernel = s.kernels[i % MODULES];
+    d.kernel = s.kernels[i % MANY];
     ASSERT_OK(t4a_launch(s.rt, &d));
     uint64_t sealed = stats_of(s.rt).sealed_epochs;
     if (sealed > max_sealed) max_sealed = sealed;
@@ -219,7 +289,7 @@ static void test_sealed_epochs_bounded_when_device_lags(void **state) {
   assert_int_equal(after.host_waits - before.host_waits, 79 - 64);
   ASSERT_OK(t4a_runtime_synchronize(s.rt));
   assert_int_equal(stats_of(s.rt).sealed_epochs, 0);
-  unmake(&s, MODULES);
+  unmake(&s, MANY);
 }
 
 /* Keeps MODULES modules in the open epoch, then synchronizes with the
@@ -285,7 +355,7 @@ static void test_synchronize_seals_without_event(void **state) {
 static void test_drains_retry_in_context(void **state) {
   (void)state;
   setup s;
-  make(&s, MODULES);
+  make(&s, MANY);
   launch_cycling(&s, MODULES, MODULES);
   ASSERT_OK(t4a_testing_fault_arm("cuStreamSynchronize", 1,
                                   201 /* INVALID_CONTEXT */,
@@ -310,7 +380,7 @@ static void test_drains_retry_in_context(void **state) {
   for (long i = 0; i < 70L * OPEN_LIMIT; ++i) {
     ASSERT_OK(t4a_testing_fault_arm("cuEventQuery", 1, 600 /* NOT_READY */,
                                     T4A_TESTING_FAULT_INSTEAD));
-    d.kernel = s.kernels[i % MODULES];
+    d.kernel = s.kernels[i % MANY];
     ASSERT_OK(t4a_launch(s.rt, &d));
   }
   t4a_testing_fault_reset();
@@ -319,7 +389,7 @@ static void test_drains_retry_in_context(void **state) {
   assert_true(st.sealed_epochs <= 64);
   ASSERT_OK(t4a_runtime_synchronize(s.rt));
   assert_int_equal(stats_of(s.rt).sealed_epochs, 0);
-  unmake(&s, MODULES);
+  unmake(&s, MANY);
 }
 
 static void test_contained_breaks_runtime(void **state) {
@@ -357,6 +427,8 @@ int main(int argc, char **argv) {
   const struct CMUnitTest epochs[] = {
       cmocka_unit_test(test_many_modules_no_context),
       cmocka_unit_test(test_two_modules_deduplicated),
+      cmocka_unit_test(test_64_modules_kept_once),
+      cmocka_unit_test(test_keep_again_after_capture),
       cmocka_unit_test(test_failed_seal_fails_launch_before_enqueue),
       cmocka_unit_test(test_sealed_epochs_bounded_when_device_lags),
       cmocka_unit_test(test_synchronize_seals_without_event),

@@ -126,16 +126,17 @@ int main() {
   if (s != T4A_SUCCESS) return fail("launch with 4 arguments", s);
   long n32 = allocations_during(rt, many, b, 32, 2, 1000, &s);
   if (s != T4A_SUCCESS) return fail("launch with 32 arguments", s);
-  // Issue 8, item 1: launches alternating among 24 modules (more than the
-  // keep deduplication window) keep a module each, so the open epoch is
-  // sealed every 256 launches and sealed epochs retire; in the steady state
-  // that allocates nothing either (the event pool, the ring of sealed
+  // Issue 8, item 1: launches cycling among more modules than an open epoch
+  // holds (T4A_OPEN_EPOCH_LIMIT, 256) keep a module each, so the open epoch
+  // is sealed every 256 launches and sealed epochs retire; in the steady
+  // state that allocates nothing either (the event pool, the ring of sealed
   // epochs and their item arrays are reused).
-  constexpr int kModules = 24;
+  constexpr int kModules = 256 + 8;
   t4a_module mods[kModules];
   t4a_kernel ks[kModules];
   for (int i = 0; i < kModules; ++i) {
-    unsigned char image[16] = {7, static_cast<unsigned char>(i)};
+    unsigned char image[16] = {7, static_cast<unsigned char>(i),
+                               static_cast<unsigned char>(i >> 8)};
     CHECK(t4a_module_load_data(rt, image, sizeof image, &mods[i]));
     CHECK(t4a_kernel_get(mods[i], "k", &ks[i]));
   }
