@@ -36,7 +36,7 @@
 #include "test_assert.h"
 
 #ifndef T4A_RACE_ITERATIONS
-#define T4A_RACE_ITERATIONS 2000
+#define T4A_RACE_ITERATIONS 10000
 #endif
 #define THREADS 4
 #define RING 3    /* buffers a thread keeps live */
