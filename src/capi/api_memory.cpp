@@ -19,12 +19,10 @@ T4A_API t4a_status t4a_buffer_alloc(t4a_runtime runtime, uint64_t bytes,
     // the runtime but the buffer's (memory/buffer.hpp); anything it does
     // not take on runs the explained path below, which reports it.
     if (buffer != nullptr && flags == 0 && bytes != 0) [[likely]] {
-      Ref<memory::Buffer> b;
       t4a_status s = T4A_SUCCESS;
-      if (memory::Buffer::alloc_warm(runtime.id, bytes, &b, &s)) [[likely]] {
-        if (s != T4A_SUCCESS) return s;
-        return capi::publish(std::move(b), buffer);
-      }
+      if (memory::Buffer::alloc_warm(runtime.id, bytes, &buffer->id, &s))
+          [[likely]]
+        return s; // on success, published in *buffer
     }
     return capi::call(
         in(runtime, "runtime"), capi::not_null(buffer, "buffer"),

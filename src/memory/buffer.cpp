@@ -172,8 +172,8 @@ void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
   free_failed(rt, r, ptr, bytes, unprovable);
 }
 
-bool Buffer::alloc_warm(uint64_t runtime_id, uint64_t bytes,
-                        core::Ref<Buffer> *out, t4a_status *status) {
+bool Buffer::alloc_warm(uint64_t runtime_id, uint64_t bytes, uint64_t *id,
+                        t4a_status *status) {
   core::Ref<Buffer> b;
   DrvResult r{};
   bool deferring = false; // call_in_window
@@ -200,11 +200,17 @@ bool Buffer::alloc_warm(uint64_t runtime_id, uint64_t bytes,
     });
   }
   end_deferral(deferring);
-  CUdeviceptr p = b->ptr_;
-  b->ptr_ = 0; // set again by finish_alloc on success
-  *status = finish_alloc(*b->rt_, r, bytes, p, &b->ptr_, "allocating a buffer");
-  if (*status == T4A_SUCCESS) [[likely]]
-    *out = std::move(b);
+  if (!r) [[unlikely]] {
+    b->ptr_ = 0; // nothing was allocated: nothing to free
+    *status = alloc_failed(*b->rt_, r, bytes, "allocating a buffer");
+    return true;
+  }
+  b->rt_->counters().count_allocation(core::borrow::tl_record, bytes);
+  // Registered here, as capi::publish does (may throw std::bad_alloc: the
+  // buffer is then freed and the entry guard reports it).
+  *id = core::Registry::instance().insert(
+      core::Ref<core::Object>::adopt(b.detach()));
+  *status = T4A_SUCCESS;
   return true;
 }
 
