@@ -10,6 +10,33 @@ using namespace t4a;
 using capi::in;
 using core::Ref;
 
+namespace {
+// t4a_buffer_alloc's explained path: every check in argument order, the
+// zero-size and zeroing cases, the amortized epoch poll (out of line: the
+// warm case's frame stays small).
+[[gnu::noinline]] t4a_status alloc_explained(t4a_runtime runtime,
+                                             uint64_t bytes, uint32_t flags,
+                                             t4a_buffer *buffer) {
+  return capi::call(
+      in(runtime, "runtime"), capi::not_null(buffer, "buffer"),
+      [&](Ref<core::Runtime> &rt) -> t4a_status {
+        if ((flags & ~T4A_BUFFER_ZERO) != 0)
+          return core::fail(
+              T4A_ERROR_INVALID_ARGUMENT,
+              "flags is 0x%x; only T4A_BUFFER_ZERO (0x1) is known", flags);
+        if (t4a_status s = core::refuse_capturing(*rt, "t4a_buffer_alloc");
+            s != T4A_SUCCESS)
+          return s;
+        Ref<memory::Buffer> b;
+        if (t4a_status s =
+                memory::Buffer::alloc(std::move(rt), bytes, flags, &b);
+            s != T4A_SUCCESS)
+          return s;
+        return capi::publish(std::move(b), buffer);
+      });
+}
+} // namespace
+
 extern "C" {
 
 T4A_API t4a_status t4a_buffer_alloc(t4a_runtime runtime, uint64_t bytes,
@@ -17,32 +44,14 @@ T4A_API t4a_status t4a_buffer_alloc(t4a_runtime runtime, uint64_t bytes,
   return T4A_ENTRY({
     // The warm case first: one capture-gate window, no reference taken on
     // the runtime but the buffer's (memory/buffer.hpp); anything it does
-    // not take on runs the explained path below, which reports it.
+    // not take on runs the explained path, which reports it.
     if (buffer != nullptr && flags == 0 && bytes != 0) [[likely]] {
-      Ref<memory::Buffer> b;
       t4a_status s = T4A_SUCCESS;
-      if (memory::Buffer::alloc_warm(runtime.id, bytes, &b, &s)) [[likely]] {
-        if (s != T4A_SUCCESS) return s;
-        return capi::publish(std::move(b), buffer);
-      }
+      if (memory::Buffer::alloc_warm(runtime.id, bytes, &buffer->id, &s))
+          [[likely]]
+        return s; // on success, published in *buffer
     }
-    return capi::call(
-        in(runtime, "runtime"), capi::not_null(buffer, "buffer"),
-        [&](Ref<core::Runtime> &rt) -> t4a_status {
-          if ((flags & ~T4A_BUFFER_ZERO) != 0)
-            return core::fail(
-                T4A_ERROR_INVALID_ARGUMENT,
-                "flags is 0x%x; only T4A_BUFFER_ZERO (0x1) is known", flags);
-          if (t4a_status s = core::refuse_capturing(*rt, "t4a_buffer_alloc");
-              s != T4A_SUCCESS)
-            return s;
-          Ref<memory::Buffer> b;
-          if (t4a_status s =
-                  memory::Buffer::alloc(std::move(rt), bytes, flags, &b);
-              s != T4A_SUCCESS)
-            return s;
-          return capi::publish(std::move(b), buffer);
-        });
+    return alloc_explained(runtime, bytes, flags, buffer);
   });
 }
 

@@ -52,7 +52,8 @@ constinit Deferred g_deferred;
 // seq_cst throughout, the entries too: a record entered after this scan
 // read its entry belongs to a reader whose slot loads come after the
 // writer's unpublishing store (borrow.hpp).
-bool any_active() {
+// Inline: retire runs it on every release.
+[[gnu::always_inline]] inline bool any_active() {
   uint32_t left = g_dir_high.load(std::memory_order_seq_cst);
   for (const DirChunk *c = &g_dir; left != 0;
        c = c->next.load(std::memory_order_seq_cst)) {

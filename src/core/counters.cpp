@@ -5,12 +5,15 @@ namespace t4a::core {
 void RuntimeCounters::fill(t4a_runtime_stats *s) const {
   s->host_waits = host_waits.get();
   s->trims = trims.get();
-  s->allocations = allocations.get();
-  s->frees = frees.get();
+  // Frees before allocations, as bytes_now() reads them: a free seen is
+  // one whose allocation is seen too.
+  s->frees = frees.v.load(std::memory_order_acquire) +
+             owned.frees.v.load(std::memory_order_acquire);
+  s->allocations = allocation_count();
   s->zero_fills = zero_fills.get();
   s->fills = fills.get();
   s->device_copies = device_copies.get();
-  s->bytes_allocated = device_bytes.now();
+  s->bytes_allocated = bytes_now();
   s->bytes_allocated_peak = device_bytes.peak.get();
   s->uploads = uploads.get();
   s->downloads = downloads.get();
@@ -37,6 +40,13 @@ void RuntimeCounters::fill(t4a_runtime_stats *s) const {
   s->staged_bytes = staged_bytes.get();
   s->cooperative_launches = cooperative_launches.get();
   s->barrier_audit_failures = barrier_audit_failures.get();
+}
+
+bool RuntimeCounters::claim(const void *me) {
+  const void *none = &Owned::k_unowned;
+  return owned.owner.compare_exchange_strong(none, me,
+                                             std::memory_order_acq_rel) ||
+         none == me;
 }
 
 ProcessCounters &ProcessCounters::instance() {

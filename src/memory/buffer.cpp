@@ -1,6 +1,7 @@
 #include "memory/buffer.hpp"
 
 #include "core/admission.hpp"
+#include "core/borrow.hpp"
 #include "core/context_scope.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -81,8 +82,7 @@ inline t4a_status finish_alloc(core::Runtime &rt, DrvResult r, uint64_t bytes,
                                const char *what) {
   if (!r) [[unlikely]]
     return alloc_failed(rt, r, bytes, what);
-  rt.counters().allocations.add();
-  rt.counters().device_bytes.allocate(bytes);
+  rt.counters().count_allocation(core::borrow::tl_record, bytes);
   *out = p;
   return T4A_SUCCESS;
 }
@@ -164,16 +164,16 @@ void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
                          [&] { return cu::mem_free_async(ptr, rt.stream()); });
   } // closed before anything below logs
   end_deferral(deferring);
-  c.device_bytes.free(bytes);
   if (!unprovable && r) [[likely]] {
-    c.frees.add();
+    c.count_free(core::borrow::tl_record, bytes);
     return;
   }
+  c.device_bytes.free(bytes);
   free_failed(rt, r, ptr, bytes, unprovable);
 }
 
-bool Buffer::alloc_warm(uint64_t runtime_id, uint64_t bytes,
-                        core::Ref<Buffer> *out, t4a_status *status) {
+bool Buffer::alloc_warm(uint64_t runtime_id, uint64_t bytes, uint64_t *id,
+                        t4a_status *status) {
   core::Ref<Buffer> b;
   DrvResult r{};
   bool deferring = false; // call_in_window
@@ -190,7 +190,7 @@ bool Buffer::alloc_warm(uint64_t runtime_id, uint64_t bytes,
       return false;
     auto &rt = static_cast<core::Runtime &>(*o);
     if (rt.capture().gate().closed() || rt.completion_unprovable() ||
-        (rt.counters().allocations.get() & 63) == 0) [[unlikely]]
+        (rt.counters().allocation_count() & 63) == 0) [[unlikely]]
       return false;
     b = core::Ref<Buffer>::adopt(new Buffer(core::Ref<core::Runtime>(&rt)));
     b->bytes_ = bytes;
@@ -200,11 +200,17 @@ bool Buffer::alloc_warm(uint64_t runtime_id, uint64_t bytes,
     });
   }
   end_deferral(deferring);
-  CUdeviceptr p = b->ptr_;
-  b->ptr_ = 0; // set again by finish_alloc on success
-  *status = finish_alloc(*b->rt_, r, bytes, p, &b->ptr_, "allocating a buffer");
-  if (*status == T4A_SUCCESS) [[likely]]
-    *out = std::move(b);
+  if (!r) [[unlikely]] {
+    b->ptr_ = 0; // nothing was allocated: nothing to free
+    *status = alloc_failed(*b->rt_, r, bytes, "allocating a buffer");
+    return true;
+  }
+  b->rt_->counters().count_allocation(core::borrow::tl_record, bytes);
+  // Registered here, as capi::publish does (may throw std::bad_alloc: the
+  // buffer is then freed and the entry guard reports it).
+  *id = core::Registry::instance().insert(
+      core::Ref<core::Object>::adopt(b.detach()));
+  *status = T4A_SUCCESS;
   return true;
 }
 
@@ -224,7 +230,7 @@ t4a_status Buffer::alloc(core::Ref<core::Runtime> runtime, uint64_t bytes,
   // counters are atomic. Retirement is polled here, amortized: once per
   // 64 allocations, only if admission is free at that moment and sealed
   // epochs are outstanding.
-  if ((rt.counters().allocations.get() & 63) == 0) {
+  if ((rt.counters().allocation_count() & 63) == 0) {
     core::TryAdmission adm(rt.admission());
     core::Epochs::Items retired; // dropped under admission (see synchronize)
     if (adm.held() && rt.epochs().has_sealed()) {

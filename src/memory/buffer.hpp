@@ -30,13 +30,14 @@ public:
   static t4a_status alloc(core::Ref<core::Runtime> rt, uint64_t bytes,
                           uint32_t flags, core::Ref<Buffer> *out);
   // t4a_buffer_alloc's warm case (flags 0, bytes > 0), in one capture-gate
-  // window from the runtime's lookup to the enqueue: true, with *status and
-  // (on success) *out set, when it ran; false, having done nothing, when
+  // window from the runtime's lookup to the enqueue: true, with *status set
+  // and, on success, the new buffer registered and its handle id in *id,
+  // when it ran; false, having done nothing, when
   // the explained path must decide: the runtime handle does not resolve,
   // the runtime's completion is unprovable (broken), the gate is closed
   // (a capture), or the amortized epoch poll is due.
-  static bool alloc_warm(uint64_t runtime_id, uint64_t bytes,
-                         core::Ref<Buffer> *out, t4a_status *status);
+  static bool alloc_warm(uint64_t runtime_id, uint64_t bytes, uint64_t *id,
+                         t4a_status *status);
   // Wraps foreign memory [ptr, ptr + bytes) of `rt`'s device; `owner`'s
   // last reference releases it (memory/dlpack.hpp).
   static core::Ref<Buffer> adopt_foreign(core::Ref<core::Runtime> rt,
