@@ -18,6 +18,8 @@ namespace {
 // A host buffer's byte range lies inside it.
 t4a_status check_host_range(const char *arg, const memory::HostBuffer &h,
                             uint64_t offset, uint64_t bytes) {
+  if (capi::range_inside(offset, bytes, h.bytes())) [[likely]]
+    return T4A_SUCCESS;
   return memory::check_range(arg, offset, bytes, h.bytes());
 }
 
@@ -45,7 +47,7 @@ T4A_API t4a_status t4a_buffer_upload(t4a_runtime runtime, t4a_buffer dst,
         runtime, dst, "dst", offset, bytes,
         [&](core::Runtime &rt, memory::Buffer &b) -> t4a_status {
           if (src == nullptr && bytes > 0) return capi::null_arg("src");
-          if (t4a_status s = memory::check_writable("dst", b); s != T4A_SUCCESS)
+          if (t4a_status s = capi::check_writable("dst", b); s != T4A_SUCCESS)
             return s;
           if (t4a_status s = core::refuse_capturing(
                   rt, "t4a_buffer_upload (pageable host memory)");
@@ -178,7 +180,7 @@ T4A_API t4a_status t4a_buffer_upload_host(t4a_runtime runtime, t4a_buffer dst,
           if (t4a_status s = check_host_range("src", *h, src_offset, bytes);
               s != T4A_SUCCESS)
             return s;
-          if (t4a_status s = memory::check_writable("dst", b); s != T4A_SUCCESS)
+          if (t4a_status s = capi::check_writable("dst", b); s != T4A_SUCCESS)
             return s;
           return memory::upload_host(section, rt, b, dst_offset, *h, src_offset,
                                      bytes);

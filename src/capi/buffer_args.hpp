@@ -12,12 +12,29 @@
 
 namespace t4a::capi {
 
+// Whether memory::check_range would pass, inline (it is called only to
+// report a failure): [offset, offset + bytes) inside [0, size), without
+// overflow.
+inline bool range_inside(uint64_t offset, uint64_t bytes, uint64_t size) {
+  return offset <= size && bytes <= size - offset;
+}
+
 inline t4a_status check_buffer_range(const char *arg, const memory::Buffer &b,
                                      const core::Runtime &rt, uint64_t offset,
                                      uint64_t bytes) {
+  // The passing case inline; the out-of-line checks report the failure.
+  if (&b.runtime() == &rt && range_inside(offset, bytes, b.bytes())) [[likely]]
+    return T4A_SUCCESS;
   if (t4a_status s = memory::check_owner(arg, b, rt); s != T4A_SUCCESS)
     return s;
   return memory::check_range(arg, offset, bytes, b.bytes());
+}
+
+// memory::check_writable with the passing case inline.
+inline t4a_status check_writable(const char *arg, const memory::Buffer &b) {
+  if (!b.read_only()) [[likely]]
+    return T4A_SUCCESS;
+  return memory::check_writable(arg, b);
 }
 
 // `body(core::Runtime &, memory::Buffer &)` returns t4a_status.

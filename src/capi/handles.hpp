@@ -188,8 +188,11 @@ template <class T> void keep(T *&slot, T *obj) { slot = obj; }
 // the caller's borrow section: each handle is borrowed
 // (Registry::borrow) and kept in `refs` (a reference taken before the
 // section ends, or the pointer).
+// Inlined into the entry point: one function per entry point rather than
+// a call per item.
 template <size_t I, size_t J, class Items, class R>
-t4a_status check_items(const Items &items, R &refs) {
+[[gnu::always_inline]] inline t4a_status check_items(const Items &items,
+                                                     R &refs) {
   if constexpr (I == std::tuple_size_v<Items>) {
     return T4A_SUCCESS;
   } else {
@@ -293,7 +296,8 @@ template <class... A> t4a_status call_borrowed(A &&...a) {
 
 // Inside a borrow section (a call_borrowed body): borrows one more handle
 // argument, or records INVALID_HANDLE naming it, as capi::in does.
-template <class T> t4a_status borrow(const In<T> &c, T **out) {
+template <class T>
+[[gnu::always_inline]] inline t4a_status borrow(const In<T> &c, T **out) {
   core::Object *obj = nullptr;
   core::HandleCheck hc = core::Registry::instance().borrow(c.id, c.kind, &obj);
   if (hc != core::HandleCheck::Ok) return core::fail_handle(hc, c.id, c.arg);
