@@ -18,10 +18,11 @@
 // and again before the wait.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <optional>
-#include <vector>
 
 #include "core/admission.hpp"
 #include "core/borrow.hpp"
@@ -49,14 +50,15 @@ public:
 
 private:
   // Out of line and cold: only a contended lock gets here. May throw
-  // std::bad_alloc before anything is held (the references' vector).
+  // std::bad_alloc before anything is held (the references' array).
   [[gnu::noinline, gnu::cold]] void
   wait(BorrowSection &section, AdmissionLock &lock,
        std::initializer_list<Object *> borrowed, Object *const *more,
        uint32_t n_more) {
-    held_.reserve(borrowed.size() + n_more);
-    for (Object *o : borrowed) held_.emplace_back(o);
-    for (uint32_t i = 0; i < n_more; ++i) held_.emplace_back(more[i]);
+    held_.reset(new Ref<Object>[borrowed.size() + n_more]);
+    size_t j = 0;
+    for (Object *o : borrowed) held_[j++] = Ref<Object>(o);
+    for (uint32_t i = 0; i < n_more; ++i) held_[j++] = Ref<Object>(more[i]);
     adm_.reset(); // busy: it holds nothing
     bool paused = section.pause();
     adm_.emplace(lock);
@@ -64,7 +66,8 @@ private:
   }
 
   // Declared first, destroyed last: the references go after admission.
-  std::vector<Ref<Object>> held_;
+  // Empty on the warm path (its destruction is one test).
+  std::unique_ptr<Ref<Object>[]> held_;
   std::optional<Admission> adm_;
 };
 
