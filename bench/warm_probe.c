@@ -7,11 +7,13 @@
  *
  * Modes: "launch" (4 arguments: two buffers, two scalars, one kernel),
  * "alternating" (the same over 8 modules in turn), "alternating64" (over
- * 64 modules: more than the open epoch's dedup window), "alloc" (alloc +
+ * 64 modules), "alloc" (alloc +
  * release of 1 MiB), "upload_host" (t4a_buffer_upload_host of 4 KiB from a
- * host buffer + t4a_runtime_synchronize). As in the benchmark, the runtime's
- * context is made current on the calling thread first (through the driver named
- * by T4A_CUDA_DRIVER_PATH, else libcuda.so.1). Each mode first runs 1000
+ * host buffer + t4a_runtime_synchronize), "download_host" (the same
+ * downloading into the host buffer), "sync" (t4a_runtime_synchronize of an
+ * idle runtime). As in the benchmark, the runtime's context is made
+ * current on the calling thread first (through the driver named by
+ * T4A_CUDA_DRIVER_PATH, else libcuda.so.1). Each mode first runs 1000
  * untimed warm-up calls. The
  * instructions per call are callgrind's total for the toggled function
  * divided by N. Exits 1 on any failure. */
@@ -31,7 +33,8 @@ static void ok(t4a_status s, const char *what) {
 int main(int argc, char **argv) {
   if (argc != 3) {
     fprintf(stderr,
-            "usage: %s launch|alternating|alternating64|alloc|upload_host N\n",
+            "usage: %s launch|alternating|alternating64|alloc|upload_host|"
+            "download_host|sync N\n",
             argv[0]);
     return 2;
   }
@@ -66,17 +69,23 @@ int main(int argc, char **argv) {
       ok(t4a_buffer_alloc(rt, 1 << 20, 0, &b), "alloc");
       ok(t4a_buffer_release(b), "release");
     }
-  } else if (!strcmp(mode, "upload_host")) {
+  } else if (!strcmp(mode, "upload_host") || !strcmp(mode, "download_host")) {
+    int up = !strcmp(mode, "upload_host");
     t4a_buffer b = {0};
     t4a_host_buffer hb = {0};
     ok(t4a_buffer_alloc(rt, 4096, 0, &b), "alloc");
     ok(t4a_host_buffer_alloc(rt, 4096, &hb), "host buffer");
     for (long i = 0; i < n + 1000; ++i) {
-      ok(t4a_buffer_upload_host(rt, b, 0, hb, 0, 4096), "upload");
+      if (up)
+        ok(t4a_buffer_upload_host(rt, b, 0, hb, 0, 4096), "upload");
+      else
+        ok(t4a_buffer_download_host(rt, b, 0, hb, 0, 4096), "download");
       ok(t4a_runtime_synchronize(rt), "synchronize");
     }
     ok(t4a_host_buffer_release(hb), "release");
     ok(t4a_buffer_release(b), "release");
+  } else if (!strcmp(mode, "sync")) {
+    for (long i = 0; i < n + 1000; ++i) ok(t4a_runtime_synchronize(rt), "sync");
   } else {
     enum { MODS = 64 };
     int mods = !strcmp(mode, "alternating")     ? 8

@@ -98,12 +98,11 @@ T4A_API t4a_status t4a_runtime_synchronize(t4a_runtime runtime) {
   return T4A_ENTRY({
     return capi::call(
         in(runtime, "runtime"), [](Ref<core::Runtime> &rt) -> t4a_status {
+          // refuse_capturing, inline: one relaxed load on the warm path.
+          if (rt->capturing()) [[unlikely]]
+            return core::fail_capturing(*rt, "t4a_runtime_synchronize");
           // Imported DLPack buffers released before the drain began are
           // proven done by it: their deleters run here, no lock held.
-          if (t4a_status s =
-                  core::refuse_capturing(*rt, "t4a_runtime_synchronize");
-              s != T4A_SUCCESS)
-            return s;
           uint64_t mark = memory::mark_foreign(*rt);
           t4a_status s = rt->synchronize("synchronizing the runtime's stream");
           if (s == T4A_SUCCESS) memory::release_foreign_through(*rt, mark);

@@ -18,6 +18,8 @@ namespace {
 // A host buffer's byte range lies inside it.
 t4a_status check_host_range(const char *arg, const memory::HostBuffer &h,
                             uint64_t offset, uint64_t bytes) {
+  if (capi::range_inside(offset, bytes, h.bytes())) [[likely]]
+    return T4A_SUCCESS;
   return memory::check_range(arg, offset, bytes, h.bytes());
 }
 
@@ -45,7 +47,7 @@ T4A_API t4a_status t4a_buffer_upload(t4a_runtime runtime, t4a_buffer dst,
         runtime, dst, "dst", offset, bytes,
         [&](core::Runtime &rt, memory::Buffer &b) -> t4a_status {
           if (src == nullptr && bytes > 0) return capi::null_arg("src");
-          if (t4a_status s = memory::check_writable("dst", b); s != T4A_SUCCESS)
+          if (t4a_status s = capi::check_writable("dst", b); s != T4A_SUCCESS)
             return s;
           if (t4a_status s = core::refuse_capturing(
                   rt, "t4a_buffer_upload (pageable host memory)");
@@ -157,27 +159,31 @@ T4A_API t4a_status t4a_host_buffer_pointer(t4a_host_buffer host_buffer,
   });
 }
 
+// The host-buffer transfers never wait on the host: they run inside the
+// borrow section that resolved their handles (capi::call_borrowed), with
+// no reference counted; admission leaves the section only when it has to
+// wait (core/section_admission.hpp).
+
 T4A_API t4a_status t4a_buffer_upload_host(t4a_runtime runtime, t4a_buffer dst,
                                           uint64_t dst_offset,
                                           t4a_host_buffer src,
                                           uint64_t src_offset, uint64_t bytes) {
   return T4A_ENTRY({
     // The device buffer (resolved, owner, range) before the host buffer.
-    return capi::call_on_range(
+    return capi::call_on_range_borrowed(
         runtime, dst, "dst", dst_offset, bytes,
-        [&](core::Runtime &rt, memory::Buffer &b) -> t4a_status {
-          return capi::call(
-              in(src, "src"), [&](Ref<memory::HostBuffer> &h) -> t4a_status {
-                if (t4a_status s =
-                        check_host_range("src", *h, src_offset, bytes);
-                    s != T4A_SUCCESS)
-                  return s;
-                if (t4a_status s = memory::check_writable("dst", b);
-                    s != T4A_SUCCESS)
-                  return s;
-                return memory::upload_host(rt, b, dst_offset, *h, src_offset,
-                                           bytes);
-              });
+        [&](core::BorrowSection &section, core::Runtime &rt,
+            memory::Buffer &b) -> t4a_status {
+          memory::HostBuffer *h = nullptr;
+          if (t4a_status s = capi::borrow(in(src, "src"), &h); s != T4A_SUCCESS)
+            return s;
+          if (t4a_status s = check_host_range("src", *h, src_offset, bytes);
+              s != T4A_SUCCESS)
+            return s;
+          if (t4a_status s = capi::check_writable("dst", b); s != T4A_SUCCESS)
+            return s;
+          return memory::upload_host(section, rt, b, dst_offset, *h, src_offset,
+                                     bytes);
         });
   });
 }
@@ -189,18 +195,18 @@ T4A_API t4a_status t4a_buffer_download_host(t4a_runtime runtime, t4a_buffer src,
                                             uint64_t bytes) {
   return T4A_ENTRY({
     // The device buffer (resolved, owner, range) before the host buffer.
-    return capi::call_on_range(
+    return capi::call_on_range_borrowed(
         runtime, src, "src", src_offset, bytes,
-        [&](core::Runtime &rt, memory::Buffer &b) -> t4a_status {
-          return capi::call(
-              in(dst, "dst"), [&](Ref<memory::HostBuffer> &h) -> t4a_status {
-                if (t4a_status s =
-                        check_host_range("dst", *h, dst_offset, bytes);
-                    s != T4A_SUCCESS)
-                  return s;
-                return memory::download_host(rt, b, src_offset, *h, dst_offset,
-                                             bytes);
-              });
+        [&](core::BorrowSection &section, core::Runtime &rt,
+            memory::Buffer &b) -> t4a_status {
+          memory::HostBuffer *h = nullptr;
+          if (t4a_status s = capi::borrow(in(dst, "dst"), &h); s != T4A_SUCCESS)
+            return s;
+          if (t4a_status s = check_host_range("dst", *h, dst_offset, bytes);
+              s != T4A_SUCCESS)
+            return s;
+          return memory::download_host(section, rt, b, src_offset, *h,
+                                       dst_offset, bytes);
         });
   });
 }

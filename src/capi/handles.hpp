@@ -8,7 +8,9 @@
 #include <tuple>
 #include <utility>
 
+#include "core/borrow.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "core/registry.hpp"
 #include "core/runtime.hpp"
 #include "core/struct_io.hpp"
@@ -175,11 +177,22 @@ template <class... C>
 using Refs = decltype(std::tuple_cat(
     std::declval<typename RefsOf<std::decay_t<C>>::type>()...));
 
+// What a handle item resolves to: a reference (capi::call) or the borrowed
+// pointer itself (capi::call_borrowed).
+template <class T> void keep(core::Ref<T> &slot, T *obj) {
+  slot = core::Ref<T>(obj);
+}
+template <class T> void keep(T *&slot, T *obj) { slot = obj; }
+
 // Checks item I onwards, in order; handle item I is the J-th. Runs inside
 // the caller's borrow section: each handle is borrowed
-// (Registry::borrow) and a reference taken before the section ends.
+// (Registry::borrow) and kept in `refs` (a reference taken before the
+// section ends, or the pointer).
+// Inlined into the entry point: one function per entry point rather than
+// a call per item.
 template <size_t I, size_t J, class Items, class R>
-t4a_status check_items(const Items &items, R &refs) {
+[[gnu::always_inline]] inline t4a_status check_items(const Items &items,
+                                                     R &refs) {
   if constexpr (I == std::tuple_size_v<Items>) {
     return T4A_SUCCESS;
   } else {
@@ -192,7 +205,7 @@ t4a_status check_items(const Items &items, R &refs) {
           core::Registry::instance().borrow(c.id, c.kind, &obj);
       if (hc != core::HandleCheck::Ok)
         return core::fail_handle(hc, c.id, c.arg);
-      std::get<J>(refs) = core::Ref<T>(static_cast<T *>(obj));
+      keep(std::get<J>(refs), static_cast<T *>(obj));
       return check_items<I + 1, J + 1>(items, refs);
     } else {
       if (t4a_status s = check(c); s != T4A_SUCCESS) return s;
@@ -225,6 +238,34 @@ t4a_status call_items(All &all, std::index_sequence<I...>) {
       std::make_index_sequence<std::tuple_size_v<decltype(refs)>>());
 }
 
+// The pointers an item list borrows: one T * per handle item.
+template <class C> struct PtrsOf { using type = std::tuple<>; };
+template <class T> struct PtrsOf<In<T>> { using type = std::tuple<T *>; };
+template <class... C>
+using Ptrs = decltype(std::tuple_cat(
+    std::declval<typename PtrsOf<std::decay_t<C>>::type>()...));
+
+template <class Body, class P, size_t... K>
+t4a_status run_borrowed(Body &body, core::BorrowSection &section, P &ptrs,
+                        std::index_sequence<K...>) {
+  return body(section, *std::get<K>(ptrs)...);
+}
+
+template <class All, size_t... I>
+t4a_status call_borrowed_items(All &all, std::index_sequence<I...>) {
+  auto items = std::forward_as_tuple(std::get<I>(all)...);
+  Ptrs<std::tuple_element_t<I, All>...> ptrs;
+  // Declared first, so destroyed after the section ended: what the body
+  // logs (a driver failure under admission, a context retry) is delivered
+  // outside the section, and no user callback runs inside it.
+  core::LogDefer defer;
+  core::BorrowSection section;
+  if (t4a_status s = check_items<0, 0>(items, ptrs); s != T4A_SUCCESS) return s;
+  return run_borrowed(
+      std::get<sizeof...(I)>(all), section, ptrs,
+      std::make_index_sequence<std::tuple_size_v<decltype(ptrs)>>());
+}
+
 } // namespace detail
 
 // The items, then the body (last).
@@ -232,6 +273,36 @@ template <class... A> t4a_status call(A &&...a) {
   static_assert(sizeof...(A) >= 1, "capi::call needs a body");
   auto all = std::forward_as_tuple(a...);
   return detail::call_items(all, std::make_index_sequence<sizeof...(A) - 1>());
+}
+
+// ---- capi::call_borrowed -------------------------------------------------
+//
+// capi::call for a body that never waits on the host (a warm transfer from
+// a host buffer): the same items, checked in the same order, but the body
+// runs inside the borrow section that resolved the handles and receives
+// `core::BorrowSection &`, then `T &` per handle item, in item order: no
+// reference is counted. The objects stay valid until the body returns
+// (core/borrow.hpp); the body takes admission with core::SectionAdmission
+// (given the section and what it borrowed), which leaves the section for
+// a wait on a busy lock. What the body logs is delivered after the
+// section has ended; failures are recorded (core::fail records, it does
+// not log) and reported by the entry guard after the call returned.
+template <class... A> t4a_status call_borrowed(A &&...a) {
+  static_assert(sizeof...(A) >= 1, "capi::call_borrowed needs a body");
+  auto all = std::forward_as_tuple(a...);
+  return detail::call_borrowed_items(
+      all, std::make_index_sequence<sizeof...(A) - 1>());
+}
+
+// Inside a borrow section (a call_borrowed body): borrows one more handle
+// argument, or records INVALID_HANDLE naming it, as capi::in does.
+template <class T>
+[[gnu::always_inline]] inline t4a_status borrow(const In<T> &c, T **out) {
+  core::Object *obj = nullptr;
+  core::HandleCheck hc = core::Registry::instance().borrow(c.id, c.kind, &obj);
+  if (hc != core::HandleCheck::Ok) return core::fail_handle(hc, c.id, c.arg);
+  *out = static_cast<T *>(obj);
+  return T4A_SUCCESS;
 }
 
 } // namespace t4a::capi

@@ -217,19 +217,28 @@ t4a_status Runtime::synchronize(const char *what) {
   // retires enters its own context to free. Leaving the caller's current
   // context alone saves a driver call per synchronize.
   uint64_t through = 0;
+  // Whether the drain has anything to retire: sealed epochs (this seal's
+  // or older ones) or parked objects. An idle runtime has neither, and
+  // then nothing runs after the drain but its bookkeeping (no second
+  // admission): epochs sealed by other threads meanwhile are younger than
+  // `through` and wait for their own proof, objects parked meanwhile for
+  // the next synchronize, completion wait or staging poll.
+  bool retire = false;
   {
     Admission adm(admission_);
     if (adm.status() != T4A_SUCCESS) return adm.status();
     // Under admission: a capture begun by another thread after an earlier
     // check would be invalidated by the drain below.
-    if (t4a_status s = refuse_capturing(*this, "t4a_runtime_synchronize");
-        s != T4A_SUCCESS)
-      return s;
+    if (capturing()) [[unlikely]]
+      return fail_capturing(*this, "t4a_runtime_synchronize");
     // The open epoch is sealed so that the drain can retire it; the drain
-    // is its proof, so it records no event (core/epochs.hpp).
-    if (t4a_status s = epochs_.seal_for_drain(*this); s != T4A_SUCCESS)
-      return s;
+    // is its proof, so it records no event (core/epochs.hpp). An empty one
+    // is not sealed (no call).
+    if (epochs_.open_items() != 0)
+      if (t4a_status s = epochs_.seal_for_drain(*this); s != T4A_SUCCESS)
+        return s;
     through = epochs_.sealed_through();
+    retire = epochs_.has_sealed() || epochs_.parked() != 0;
     // Announced under admission: a capture begun after this admission
     // waits until the drain below has returned (capture.cpp).
     drains_.fetch_add(1, std::memory_order_acq_rel);
@@ -244,19 +253,21 @@ t4a_status Runtime::synchronize(const char *what) {
     drained_.store(false, std::memory_order_release);
     return fail_op(drained, what);
   }
-  drained_.store(true, std::memory_order_release);
-  {
-    // Internal: retiring only drops what was admitted before, so it runs
-    // even if destroy closed the runtime during the wait.
-    Admission adm(admission_, Admission::Internal);
-    if (adm.status() != T4A_SUCCESS) return adm.status();
-    // Retired keepalives are dropped under admission, in place (no list
-    // is made): staging chunks must be back in the ring before another
-    // operation looks for one (a chunk neither kept nor free would make
-    // the ring report nothing to wait for). No destructor of a kept object
-    // takes an admission lock or touches the epochs.
-    epochs_.retire_through(*this, through, nullptr);
-  }
+  // Stored only when it changes: the flag shares the admission lock's
+  // cache line, which other threads' operations write.
+  if (!drained_.load(std::memory_order_relaxed)) [[unlikely]]
+    drained_.store(true, std::memory_order_release);
+  if (!retire) return T4A_SUCCESS;
+  // Internal: retiring only drops what was admitted before, so it runs
+  // even if destroy closed the runtime during the wait.
+  Admission adm(admission_, Admission::Internal);
+  if (adm.status() != T4A_SUCCESS) return adm.status();
+  // Retired keepalives are dropped under admission, in place (no list is
+  // made): staging chunks must be back in the ring before another
+  // operation looks for one (a chunk neither kept nor free would make the
+  // ring report nothing to wait for). No destructor of a kept object takes
+  // an admission lock or touches the epochs.
+  epochs_.retire_through(*this, through, nullptr);
   return T4A_SUCCESS;
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/admission.hpp"
 #include "core/op_scope.hpp"
+#include "core/section_admission.hpp"
 #include "core/stream_context.hpp"
 #include "memory/copy_workers.hpp"
 #include "memory/staging_ring.hpp"
@@ -79,8 +80,9 @@ t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
       done += len;
     }
   }
-  rt.counters().uploads.add();
-  rt.counters().bytes_uploaded.add(bytes);
+  // Under admission (op), as every writer of these two: plain stores.
+  rt.counters().uploads.bump();
+  rt.counters().bytes_uploaded.bump(bytes);
   return T4A_SUCCESS;
 }
 
@@ -226,74 +228,84 @@ t4a_status download_sync(core::Runtime &rt, Buffer &src, uint64_t offset,
         s != T4A_SUCCESS)
       return s;
   }
+  // `downloads` has a writer without admission (an empty pending
+  // download): a locked add. bytes_downloaded is only ever written under
+  // admission (op here): a plain store.
   rt.counters().downloads.add();
-  rt.counters().bytes_downloaded.add(bytes);
+  rt.counters().bytes_downloaded.bump(bytes);
   return T4A_SUCCESS;
 }
 
 namespace {
 // One DMA between a host buffer and the device, admitted without making the
 // context current (it names the runtime's stream: core/stream_context.hpp,
-// as launches do). Reserve -> enqueue -> commit: the host buffer is kept
-// alive by the open epoch until the stream proves the DMA done, failed or
-// not; a host buffer among the open epoch's last keeps is already kept
-// until a seal recorded after this DMA, so nothing is added.
-template <class Enqueue>
-t4a_status host_buffer_dma(core::Runtime &rt, HostBuffer &hb, Buffer &dev,
-                           uint64_t bytes, const char *what, Enqueue enqueue) {
-  core::Admission adm(rt.admission());
+// as launches do), inside the caller's borrow section. Reserve -> enqueue
+// -> commit: the host buffer is kept alive by the open epoch until the
+// stream proves the DMA done, failed or not; a host buffer among the open
+// epoch's last keeps is already kept until a seal recorded after this DMA,
+// so nothing is added. `count()` runs on success, under admission (the
+// counters it bumps are only ever written under admission).
+template <class Enqueue, class Count>
+t4a_status host_buffer_dma(core::BorrowSection &section, core::Runtime &rt,
+                           HostBuffer &hb, Buffer &dev, uint64_t bytes,
+                           const char *what, Enqueue enqueue, Count count) {
+  core::SectionAdmission adm(section, rt.admission(), {&rt, &dev, &hb});
   if (adm.status() != T4A_SUCCESS) return adm.status();
   if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
-  if (bytes == 0) return T4A_SUCCESS;
-  // Captured (core/capture.hpp): the graph keeps the device buffer too (the
-  // host buffer through the open epoch, whose keeps move to the capture).
-  core::CaptureKeeps cap(rt.capture(), rt.capturing(), 1);
-  core::Epochs &ep = rt.epochs();
-  DrvResult r{};
-  if (ep.recently_kept(&hb)) {
-    r = core::in_stream_context(rt, enqueue);
-  } else {
-    core::Epochs::Reservation keep = ep.reserve_keep(rt);
-    if (keep.status() != T4A_SUCCESS) return keep.status();
-    r = core::in_stream_context(rt, enqueue);
-    ep.keep(std::move(keep), hb);
+  if (bytes > 0) {
+    // Captured (core/capture.hpp): the graph keeps the device buffer too
+    // (the host buffer through the open epoch, whose keeps move to the
+    // capture).
+    core::CaptureKeeps cap(rt.capture(), rt.capturing(), 1);
+    core::Epochs &ep = rt.epochs();
+    DrvResult r{};
+    if (ep.recently_kept(&hb)) {
+      r = core::in_stream_context(rt, enqueue);
+    } else {
+      core::Epochs::Reservation keep = ep.reserve_keep(rt);
+      if (keep.status() != T4A_SUCCESS) return keep.status();
+      r = core::in_stream_context(rt, enqueue);
+      ep.keep(std::move(keep), hb);
+    }
+    cap.keep(dev);
+    if (!r) return enqueue_failure(rt, r, false, what);
   }
-  cap.keep(dev);
-  if (!r) return enqueue_failure(rt, r, false, what);
+  count();
   return T4A_SUCCESS;
 }
 } // namespace
 
-t4a_status upload_host(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
-                       HostBuffer &src, uint64_t src_offset, uint64_t bytes) {
-  if (t4a_status s =
-          host_buffer_dma(rt, src, dst, bytes, "uploading from a host buffer",
-                          [&] {
-                            return cu::memcpy_htod_async(
-                                dst.ptr() + dst_offset, src.data() + src_offset,
-                                bytes, rt.stream());
-                          });
-      s != T4A_SUCCESS)
-    return s;
-  rt.counters().uploads.add();
-  rt.counters().bytes_uploaded.add(bytes);
-  return T4A_SUCCESS;
+t4a_status upload_host(core::BorrowSection &section, core::Runtime &rt,
+                       Buffer &dst, uint64_t dst_offset, HostBuffer &src,
+                       uint64_t src_offset, uint64_t bytes) {
+  return host_buffer_dma(
+      section, rt, src, dst, bytes, "uploading from a host buffer",
+      [&] {
+        return cu::memcpy_htod_async(dst.ptr() + dst_offset,
+                                     src.data() + src_offset, bytes,
+                                     rt.stream());
+      },
+      [&] {
+        rt.counters().uploads.bump();
+        rt.counters().bytes_uploaded.bump(bytes);
+      });
 }
 
-t4a_status download_host(core::Runtime &rt, Buffer &src, uint64_t src_offset,
-                         HostBuffer &dst, uint64_t dst_offset, uint64_t bytes) {
-  if (t4a_status s =
-          host_buffer_dma(rt, dst, src, bytes, "downloading into a host buffer",
-                          [&] {
-                            return cu::memcpy_dtoh_async(
-                                dst.data() + dst_offset, src.ptr() + src_offset,
-                                bytes, rt.stream());
-                          });
-      s != T4A_SUCCESS)
-    return s;
-  rt.counters().downloads.add();
-  rt.counters().bytes_downloaded.add(bytes);
-  return T4A_SUCCESS;
+t4a_status download_host(core::BorrowSection &section, core::Runtime &rt,
+                         Buffer &src, uint64_t src_offset, HostBuffer &dst,
+                         uint64_t dst_offset, uint64_t bytes) {
+  return host_buffer_dma(
+      section, rt, dst, src, bytes, "downloading into a host buffer",
+      [&] {
+        return cu::memcpy_dtoh_async(dst.data() + dst_offset,
+                                     src.ptr() + src_offset, bytes,
+                                     rt.stream());
+      },
+      [&] {
+        // See download_sync: downloads is a locked add.
+        rt.counters().downloads.add();
+        rt.counters().bytes_downloaded.bump(bytes);
+      });
 }
 
 t4a_status fill(core::Runtime &rt, Buffer &b, uint64_t offset, uint64_t bytes,

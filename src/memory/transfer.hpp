@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "core/borrow.hpp"
 #include "memory/buffer.hpp"
 #include "memory/host_buffer.hpp"
 #include "memory/transfer_plan.hpp"
@@ -17,10 +18,16 @@ t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
                   const void *src, uint64_t bytes);
 t4a_status download_sync(core::Runtime &rt, Buffer &src, uint64_t offset,
                          void *dst, uint64_t bytes);
-t4a_status upload_host(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,
-                       HostBuffer &src, uint64_t src_offset, uint64_t bytes);
-t4a_status download_host(core::Runtime &rt, Buffer &src, uint64_t src_offset,
-                         HostBuffer &dst, uint64_t dst_offset, uint64_t bytes);
+// One DMA between a host buffer and a device buffer, run inside the borrow
+// section in which the caller borrowed the runtime and both buffers
+// (capi::call_borrowed): admitted by core::SectionAdmission, never waiting
+// on the host otherwise.
+t4a_status upload_host(core::BorrowSection &section, core::Runtime &rt,
+                       Buffer &dst, uint64_t dst_offset, HostBuffer &src,
+                       uint64_t src_offset, uint64_t bytes);
+t4a_status download_host(core::BorrowSection &section, core::Runtime &rt,
+                         Buffer &src, uint64_t src_offset, HostBuffer &dst,
+                         uint64_t dst_offset, uint64_t bytes);
 t4a_status fill(core::Runtime &rt, Buffer &b, uint64_t offset, uint64_t bytes,
                 uint8_t value);
 t4a_status copy(core::Runtime &rt, Buffer &dst, uint64_t dst_offset,

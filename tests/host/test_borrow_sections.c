@@ -15,6 +15,18 @@
  *    names a released buffer, and once the threads are joined every
  *    allocation has been freed (no deferred release outlives the last
  *    section). The tsan lane runs it under TSan.
+ *  - blocked: a launch (plain, cooperative, graph replay) or a host-buffer
+ *    transfer waiting for admission held by a raw scope does not hold up
+ *    releases elsewhere (it waits outside its section).
+ *  - transfers: t4a_buffer_upload_host / download_host borrow their
+ *    runtime and both buffers in one section (capi::call_borrowed): a
+ *    transfer stopped after borrowing keeps its released buffers usable
+ *    and frees the device buffer when it returns; threads transferring
+ *    through a shared host buffer that the main thread keeps replacing
+ *    succeed or name the released one, and count every transfer exactly;
+ *    a failing borrowed transfer's log callback runs outside every
+ *    section (a release it makes frees at once) and may call back into
+ *    the library without deadlocking.
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
 #define _POSIX_C_SOURCE 200809L
@@ -96,17 +108,34 @@ static void stop_here(void *arg) {
   pthread_mutex_unlock(&g_mu);
 }
 
+enum {
+  MODE_LAUNCH,
+  MODE_COOPERATIVE,
+  MODE_GRAPH,
+  MODE_UPLOAD_HOST,
+  MODE_DOWNLOAD_HOST
+};
+
 typedef struct stopped_launch {
   t4a_kernel kernel;
   t4a_buffer a, b;
   t4a_status status;
   char message[512];
-  int mode;        /* 0 plain, 1 cooperative, 2 graph replay */
-  t4a_graph graph; /* mode 2 */
+  int mode;          /* MODE_* */
+  t4a_graph graph;   /* MODE_GRAPH */
+  t4a_host_buffer h; /* MODE_UPLOAD_HOST, MODE_DOWNLOAD_HOST: with a */
 } stopped_launch;
 
 static void *stopped_thread(void *arg) {
   stopped_launch *c = arg;
+  if (c->mode == MODE_UPLOAD_HOST || c->mode == MODE_DOWNLOAD_HOST) {
+    tl_stop = 1;
+    c->status = c->mode == MODE_UPLOAD_HOST
+                    ? t4a_buffer_upload_host(g_rt, c->a, 0, c->h, 0, 256)
+                    : t4a_buffer_download_host(g_rt, c->a, 0, c->h, 0, 256);
+    snprintf(c->message, sizeof c->message, "%s", last_message());
+    return NULL;
+  }
   t4a_arg args[2] = {T4A_ARG_INIT, T4A_ARG_INIT};
   args[0].kind = args[1].kind = T4A_ARG_BUFFER;
   args[0].buffer = c->a;
@@ -117,10 +146,10 @@ static void *stopped_thread(void *arg) {
   d.block[0] = 1;
   d.args = args;
   d.arg_count = 2;
-  if (c->mode == 1) d.flags = T4A_LAUNCH_COOPERATIVE;
+  if (c->mode == MODE_COOPERATIVE) d.flags = T4A_LAUNCH_COOPERATIVE;
   tl_stop = 1;
-  c->status =
-      c->mode == 2 ? t4a_graph_launch(g_rt, c->graph) : t4a_launch(g_rt, &d);
+  c->status = c->mode == MODE_GRAPH ? t4a_graph_launch(g_rt, c->graph)
+                                    : t4a_launch(g_rt, &d);
   snprintf(c->message, sizeof c->message, "%s", last_message());
   return NULL;
 }
@@ -128,7 +157,8 @@ static void *stopped_thread(void *arg) {
 static void test_release_while_borrowed(void **state) {
   (void)state;
   setup_runtime();
-  stopped_launch c = {{0}, new_buffer(), new_buffer(), T4A_SUCCESS, "", 0, {0}};
+  stopped_launch c = {{0}, new_buffer(), new_buffer(), T4A_SUCCESS,
+                      "",  MODE_LAUNCH,  {0},          {0}};
   ASSERT_OK(t4a_kernel_get(g_module, "two_buffers", &c.kernel));
   uint64_t frees = stats().frees;
 
@@ -268,7 +298,7 @@ static atomic_int g_blocked_arrived;
 
 static void arrive(void *arg) {
   (void)arg;
-  if (tl_stop) atomic_store(&g_blocked_arrived, 1);
+  if (tl_stop) atomic_fetch_add(&g_blocked_arrived, 1);
 }
 
 /* The same for a cooperative launch (mode 1) and a graph replay (mode 2),
@@ -276,9 +306,11 @@ static void arrive(void *arg) {
 static void blocked_case(int mode) {
   setup_runtime();
   stopped_launch c = {{0}, new_buffer(), new_buffer(), T4A_SUCCESS,
-                      "",  mode,         {0}};
+                      "",  mode,         {0},          {0}};
   ASSERT_OK(t4a_kernel_get(g_module, "two_buffers", &c.kernel));
-  if (mode == 2) {
+  if (mode == MODE_UPLOAD_HOST || mode == MODE_DOWNLOAD_HOST)
+    ASSERT_OK(t4a_host_buffer_alloc(g_rt, 256, &c.h));
+  if (mode == MODE_GRAPH) {
     t4a_arg args[2] = {T4A_ARG_INIT, T4A_ARG_INIT};
     args[0].kind = args[1].kind = T4A_ARG_BUFFER;
     args[0].buffer = c.a;
@@ -302,8 +334,14 @@ static void blocked_case(int mode) {
   t4a_testing_admission_hook(arrive, NULL);
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, stopped_thread, &c), 0);
-  while (!atomic_load(&g_blocked_arrived)) sched_yield();
-  /* The launch has borrowed its objects and waits for the raw scope. */
+  /* The hook runs before each admission attempt. A plain launch or a
+   * host-buffer transfer tries inside its section first (one call), then,
+   * finding the lock busy, leaves the section and waits (a second call);
+   * cooperative launches and graph replays leave first and wait (one). */
+  int calls = mode == MODE_COOPERATIVE || mode == MODE_GRAPH ? 1 : 2;
+  while (atomic_load(&g_blocked_arrived) < calls) sched_yield();
+  /* The operation has borrowed its objects and waits for the raw scope
+   * outside its section. */
   for (int i = 0; i < 16; ++i) {
     t4a_buffer x = {0};
     ASSERT_OK(t4a_buffer_alloc(other, 256, 0, &x));
@@ -319,42 +357,311 @@ static void blocked_case(int mode) {
   assert_int_equal(pthread_join(t, NULL), 0);
   t4a_testing_admission_hook(NULL, NULL);
   if (c.status != T4A_SUCCESS)
-    fail_msg("the blocked launch gave %s: %s", t4a_status_name(c.status),
+    fail_msg("the blocked operation gave %s: %s", t4a_status_name(c.status),
              c.message);
   ASSERT_OK(t4a_kernel_release(c.kernel));
   ASSERT_OK(t4a_buffer_release(c.a));
   ASSERT_OK(t4a_buffer_release(c.b));
-  if (mode == 2) ASSERT_OK(t4a_graph_release(c.graph));
+  if (mode == MODE_GRAPH) ASSERT_OK(t4a_graph_release(c.graph));
+  if (c.h.id != 0) {
+    t4a_runtime_stats st = stats();
+    assert_int_equal(mode == MODE_UPLOAD_HOST ? st.uploads : st.downloads, 1);
+    ASSERT_OK(t4a_host_buffer_release(c.h));
+  }
   teardown_runtime();
 }
 
 static void test_blocked_launch_does_not_hold_releases(void **state) {
   (void)state;
-  blocked_case(0);
+  blocked_case(MODE_LAUNCH);
 }
 
 static void test_blocked_cooperative_launch(void **state) {
   (void)state;
-  blocked_case(1);
+  blocked_case(MODE_COOPERATIVE);
 }
 
 static void test_blocked_graph_launch(void **state) {
   (void)state;
-  blocked_case(2);
+  blocked_case(MODE_GRAPH);
 }
 
-int main(void) {
+static void test_blocked_upload_host(void **state) {
+  (void)state;
+  blocked_case(MODE_UPLOAD_HOST);
+}
+
+static void test_blocked_download_host(void **state) {
+  (void)state;
+  blocked_case(MODE_DOWNLOAD_HOST);
+}
+
+/* ---- transfers ---------------------------------------------------------- */
+
+/* A host-buffer transfer is stopped (admission hook) after it borrowed the
+ * runtime, the device buffer and the host buffer; both buffers' last
+ * handles go: stale at once, the device buffer not freed under the
+ * transfer, which then succeeds and frees it by the time it returns. */
+static void transfer_release_while_borrowed(int mode) {
+  setup_runtime();
+  stopped_launch c = {{0}, new_buffer(), {0}, T4A_SUCCESS, "", mode, {0}, {0}};
+  ASSERT_OK(t4a_host_buffer_alloc(g_rt, 256, &c.h));
+  uint64_t frees = stats().frees;
+
+  g_arrived = g_go = 0;
+  t4a_testing_admission_hook(stop_here, NULL);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, stopped_thread, &c), 0);
+  pthread_mutex_lock(&g_mu);
+  while (!g_arrived) pthread_cond_wait(&g_cv, &g_mu);
+  pthread_mutex_unlock(&g_mu);
+
+  ASSERT_OK(t4a_buffer_release(c.a));
+  ASSERT_OK(t4a_host_buffer_release(c.h));
+  t4a_buffer_info info = T4A_BUFFER_INFO_INIT;
+  ASSERT_STATUS(t4a_buffer_info_get(c.a, &info), T4A_ERROR_INVALID_HANDLE);
+  ASSERT_MESSAGE_HAS("released (stale)");
+  void *p = NULL;
+  ASSERT_STATUS(t4a_host_buffer_pointer(c.h, &p, NULL),
+                T4A_ERROR_INVALID_HANDLE);
+  ASSERT_MESSAGE_HAS("released (stale)");
+  assert_int_equal(stats().frees, frees);
+
+  pthread_mutex_lock(&g_mu);
+  g_go = 1;
+  pthread_cond_broadcast(&g_cv);
+  pthread_mutex_unlock(&g_mu);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  t4a_testing_admission_hook(NULL, NULL);
+  if (c.status != T4A_SUCCESS)
+    fail_msg("the borrowing transfer gave %s: %s", t4a_status_name(c.status),
+             c.message);
+  t4a_runtime_stats st = stats();
+  assert_int_equal(mode == MODE_UPLOAD_HOST ? st.uploads : st.downloads, 1);
+  assert_int_equal(
+      mode == MODE_UPLOAD_HOST ? st.bytes_uploaded : st.bytes_downloaded, 256);
+  assert_int_equal(st.frees, frees + 1);
+  /* The host buffer was kept by the open epoch; the drain retires it. */
+  teardown_runtime();
+}
+
+static void test_upload_host_release_while_borrowed(void **state) {
+  (void)state;
+  transfer_release_while_borrowed(MODE_UPLOAD_HOST);
+}
+
+static void test_download_host_release_while_borrowed(void **state) {
+  (void)state;
+  transfer_release_while_borrowed(MODE_DOWNLOAD_HOST);
+}
+
+/* Threads upload from and download into a shared host buffer that the main
+ * thread keeps replacing, each with a device buffer of its own; they
+ * contend for the runtime's admission (the busy path leaves the section).
+ * Every transfer succeeds or names the released host buffer, and the
+ * counters (plain stores under admission) count every success exactly. */
+static _Atomic uint64_t g_shared_host;
+
+typedef struct transferrer {
+  long uploads, downloads, rejected;
+  char failure[512];
+} transferrer;
+
+static int stale_host(t4a_status s, const char *arg) {
+  char want[32];
+  snprintf(want, sizeof want, "%s (id", arg);
+  return s == T4A_ERROR_INVALID_HANDLE &&
+         strstr(last_message(), want) != NULL &&
+         strstr(last_message(), "released (stale)") != NULL;
+}
+
+static void *transfer_churn(void *arg) {
+  transferrer *tr = arg;
+  for (int i = 0; i < T4A_RACE_ITERATIONS && !atomic_load(&g_failed); ++i) {
+    t4a_buffer own = {0};
+    if (t4a_buffer_alloc(g_rt, 256, 0, &own) != T4A_SUCCESS) {
+      snprintf(tr->failure, sizeof tr->failure, "alloc: %s", last_message());
+      atomic_store(&g_failed, 1);
+      return NULL;
+    }
+    t4a_host_buffer h = {atomic_load(&g_shared_host)};
+    t4a_status s = t4a_buffer_upload_host(g_rt, own, 0, h, 0, 256);
+    if (s == T4A_SUCCESS) {
+      ++tr->uploads;
+    } else if (stale_host(s, "src")) {
+      ++tr->rejected;
+    } else {
+      snprintf(tr->failure, sizeof tr->failure, "upload_host gave %s: %s",
+               t4a_status_name(s), last_message());
+      atomic_store(&g_failed, 1);
+    }
+    h.id = atomic_load(&g_shared_host);
+    s = t4a_buffer_download_host(g_rt, own, 0, h, 0, 256);
+    if (s == T4A_SUCCESS) {
+      ++tr->downloads;
+    } else if (stale_host(s, "dst")) {
+      ++tr->rejected;
+    } else {
+      snprintf(tr->failure, sizeof tr->failure, "download_host gave %s: %s",
+               t4a_status_name(s), last_message());
+      atomic_store(&g_failed, 1);
+    }
+    if (t4a_buffer_release(own) != T4A_SUCCESS) {
+      snprintf(tr->failure, sizeof tr->failure, "release: %s", last_message());
+      atomic_store(&g_failed, 1);
+    }
+  }
+  return NULL;
+}
+
+static t4a_host_buffer new_host_buffer(void) {
+  t4a_host_buffer h = {0};
+  ASSERT_OK(t4a_host_buffer_alloc(g_rt, 256, &h));
+  return h;
+}
+
+static void test_transfer_churn(void **state) {
+  (void)state;
+  setup_runtime();
+  atomic_store(&g_shared_host, new_host_buffer().id);
+  atomic_store(&g_failed, 0);
+  long uploads = 0, downloads = 0;
+  static transferrer ts[CHURNERS];
+  pthread_t threads[CHURNERS];
+  for (int i = 0; i < CHURNERS; ++i) {
+    memset(&ts[i], 0, sizeof ts[i]);
+    assert_int_equal(pthread_create(&threads[i], NULL, transfer_churn, &ts[i]),
+                     0);
+  }
+  for (int r = 0; r < T4A_RACE_ITERATIONS && !atomic_load(&g_failed); ++r) {
+    t4a_host_buffer old = {
+        atomic_exchange(&g_shared_host, new_host_buffer().id)};
+    ASSERT_OK(t4a_host_buffer_release(old));
+    if (r % 64 == 0) ASSERT_OK(t4a_runtime_synchronize(g_rt));
+  }
+  for (int i = 0; i < CHURNERS; ++i) {
+    assert_int_equal(pthread_join(threads[i], NULL), 0);
+    if (ts[i].failure[0] != '\0') fail_msg("%s", ts[i].failure);
+    uploads += ts[i].uploads;
+    downloads += ts[i].downloads;
+  }
+  t4a_runtime_stats st = stats();
+  assert_int_equal(st.allocations, st.frees);
+  assert_int_equal(st.uploads, (uint64_t)uploads);
+  assert_int_equal(st.downloads, (uint64_t)downloads);
+  assert_int_equal(st.bytes_uploaded, 256 * (uint64_t)uploads);
+  assert_int_equal(st.bytes_downloaded, 256 * (uint64_t)downloads);
+  printf("transfers: %ld uploads, %ld downloads succeeded\n", uploads,
+         downloads);
+  assert_true(uploads + downloads > 0);
+  t4a_host_buffer last = {atomic_load(&g_shared_host)};
+  ASSERT_OK(t4a_host_buffer_release(last));
+  teardown_runtime();
+}
+
+/* A borrowed transfer fails with a device fault: the fault is logged (at
+ * ERROR, raised under admission inside the transfer's section) and the
+ * failure (at DEBUG, by the entry guard). The log callback calls back into
+ * the library: it releases the last handle of a buffer of another runtime,
+ * which is freed at once only if no borrow section of this thread is open
+ * (inside one the release would be deferred), and calls the faulted
+ * runtime again (DEVICE_FAULT, no deadlock). */
+typedef struct log_reentry {
+  t4a_runtime other;
+  t4a_buffer victim;  /* of `other`, released by the first callback */
+  t4a_buffer dst;     /* of g_rt */
+  t4a_host_buffer hb; /* of g_rt */
+  int calls, errors, freed_at_once, inner_calls;
+  t4a_status inner;
+} log_reentry;
+
+static void reentrant_log(void *user, int32_t level, const char *message) {
+  log_reentry *r = user;
+  (void)message;
+  ++r->calls;
+  if (level == T4A_LOG_ERROR) ++r->errors;
+  if (r->victim.id != 0) {
+    t4a_runtime_stats before = T4A_RUNTIME_STATS_INIT;
+    t4a_runtime_stats after = T4A_RUNTIME_STATS_INIT;
+    if (t4a_runtime_stats_get(r->other, &before) != T4A_SUCCESS) return;
+    t4a_buffer v = r->victim;
+    r->victim.id = 0;
+    if (t4a_buffer_release(v) != T4A_SUCCESS) return;
+    if (t4a_runtime_stats_get(r->other, &after) != T4A_SUCCESS) return;
+    r->freed_at_once = after.frees == before.frees + 1;
+  }
+  ++r->inner_calls;
+  r->inner = t4a_buffer_upload_host(g_rt, r->dst, 0, r->hb, 0, 256);
+}
+
+static void test_failing_transfer_logs_outside_section(void **state) {
+  (void)state;
+  setup_runtime();
+  log_reentry r;
+  memset(&r, 0, sizeof r);
+  ASSERT_OK(t4a_runtime_create(NULL, &r.other));
+  ASSERT_OK(t4a_buffer_alloc(r.other, 256, 0, &r.victim));
+  r.dst = new_buffer();
+  ASSERT_OK(t4a_host_buffer_alloc(g_rt, 256, &r.hb));
+  ASSERT_OK(t4a_set_log_callback(reentrant_log, &r, T4A_LOG_DEBUG));
+  /* 700: CUDA_ERROR_ILLEGAL_ADDRESS, a sticky fault */
+  ASSERT_OK(t4a_testing_fault_arm("cuMemcpyHtoDAsync", 1, 700,
+                                  T4A_TESTING_FAULT_INSTEAD));
+  t4a_status s = t4a_buffer_upload_host(g_rt, r.dst, 0, r.hb, 0, 256);
+  t4a_testing_fault_reset();
+  ASSERT_OK(t4a_set_log_callback(NULL, NULL, T4A_LOG_WARN));
+  if (s != T4A_ERROR_DEVICE_FAULT)
+    fail_msg("the faulting upload gave %s: %s", t4a_status_name(s),
+             last_message());
+  /* The outer failure stays the thread's last error. */
+  t4a_error_info info = T4A_ERROR_INFO_INIT;
+  ASSERT_OK(t4a_last_error(&info));
+  assert_string_equal(info.entry_point, "t4a_buffer_upload_host");
+  ASSERT_MESSAGE_HAS("uploading from a host buffer");
+  assert_int_equal(r.errors, 1);
+  assert_true(r.calls >= 2); /* the fault, then the failure */
+  assert_int_equal(r.victim.id, 0);
+  assert_true(r.freed_at_once);
+  assert_true(r.inner_calls >= 1);
+  assert_int_equal(r.inner, T4A_ERROR_DEVICE_FAULT);
+
+  /* The runtime is broken: destroy reports the fault and its teardown
+   * leaks instead of freeing (the "fault" group's own process). */
+  ASSERT_OK(t4a_runtime_destroy(r.other));
+  ASSERT_OK(t4a_host_buffer_release(r.hb));
+  ASSERT_OK(t4a_buffer_release(r.dst));
+  ASSERT_OK(t4a_module_release(g_module));
+  assert_int_equal(t4a_runtime_synchronize(g_rt), T4A_ERROR_DEVICE_FAULT);
+  ASSERT_STATUS(t4a_runtime_destroy(g_rt), T4A_ERROR_DEVICE_FAULT);
+}
+
+int main(int argc, char **argv) {
 #if !defined(T4A_FAKE_CUDA_PATH)
+  (void)argc;
+  (void)argv;
   fprintf(stderr, "built without the fake driver\n");
   return 1;
 #else
   setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);
+  /* "fault": a device fault breaks a runtime, which leaks on purpose (ctest
+   * runs it in a process of its own, without leak checks). */
+  if (argc > 1 && strcmp(argv[1], "fault") == 0) {
+    const struct CMUnitTest fault[] = {
+        cmocka_unit_test(test_failing_transfer_logs_outside_section),
+    };
+    return cmocka_run_group_tests(fault, NULL, NULL);
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_release_while_borrowed),
       cmocka_unit_test(test_churn),
       cmocka_unit_test(test_blocked_launch_does_not_hold_releases),
       cmocka_unit_test(test_blocked_cooperative_launch),
       cmocka_unit_test(test_blocked_graph_launch),
+      cmocka_unit_test(test_blocked_upload_host),
+      cmocka_unit_test(test_blocked_download_host),
+      cmocka_unit_test(test_upload_host_release_while_borrowed),
+      cmocka_unit_test(test_download_host_release_while_borrowed),
+      cmocka_unit_test(test_transfer_churn),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 #endif
