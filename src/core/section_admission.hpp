@@ -1,9 +1,7 @@
 // Admission for an operation that runs inside a borrow section
 // (core/borrow.hpp), using the objects it borrowed there through plain
-// pointers: the borrowed entry points (capi::call_borrowed). t4a_launch
-// does the same with code of its own (launch/launch.cpp), which this
-// helper can replace: SectionAdmission adm(section, rt.admission(),
-// {rto, ko}, space.buffers, nbuf).
+// pointers: the borrowed entry points (capi::call_borrowed) and
+// t4a_launch (launch/launch.cpp).
 //
 // The warm case is one try of the lock: admitted at once, nothing else
 // happens. When another thread holds the runtime (a raw scope may hold it

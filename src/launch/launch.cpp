@@ -4,14 +4,15 @@
 #include <cstdio>
 #include <memory>
 #include <new>
-#include <optional>
 #include <vector>
 
 #include "core/admission.hpp"
 #include "core/borrow.hpp"
 #include "core/context_scope.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "core/registry.hpp"
+#include "core/section_admission.hpp"
 #include "core/stream_context.hpp"
 #include "core/struct_io.hpp"
 #include "launch/cooperative.hpp"
@@ -88,7 +89,11 @@ std::vector<core::Ref<Object>> hold(Object *rt, Object *k, Object *const *bufs,
 t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   // Every object this launch resolves is borrowed (no lock, no reference
   // counting) and stays valid until this section ends, at return, after
-  // admission was given back (core/borrow.hpp).
+  // admission was given back (core/borrow.hpp). What the launch logs (a
+  // driver failure under admission, a context retry) is delivered after
+  // the section has ended (`defer` is destroyed last): no user callback
+  // runs inside it.
+  core::LogDefer defer;
   core::BorrowSection section;
   const core::Registry &reg = core::Registry::instance();
   // Errors are reported in argument order: the runtime, the descriptor
@@ -168,20 +173,10 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   // kernel's shared-memory limit needs the context.
   // When another thread holds the runtime (a raw scope may hold it for
   // long), the wait is made outside the borrow section, holding references
-  // to what was borrowed: a thread waiting inside a section would hold up
-  // every release in the process (core/borrow.hpp). Dropped after
-  // admission is given back.
-  std::vector<core::Ref<Object>> held;
-  std::optional<core::Admission> adm;
-  adm.emplace(rt.admission(), core::Admission::Try);
-  if (adm->busy()) [[unlikely]] {
-    held = hold(rto, ko, space.buffers, nbuf);
-    adm.reset(); // busy: it holds nothing
-    bool paused = section.pause();
-    adm.emplace(rt.admission());
-    if (paused) section.resume();
-  }
-  if (adm->status() != T4A_SUCCESS) return adm->status();
+  // to what was borrowed (core/section_admission.hpp).
+  core::SectionAdmission adm(section, rt.admission(), {rto, ko}, space.buffers,
+                             nbuf);
+  if (adm.status() != T4A_SUCCESS) return adm.status();
   if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
   if (v.raise_shared) {
     core::ContextScope scope;
