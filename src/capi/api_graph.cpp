@@ -92,7 +92,14 @@ T4A_API t4a_status t4a_graph_launch(t4a_runtime runtime, t4a_graph graph) {
     Ref<core::Graph> g(static_cast<core::Graph *>(objects[1]));
     bool paused = section.pause();
     t4a_status s = g->launch(*rt);
-    if (paused) section.resume();
+    if (paused) {
+      // Dropped outside the section (a last reference may run a
+      // destructor that waits). Nested, they go at return, inside the
+      // enclosing section, as before.
+      g.reset();
+      rt.reset();
+      section.resume();
+    }
     return s;
   });
 }

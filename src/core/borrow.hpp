@@ -116,13 +116,19 @@ public:
   // to what it borrowed until resume(). Returns false, changing nothing,
   // when nested (the enclosing section's borrows are not the caller's) or
   // inside a gate window (which never waits).
+  // While paused the thread is in no section: one opened meanwhile (a
+  // destructor's gate window, a log callback calling in) is an outermost
+  // one of its own. Every pause() that returned true is followed by
+  // resume() before this section ends.
   bool pause() {
     if (rec_->depth != 1 || rec_->gate_depth != 0) return false;
+    rec_->depth = 0;
     borrow::leave_outermost(rec_);
     return true;
   }
   // Enters again after pause() (what is read from now on is borrowed anew).
   void resume() {
+    rec_->depth = 1;
     rec_->active.store(BorrowRecord::k_plain, std::memory_order_seq_cst);
   }
   BorrowSection(const BorrowSection &) = delete;

@@ -119,11 +119,18 @@ public:
   // reservation carries the failure (recorded) and nothing is reserved. May
   // throw std::bad_alloc (before anything is enqueued).
   Reservation reserve_keep(Runtime &rt) {
-    if (open_ == nullptr || count() + reserved_ >= k_open_limit) [[unlikely]]
+    if (keep_needs_room()) [[unlikely]]
       if (t4a_status s = make_room(rt); s != T4A_SUCCESS)
         return Reservation(nullptr, s);
     ++reserved_;
     return Reservation(this, T4A_SUCCESS);
+  }
+  // Whether reserve_keep() must make room first: seal the full open epoch
+  // (which may wait on the host for the oldest sealed epoch, and drops
+  // what retires). A caller inside a borrow section leaves it for that
+  // (core/section_admission.hpp).
+  bool keep_needs_room() const {
+    return open_ == nullptr || count() + reserved_ >= k_open_limit;
   }
   // Commits a reservation: keeps `obj` alive until the open epoch retires
   // (a new reference, taken only when the keep adds an item).

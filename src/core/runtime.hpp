@@ -93,6 +93,14 @@ public:
   RuntimeComponent *part(PartSlot s) { return parts_[s.index].get(); }
   void set_part(PartSlot s, std::unique_ptr<RuntimeComponent> c) {
     parts_[s.index] = std::move(c);
+    made_[s.index].store(true, std::memory_order_release);
+  }
+  // Whether the part of slot `s` was ever made (any thread, no lock): a
+  // caller that finds it false skips taking admission to look for it;
+  // one that finds it true reads part() under admission (the part may be
+  // gone at teardown).
+  bool part_made(PartSlot s) const {
+    return made_[s.index].load(std::memory_order_acquire);
   }
   // Graph capture (core/capture.hpp): whether the stream captures now
   // (any thread, one relaxed load), and the capture's state.
@@ -144,6 +152,7 @@ private:
   EventPool events_;
   Capture capture_;
   std::unique_ptr<RuntimeComponent> parts_[k_max_parts]; // by slot
+  std::atomic<bool> made_[k_max_parts] = {};             // see part_made()
   t4a_runtime_options options_{};
   bool ctx_retained_ = false;
   // runtimes_live/runtimes_leaked already settled for this runtime.

@@ -164,7 +164,15 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
     bool paused = section.pause();
     t4a_status s = launch_special(rt, k, d, v, n > 0 ? space.params : nullptr,
                                   space.buffers, nbuf);
-    if (paused) section.resume();
+    // The references go outside the section (a last one may run a
+    // destructor that waits): now, or deferred past it when it could not
+    // pause (nested).
+    if (paused) {
+      held.clear();
+      section.resume();
+    } else {
+      for (core::Ref<Object> &h : held) core::retire(h.detach());
+    }
     return s;
   }
 
@@ -216,7 +224,12 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
     k.set_module_kept_in(open);
     r = enqueue();
   } else {
+    // Making room seals the full open epoch, which may wait on the host
+    // and drop what retires: outside the borrow section (once per
+    // k_open_limit keeps).
+    bool paused = ep.keep_needs_room() && adm.pause_for_wait();
     core::Epochs::Reservation keep = ep.reserve_keep(rt);
+    adm.resume_after_wait(paused);
     if (keep.status() != T4A_SUCCESS) [[unlikely]]
       return keep.status();
     r = enqueue();

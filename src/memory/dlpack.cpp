@@ -237,8 +237,11 @@ ForeignReleases *releases(core::Runtime &rt) {
 }
 // The part read under admission (Internal: a destroyed runtime still
 // releases), for callers that no import ordered; null when there is none
-// or when this thread holds the runtime's admission (a raw scope).
+// or when this thread holds the runtime's admission (a raw scope). A
+// runtime that never imported has none: found without admission (the
+// common t4a_runtime_synchronize pays no lock for it).
 ForeignReleases *releases_admitted(core::Runtime &rt) {
+  if (!rt.part_made(k_foreign_slot)) return nullptr;
   if (core::raw_scope_open_here(rt)) return nullptr; // would be REENTRANT
   core::Admission adm(rt.admission(), core::Admission::Internal);
   if (adm.status() != T4A_SUCCESS) return nullptr;

@@ -651,7 +651,23 @@ static CUresult f_cuEventQuery(CUevent e) {
   pthread_mutex_unlock(&g_mu);
   return CUDA_SUCCESS;
 }
-static CUresult f_cuEventSynchronize(CUevent e) { return f_cuEventQuery(e); }
+/* fake_cuda_hold_event_syncs: while on, every cuEventSynchronize waits
+ * (counted by fake_cuda_event_syncs_held) until it is turned off: a test
+ * looks at what other threads can do while a host wait is in progress. */
+static _Atomic int g_hold_event_syncs, g_event_syncs_held;
+FAKE_API void fake_cuda_hold_event_syncs(int on) { g_hold_event_syncs = on; }
+FAKE_API int fake_cuda_event_syncs_held(void) { return g_event_syncs_held; }
+static CUresult f_cuEventSynchronize(CUevent e) {
+  if (g_hold_event_syncs) {
+    ++g_event_syncs_held;
+    while (g_hold_event_syncs) {
+      struct timespec ts = {0, 1000000L};
+      nanosleep(&ts, NULL);
+    }
+    --g_event_syncs_held;
+  }
+  return f_cuEventQuery(e);
+}
 static CUresult f_cuMemPoolCreate(CUmemoryPool *p, const CUmemPoolProps *pr) {
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
   int fail = take_failure(&g_fail_pool_create);

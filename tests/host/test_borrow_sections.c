@@ -18,6 +18,10 @@
  *  - blocked: a launch (plain, cooperative, graph replay) or a host-buffer
  *    transfer waiting for admission held by a raw scope does not hold up
  *    releases elsewhere (it waits outside its section).
+ *  - seal wait: a host-buffer upload or a launch that must seal the full
+ *    open epoch at the sealed-epoch limit waits for the oldest epoch's
+ *    event outside its section: while that wait is held (fake driver), a
+ *    release elsewhere frees at once.
  *  - transfers: t4a_buffer_upload_host / download_host borrow their
  *    runtime and both buffers in one section (capi::call_borrowed): a
  *    transfer stopped after borrowing keeps its released buffers usable
@@ -30,6 +34,8 @@
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
 #define _POSIX_C_SOURCE 200809L
+
+#include <dlfcn.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,7 +51,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define T4A_EXPERIMENTAL 1 /* graph and cooperative launches */
+#define T4A_EXPERIMENTAL 1     /* graph and cooperative launches */
+#include "core/epoch_limits.h" /* T4A_OPEN_EPOCH_LIMIT */
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
 #include "test_assert.h"
@@ -396,6 +403,131 @@ static void test_blocked_download_host(void **state) {
   blocked_case(MODE_DOWNLOAD_HOST);
 }
 
+/* ---- seal wait ---------------------------------------------------------- */
+
+#define SEAL_HOST_BUFFERS 9 /* more than the keep deduplication window */
+#define SEAL_MODULES (T4A_OPEN_EPOCH_LIMIT + 8) /* more than an epoch holds */
+
+typedef struct sealer {
+  int launch; /* launches cycling through modules instead of uploads */
+  t4a_buffer dev;
+  t4a_host_buffer hb[SEAL_HOST_BUFFERS];
+  t4a_module mod[SEAL_MODULES];
+  t4a_kernel k[SEAL_MODULES];
+  atomic_int stop;
+  atomic_int status;
+  atomic_long done;
+} sealer;
+
+/* Uploads cycling through the host buffers, or launches cycling through
+ * the modules (each keeps its host buffer or module: one sealed epoch per
+ * T4A_OPEN_EPOCH_LIMIT operations), every epoch's event answering
+ * NOT_READY to the seals' polls, until the sealed-epoch limit makes a seal
+ * wait for the oldest (held by the fake driver). */
+static void *sealing_thread(void *arg) {
+  sealer *s = arg;
+  t4a_arg args[2] = {T4A_ARG_INIT, T4A_ARG_INIT};
+  args[0].kind = args[1].kind = T4A_ARG_BUFFER;
+  args[0].buffer = args[1].buffer = s->dev;
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.grid[0] = d.block[0] = 1;
+  d.args = args;
+  d.arg_count = 2;
+  for (long i = 0; i < 100L * T4A_OPEN_EPOCH_LIMIT && !atomic_load(&s->stop);
+       ++i) {
+    t4a_status st =
+        t4a_testing_fault_arm("cuEventQuery", 1, 600 /* CUDA_ERROR_NOT_READY */,
+                              T4A_TESTING_FAULT_INSTEAD);
+    d.kernel = s->k[i % SEAL_MODULES];
+    if (st == T4A_SUCCESS)
+      st = s->launch
+               ? t4a_launch(g_rt, &d)
+               : t4a_buffer_upload_host(g_rt, s->dev, 0,
+                                        s->hb[i % SEAL_HOST_BUFFERS], 0, 256);
+    if (st != T4A_SUCCESS) {
+      s->status = st;
+      break;
+    }
+    s->done = i + 1;
+  }
+  return NULL;
+}
+
+static void seal_wait_case(int launch) {
+  void *fake = dlopen(T4A_FAKE_CUDA_PATH, RTLD_NOW);
+  assert_non_null(fake);
+  void (*hold)(int) = (void (*)(int))dlsym(fake, "fake_cuda_hold_event_syncs");
+  int (*held)(void) = (int (*)(void))dlsym(fake, "fake_cuda_event_syncs_held");
+  assert_non_null(hold);
+  assert_non_null(held);
+  setup_runtime();
+  sealer s;
+  memset(&s, 0, sizeof s);
+  s.launch = launch;
+  s.dev = new_buffer();
+  for (int i = 0; i < SEAL_HOST_BUFFERS; ++i)
+    ASSERT_OK(t4a_host_buffer_alloc(g_rt, 256, &s.hb[i]));
+  for (int i = 0; launch && i < SEAL_MODULES; ++i) {
+    /* the fake driver loads any bytes; distinct bytes, distinct modules */
+    unsigned char image[16] = {(unsigned char)(i & 0xff),
+                               (unsigned char)(i >> 8), 2};
+    ASSERT_OK(t4a_module_load_data(g_rt, image, sizeof image, &s.mod[i]));
+    ASSERT_OK(t4a_kernel_get(s.mod[i], "two_buffers", &s.k[i]));
+  }
+  t4a_runtime other = {0};
+  ASSERT_OK(t4a_runtime_create(NULL, &other));
+
+  hold(1);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, sealing_thread, &s), 0);
+  while (held() == 0 && s.status == T4A_SUCCESS &&
+         s.done < 100L * T4A_OPEN_EPOCH_LIMIT)
+    sched_yield();
+  int waiting = held();
+  /* The operating thread waits for the oldest epoch now: a buffer of
+   * another runtime released here is freed at once, which it is not while
+   * any thread is inside a borrow section. */
+  t4a_buffer x = {0};
+  ASSERT_OK(t4a_buffer_alloc(other, 256, 0, &x));
+  ASSERT_OK(t4a_buffer_release(x));
+  t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
+  ASSERT_OK(t4a_runtime_stats_get(other, &st));
+  atomic_store(&s.stop, 1);
+  hold(0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  t4a_testing_fault_reset();
+  if (s.status != T4A_SUCCESS)
+    fail_msg("operation %ld gave %s", (long)s.done, t4a_status_name(s.status));
+  assert_int_equal(waiting, 1); /* the seal at the limit waited */
+  if (st.frees != 1)
+    fail_msg("a release made while a %s waited for the oldest epoch was "
+             "not freed at once (frees %llu): the wait ran inside its borrow "
+             "section",
+             launch ? "launch" : "host-buffer upload",
+             (unsigned long long)st.frees);
+
+  ASSERT_OK(t4a_runtime_destroy(other));
+  for (int i = 0; i < SEAL_HOST_BUFFERS; ++i)
+    ASSERT_OK(t4a_host_buffer_release(s.hb[i]));
+  for (int i = 0; launch && i < SEAL_MODULES; ++i) {
+    ASSERT_OK(t4a_kernel_release(s.k[i]));
+    ASSERT_OK(t4a_module_release(s.mod[i]));
+  }
+  ASSERT_OK(t4a_buffer_release(s.dev));
+  teardown_runtime();
+  dlclose(fake);
+}
+
+static void test_seal_wait_outside_section(void **state) {
+  (void)state;
+  seal_wait_case(0);
+}
+
+static void test_launch_seal_wait_outside_section(void **state) {
+  (void)state;
+  seal_wait_case(1);
+}
+
 /* ---- transfers ---------------------------------------------------------- */
 
 /* A host-buffer transfer is stopped (admission hook) after it borrowed the
@@ -659,6 +791,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_blocked_graph_launch),
       cmocka_unit_test(test_blocked_upload_host),
       cmocka_unit_test(test_blocked_download_host),
+      cmocka_unit_test(test_seal_wait_outside_section),
+      cmocka_unit_test(test_launch_seal_wait_outside_section),
       cmocka_unit_test(test_upload_host_release_while_borrowed),
       cmocka_unit_test(test_download_host_release_while_borrowed),
       cmocka_unit_test(test_transfer_churn),
