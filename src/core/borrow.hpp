@@ -107,6 +107,8 @@ public:
       r->active.store(BorrowRecord::k_plain, std::memory_order_seq_cst);
   }
   ~BorrowSection() {
+    if (paused_) [[unlikely]]
+      return; // left by pause(), not resumed (an exception in between)
     if (--rec_->depth != 0) return;
     borrow::leave_outermost(rec_);
   }
@@ -118,17 +120,19 @@ public:
   // inside a gate window (which never waits).
   // While paused the thread is in no section: one opened meanwhile (a
   // destructor's gate window, a log callback calling in) is an outermost
-  // one of its own. Every pause() that returned true is followed by
-  // resume() before this section ends.
+  // one of its own. A section paused and not resumed (an exception thrown
+  // in between) ends at its pause.
   bool pause() {
     if (rec_->depth != 1 || rec_->gate_depth != 0) return false;
     rec_->depth = 0;
+    paused_ = true;
     borrow::leave_outermost(rec_);
     return true;
   }
   // Enters again after pause() (what is read from now on is borrowed anew).
   void resume() {
     rec_->depth = 1;
+    paused_ = false;
     rec_->active.store(BorrowRecord::k_plain, std::memory_order_seq_cst);
   }
   BorrowSection(const BorrowSection &) = delete;
@@ -136,6 +140,7 @@ public:
 
 private:
   BorrowRecord *rec_;
+  bool paused_ = false;
 };
 
 // A borrow section that is also a capture-gate window (core/capture_gate.hpp):

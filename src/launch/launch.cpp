@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <memory>
 #include <new>
-#include <vector>
 
 #include "core/admission.hpp"
 #include "core/borrow.hpp"
@@ -71,18 +70,44 @@ T4A_COLD t4a_status fail_buffer(core::HandleCheck c, uint64_t id, uint32_t i) {
   return core::fail_handle(c, id, arg);
 }
 
-// References to what a launch borrowed, for the paths that leave its
-// borrow section (a wait for admission): the runtime, the kernel and the
-// buffer arguments. May throw std::bad_alloc (nothing held yet then).
-std::vector<core::Ref<Object>> hold(Object *rt, Object *k, Object *const *bufs,
-                                    uint32_t n) {
-  std::vector<core::Ref<Object>> held;
-  held.reserve(n + 2);
-  held.emplace_back(rt);
-  held.emplace_back(k);
-  for (uint32_t j = 0; j < n; ++j) held.emplace_back(bufs[j]);
-  return held;
-}
+// References to what a launch borrowed (the runtime, the kernel, the
+// buffer arguments), for the path that leaves its borrow section: counted
+// on the borrowed objects themselves (no allocation), dropped by drop().
+class Held {
+public:
+  Held(Object *rt, Object *k, Object *const *bufs, uint32_t n)
+      : rt_(rt), k_(k), bufs_(bufs), n_(n) {
+    each([](Object *o) { o->add_ref(); });
+  }
+  // Not dropped (an exception): through core::retire, right wherever it
+  // runs.
+  ~Held() {
+    if (!dropped_) drop(false);
+  }
+  Held(const Held &) = delete;
+  Held &operator=(const Held &) = delete;
+  // Outside every section: now. Inside one (the section could not be
+  // left): each deferred until the sections open now have ended, since a
+  // last reference may run a destructor that waits.
+  void drop(bool outside) {
+    dropped_ = true;
+    if (outside)
+      each([](Object *o) { o->drop_ref(); });
+    else
+      each([](Object *o) { core::retire(o); });
+  }
+
+private:
+  template <class F> void each(F f) {
+    f(rt_);
+    f(k_);
+    for (uint32_t j = 0; j < n_; ++j) f(bufs_[j]);
+  }
+  Object *rt_, *k_;
+  Object *const *bufs_;
+  uint32_t n_;
+  bool dropped_ = false;
+};
 
 } // namespace
 
@@ -160,19 +185,12 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   // it runs outside the borrow section, holding references to what was
   // borrowed (see the busy case below).
   if ((d.flags | static_cast<uint32_t>(k.has_barriers())) != 0) [[unlikely]] {
-    std::vector<core::Ref<Object>> held = hold(rto, ko, space.buffers, nbuf);
+    Held held(rto, ko, space.buffers, nbuf);
     bool paused = section.pause();
     t4a_status s = launch_special(rt, k, d, v, n > 0 ? space.params : nullptr,
                                   space.buffers, nbuf);
-    // The references go outside the section (a last one may run a
-    // destructor that waits): now, or deferred past it when it could not
-    // pause (nested).
-    if (paused) {
-      held.clear();
-      section.resume();
-    } else {
-      for (core::Ref<Object> &h : held) core::retire(h.detach());
-    }
+    held.drop(paused);
+    if (paused) section.resume();
     return s;
   }
 
