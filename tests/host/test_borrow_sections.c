@@ -161,6 +161,19 @@ static void *stopped_thread(void *arg) {
   return NULL;
 }
 
+/* Starts `c`'s operation on a thread of its own and returns once it is
+ * stopped in the admission hook, after borrowing its objects. */
+static pthread_t start_stopped(stopped_launch *c) {
+  g_arrived = g_go = 0;
+  t4a_testing_admission_hook(stop_here, NULL);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, stopped_thread, c), 0);
+  pthread_mutex_lock(&g_mu);
+  while (!g_arrived) pthread_cond_wait(&g_cv, &g_mu);
+  pthread_mutex_unlock(&g_mu);
+  return t;
+}
+
 static void test_release_while_borrowed(void **state) {
   (void)state;
   setup_runtime();
@@ -169,13 +182,7 @@ static void test_release_while_borrowed(void **state) {
   ASSERT_OK(t4a_kernel_get(g_module, "two_buffers", &c.kernel));
   uint64_t frees = stats().frees;
 
-  g_arrived = g_go = 0;
-  t4a_testing_admission_hook(stop_here, NULL);
-  pthread_t t;
-  assert_int_equal(pthread_create(&t, NULL, stopped_thread, &c), 0);
-  pthread_mutex_lock(&g_mu);
-  while (!g_arrived) pthread_cond_wait(&g_cv, &g_mu);
-  pthread_mutex_unlock(&g_mu);
+  pthread_t t = start_stopped(&c);
 
   /* The launch borrowed everything and waits to be admitted: its kernel's
    * and first buffer's last handles go now. */
@@ -540,13 +547,7 @@ static void transfer_release_while_borrowed(int mode) {
   ASSERT_OK(t4a_host_buffer_alloc(g_rt, 256, &c.h));
   uint64_t frees = stats().frees;
 
-  g_arrived = g_go = 0;
-  t4a_testing_admission_hook(stop_here, NULL);
-  pthread_t t;
-  assert_int_equal(pthread_create(&t, NULL, stopped_thread, &c), 0);
-  pthread_mutex_lock(&g_mu);
-  while (!g_arrived) pthread_cond_wait(&g_cv, &g_mu);
-  pthread_mutex_unlock(&g_mu);
+  pthread_t t = start_stopped(&c);
 
   ASSERT_OK(t4a_buffer_release(c.a));
   ASSERT_OK(t4a_host_buffer_release(c.h));
