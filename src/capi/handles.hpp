@@ -155,6 +155,18 @@ template <class S> OutStruct<S> out_struct(const S *p, const char *arg) {
   return {p, arg};
 }
 
+// Inside a borrow section: borrows a handle argument, or records
+// INVALID_HANDLE naming it (each capi::in item of capi::call and
+// capi::call_borrowed, and a further handle in a call_borrowed body).
+template <class T>
+[[gnu::always_inline]] inline t4a_status borrow(const In<T> &c, T **out) {
+  core::Object *obj = nullptr;
+  core::HandleCheck hc = core::Registry::instance().borrow(c.id, c.kind, &obj);
+  if (hc != core::HandleCheck::Ok) return core::fail_handle(hc, c.id, c.arg);
+  *out = static_cast<T *>(obj);
+  return T4A_SUCCESS;
+}
+
 namespace detail {
 
 inline t4a_status check(const NotNull &c) {
@@ -199,13 +211,9 @@ template <size_t I, size_t J, class Items, class R>
     using C = std::decay_t<std::tuple_element_t<I, Items>>;
     const C &c = std::get<I>(items);
     if constexpr (is_in<C>) {
-      using T = typename C::type;
-      core::Object *obj = nullptr;
-      core::HandleCheck hc =
-          core::Registry::instance().borrow(c.id, c.kind, &obj);
-      if (hc != core::HandleCheck::Ok)
-        return core::fail_handle(hc, c.id, c.arg);
-      keep(std::get<J>(refs), static_cast<T *>(obj));
+      typename C::type *obj = nullptr;
+      if (t4a_status s = borrow(c, &obj); s != T4A_SUCCESS) return s;
+      keep(std::get<J>(refs), obj);
       return check_items<I + 1, J + 1>(items, refs);
     } else {
       if (t4a_status s = check(c); s != T4A_SUCCESS) return s;
@@ -292,17 +300,6 @@ template <class... A> t4a_status call_borrowed(A &&...a) {
   auto all = std::forward_as_tuple(a...);
   return detail::call_borrowed_items(
       all, std::make_index_sequence<sizeof...(A) - 1>());
-}
-
-// Inside a borrow section (a call_borrowed body): borrows one more handle
-// argument, or records INVALID_HANDLE naming it, as capi::in does.
-template <class T>
-[[gnu::always_inline]] inline t4a_status borrow(const In<T> &c, T **out) {
-  core::Object *obj = nullptr;
-  core::HandleCheck hc = core::Registry::instance().borrow(c.id, c.kind, &obj);
-  if (hc != core::HandleCheck::Ok) return core::fail_handle(hc, c.id, c.arg);
-  *out = static_cast<T *>(obj);
-  return T4A_SUCCESS;
 }
 
 } // namespace t4a::capi

@@ -10,11 +10,10 @@
 // the section (BorrowSection::pause), waits for admission like any other
 // operation and enters the section again (resume). The references keep the
 // borrowed objects usable whatever was released meanwhile; they are dropped
-// after admission was given back, outside the section. pause_for_wait()
-// does the same
-// for a step under admission that may wait (a seal at the sealed-epoch
-// limit). A section that cannot pause (nested in another, or a gate
-// window) waits inside it, as before.
+// after admission was given back, outside the section. reserve_keep()
+// does the same for the one step under admission that may wait (a seal at
+// the sealed-epoch limit). A section that cannot pause (nested in another, or a
+// gate window) waits inside it, as before.
 //
 // REENTRANT and a closed runtime (INVALID_HANDLE) are reported as by
 // Admission; the testing admission hook (T4A_TESTING) runs before the try
@@ -29,23 +28,72 @@
 
 #include "core/admission.hpp"
 #include "core/borrow.hpp"
+#include "core/epochs.hpp"
 #include "core/object.hpp"
 
 namespace t4a::core {
 
+// The objects an operation borrowed in its borrow section, for the paths
+// that leave the section: hold() takes a reference on each (counted on the
+// objects themselves, no allocation), drop() gives them back. `first`
+// holds at most k_first, `more[0..n_more-1]` must outlive this object.
+class Borrowed {
+public:
+  static constexpr size_t k_first = 3;
+  Borrowed(std::initializer_list<Object *> first, Object *const *more,
+           uint32_t n_more)
+      : more_(more), n_more_(n_more) {
+    assert(first.size() <= k_first);
+    for (Object *o : first) first_[n_first_++] = o;
+  }
+  // Held and not dropped (an exception): through core::retire, right
+  // wherever it runs.
+  ~Borrowed() {
+    if (held_) [[unlikely]]
+      drop(false);
+  }
+  Borrowed(const Borrowed &) = delete;
+  Borrowed &operator=(const Borrowed &) = delete;
+
+  bool held() const { return held_; }
+  void hold() {
+    if (held_) return;
+    each([](Object *o) { o->add_ref(); });
+    held_ = true;
+  }
+  // Outside every section: now. Inside one (the section could not be
+  // left): each deferred until the sections open now have ended, since a
+  // last reference may run a destructor that waits.
+  void drop(bool outside) {
+    held_ = false;
+    if (outside)
+      each([](Object *o) { o->drop_ref(); });
+    else
+      each([](Object *o) { retire(o); });
+  }
+
+private:
+  template <class F> void each(F f) {
+    for (size_t i = 0; i < n_first_; ++i) f(first_[i]);
+    for (uint32_t i = 0; i < n_more_; ++i) f(more_[i]);
+  }
+  Object *first_[k_first] = {};
+  size_t n_first_ = 0;
+  Object *const *more_;
+  uint32_t n_more_;
+  bool held_ = false;
+};
+
 class SectionAdmission {
 public:
-  // `borrowed` (at most k_first), then `more[0..n_more-1]`: the objects
-  // the caller borrowed in `section` and uses under admission (referenced
-  // only when the operation leaves the section; `more` must outlive this
-  // object).
-  static constexpr size_t k_first = 3;
+  // `borrowed` (at most Borrowed::k_first), then `more[0..n_more-1]`: the
+  // objects the caller borrowed in `section` and uses under admission
+  // (referenced only when the operation leaves the section; `more` must outlive
+  // this object).
   SectionAdmission(BorrowSection &section, AdmissionLock &lock,
                    std::initializer_list<Object *> borrowed,
                    Object *const *more = nullptr, uint32_t n_more = 0)
-      : section_(section), more_(more), n_more_(n_more) {
-    assert(borrowed.size() <= k_first);
-    for (Object *o : borrowed) first_[n_first_++] = o;
+      : section_(section), borrowed_(borrowed, more, n_more) {
     adm_.emplace(lock, Admission::Try);
     if (adm_->busy()) [[unlikely]]
       wait(lock);
@@ -58,7 +106,7 @@ public:
   // open now have ended (core::retire).
   ~SectionAdmission() {
     adm_.reset();
-    if (held_) [[unlikely]]
+    if (borrowed_.held()) [[unlikely]]
       drop_held();
   }
   SectionAdmission(const SectionAdmission &) = delete;
@@ -67,56 +115,39 @@ public:
   // SUCCESS once admitted; REENTRANT or INVALID_HANDLE (recorded) when not.
   t4a_status status() const { return adm_->status(); }
 
-  // For a step that may wait on the host while admitted (a seal at the
-  // sealed-epoch limit waits for the oldest epoch's event and drops what
-  // retires): leaves the section, holding references to what was borrowed;
-  // resume_after_wait(the result) enters it again. False (nothing left)
-  // when the section cannot pause (nested, or a gate window).
-  bool pause_for_wait() {
-    hold();
-    return section_.pause();
-  }
-  void resume_after_wait(bool paused) {
+  // Epochs::reserve_keep under this admission. Making room seals the full
+  // open epoch, which may wait on the host (at the sealed-epoch limit, for
+  // the oldest epoch's event) and drops what retires: that is done outside
+  // the section, holding references to what was borrowed (once per
+  // k_open_limit keeps). A section that cannot pause (nested, or a gate
+  // window) makes it inside.
+  Epochs::Reservation reserve_keep(Epochs &ep, Runtime &rt) {
+    if (!ep.keep_needs_room()) [[likely]]
+      return ep.reserve_keep(rt);
+    borrowed_.hold();
+    bool paused = section_.pause();
+    Epochs::Reservation r = ep.reserve_keep(rt);
     if (paused) section_.resume();
+    return r;
   }
 
 private:
-  // A reference on each borrowed object, once (no allocation: the
-  // pointers are the ones given).
-  void hold() {
-    if (held_) return;
-    for (size_t i = 0; i < n_first_; ++i) first_[i]->add_ref();
-    for (uint32_t i = 0; i < n_more_; ++i) more_[i]->add_ref();
-    held_ = true;
-  }
-  template <class F> void each_held(F f) {
-    for (size_t i = 0; i < n_first_; ++i) f(first_[i]);
-    for (uint32_t i = 0; i < n_more_; ++i) f(more_[i]);
-  }
   // Out of line and cold: only a contended lock gets here.
   [[gnu::noinline, gnu::cold]] void wait(AdmissionLock &lock) {
-    hold();
+    borrowed_.hold();
     adm_.reset(); // busy: it holds nothing
     bool paused = section_.pause();
     adm_.emplace(lock);
     if (paused) section_.resume();
   }
   [[gnu::noinline, gnu::cold]] void drop_held() {
-    held_ = false;
-    if (section_.pause()) {
-      each_held([](Object *o) { o->drop_ref(); });
-      section_.resume();
-    } else {
-      each_held([](Object *o) { retire(o); });
-    }
+    bool paused = section_.pause();
+    borrowed_.drop(paused);
+    if (paused) section_.resume();
   }
 
   BorrowSection &section_;
-  Object *first_[k_first] = {};
-  size_t n_first_ = 0;
-  Object *const *more_;
-  uint32_t n_more_;
-  bool held_ = false; // a reference taken on each borrowed object
+  Borrowed borrowed_;
   std::optional<Admission> adm_;
 };
 

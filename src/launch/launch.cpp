@@ -70,45 +70,6 @@ T4A_COLD t4a_status fail_buffer(core::HandleCheck c, uint64_t id, uint32_t i) {
   return core::fail_handle(c, id, arg);
 }
 
-// References to what a launch borrowed (the runtime, the kernel, the
-// buffer arguments), for the path that leaves its borrow section: counted
-// on the borrowed objects themselves (no allocation), dropped by drop().
-class Held {
-public:
-  Held(Object *rt, Object *k, Object *const *bufs, uint32_t n)
-      : rt_(rt), k_(k), bufs_(bufs), n_(n) {
-    each([](Object *o) { o->add_ref(); });
-  }
-  // Not dropped (an exception): through core::retire, right wherever it
-  // runs.
-  ~Held() {
-    if (!dropped_) drop(false);
-  }
-  Held(const Held &) = delete;
-  Held &operator=(const Held &) = delete;
-  // Outside every section: now. Inside one (the section could not be
-  // left): each deferred until the sections open now have ended, since a
-  // last reference may run a destructor that waits.
-  void drop(bool outside) {
-    dropped_ = true;
-    if (outside)
-      each([](Object *o) { o->drop_ref(); });
-    else
-      each([](Object *o) { core::retire(o); });
-  }
-
-private:
-  template <class F> void each(F f) {
-    f(rt_);
-    f(k_);
-    for (uint32_t j = 0; j < n_; ++j) f(bufs_[j]);
-  }
-  Object *rt_, *k_;
-  Object *const *bufs_;
-  uint32_t n_;
-  bool dropped_ = false;
-};
-
 } // namespace
 
 t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
@@ -185,7 +146,8 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   // it runs outside the borrow section, holding references to what was
   // borrowed (see the busy case below).
   if ((d.flags | static_cast<uint32_t>(k.has_barriers())) != 0) [[unlikely]] {
-    Held held(rto, ko, space.buffers, nbuf);
+    core::Borrowed held({rto, ko}, space.buffers, nbuf);
+    held.hold();
     bool paused = section.pause();
     t4a_status s = launch_special(rt, k, d, v, n > 0 ? space.params : nullptr,
                                   space.buffers, nbuf);
@@ -242,12 +204,8 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
     k.set_module_kept_in(open);
     r = enqueue();
   } else {
-    // Making room seals the full open epoch, which may wait on the host
-    // and drop what retires: outside the borrow section (once per
-    // k_open_limit keeps).
-    bool paused = ep.keep_needs_room() && adm.pause_for_wait();
-    core::Epochs::Reservation keep = ep.reserve_keep(rt);
-    adm.resume_after_wait(paused);
+    // Making room may wait on the host: outside the borrow section.
+    core::Epochs::Reservation keep = adm.reserve_keep(ep, rt);
     if (keep.status() != T4A_SUCCESS) [[unlikely]]
       return keep.status();
     r = enqueue();

@@ -263,9 +263,7 @@ t4a_status host_buffer_dma(core::BorrowSection &section, core::Runtime &rt,
       r = core::in_stream_context(rt, enqueue);
     } else {
       // Making room may wait on the host: outside the section.
-      bool paused = ep.keep_needs_room() && adm.pause_for_wait();
-      core::Epochs::Reservation keep = ep.reserve_keep(rt);
-      adm.resume_after_wait(paused);
+      core::Epochs::Reservation keep = adm.reserve_keep(ep, rt);
       if (keep.status() != T4A_SUCCESS) return keep.status();
       r = core::in_stream_context(rt, enqueue);
       ep.keep(std::move(keep), hb);

@@ -174,6 +174,19 @@ static pthread_t start_stopped(stopped_launch *c) {
   return t;
 }
 
+/* Lets the stopped operation go, joins its thread and checks it succeeded. */
+static void finish_stopped(pthread_t t, stopped_launch *c, const char *what) {
+  pthread_mutex_lock(&g_mu);
+  g_go = 1;
+  pthread_cond_broadcast(&g_cv);
+  pthread_mutex_unlock(&g_mu);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  t4a_testing_admission_hook(NULL, NULL);
+  if (c->status != T4A_SUCCESS)
+    fail_msg("the borrowing %s gave %s: %s", what, t4a_status_name(c->status),
+             c->message);
+}
+
 static void test_release_while_borrowed(void **state) {
   (void)state;
   setup_runtime();
@@ -197,15 +210,7 @@ static void test_release_while_borrowed(void **state) {
   /* ... but the borrowed buffer is not freed under the launch. */
   assert_int_equal(stats().frees, frees);
 
-  pthread_mutex_lock(&g_mu);
-  g_go = 1;
-  pthread_cond_broadcast(&g_cv);
-  pthread_mutex_unlock(&g_mu);
-  assert_int_equal(pthread_join(t, NULL), 0);
-  t4a_testing_admission_hook(NULL, NULL);
-  if (c.status != T4A_SUCCESS)
-    fail_msg("the borrowing launch gave %s: %s", t4a_status_name(c.status),
-             c.message);
+  finish_stopped(t, &c, "launch");
   /* Freed when the launch's section ended, before it returned. */
   t4a_runtime_stats st = stats();
   assert_int_equal(st.launches, 1);
@@ -560,15 +565,7 @@ static void transfer_release_while_borrowed(int mode) {
   ASSERT_MESSAGE_HAS("released (stale)");
   assert_int_equal(stats().frees, frees);
 
-  pthread_mutex_lock(&g_mu);
-  g_go = 1;
-  pthread_cond_broadcast(&g_cv);
-  pthread_mutex_unlock(&g_mu);
-  assert_int_equal(pthread_join(t, NULL), 0);
-  t4a_testing_admission_hook(NULL, NULL);
-  if (c.status != T4A_SUCCESS)
-    fail_msg("the borrowing transfer gave %s: %s", t4a_status_name(c.status),
-             c.message);
+  finish_stopped(t, &c, "transfer");
   t4a_runtime_stats st = stats();
   assert_int_equal(mode == MODE_UPLOAD_HOST ? st.uploads : st.downloads, 1);
   assert_int_equal(
