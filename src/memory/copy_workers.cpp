@@ -4,10 +4,14 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <memory>
+#include <mutex>
 
 #if defined(__x86_64__)
 #include <emmintrin.h>
 #endif
+
+#include "core/runtime.hpp"
 
 namespace t4a::memory {
 
@@ -26,8 +30,8 @@ constexpr auto k_spin = std::chrono::microseconds(200);
 // DMA's enqueue or the transfer's return).
 void stream_copy(unsigned char *d, const unsigned char *s, size_t n) {
 #if defined(__x86_64__)
-  size_t head = std::min<size_t>(
-      (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15, n);
+  size_t head =
+      std::min<size_t>((16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15, n);
   std::memcpy(d, s, head);
   d += head;
   s += head;
@@ -91,6 +95,7 @@ CopyWorkers &CopyWorkers::of(core::Runtime &rt) {
 CopyWorkers::CopyWorkers(int threads) : threads_(threads) {}
 
 CopyWorkers::~CopyWorkers() {
+  wait(submitted_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_.store(true);
@@ -99,22 +104,28 @@ CopyWorkers::~CopyWorkers() {
   for (auto &t : pool_) t.join();
 }
 
-void CopyWorkers::work(std::unique_lock<std::mutex> &lock) {
-  while (next_ < parts_) {
-    size_t i = next_++;
-    unsigned char *d = dst_ + i * part_;
-    const unsigned char *s = src_ + i * part_;
-    size_t n = std::min(part_, bytes_ - i * part_);
+void CopyWorkers::work(std::unique_lock<std::mutex> &lock, Ticket limit) {
+  for (;;) {
+    // The oldest copy with a part left, if it is within `limit`.
+    while (take_from_ <= submitted_ &&
+           job(take_from_).next >= job(take_from_).parts)
+      ++take_from_;
+    if (take_from_ > submitted_ || take_from_ > limit) return;
+    Job &j = job(take_from_);
+    size_t i = j.next++;
+    unsigned char *d = j.dst + i * j.part;
+    const unsigned char *s = j.src + i * j.part;
+    size_t n = std::min(j.part, j.bytes - i * j.part);
     // Read under the lock: once the last part is counted the caller may
-    // reset parts_ (or start the next copy) while this thread runs on.
-    const size_t total = parts_;
-    const bool streaming = streaming_;
+    // reuse the job's slot while this thread runs on.
+    const size_t total = j.parts;
+    const bool streaming = j.streaming;
     lock.unlock();
     if (streaming)
       stream_copy(d, s, n);
     else
       std::memcpy(d, s, n);
-    bool last = done_.fetch_add(1, std::memory_order_acq_rel) + 1 == total;
+    bool last = j.done.fetch_add(1, std::memory_order_acq_rel) + 1 == total;
     lock.lock();
     if (last && caller_sleeping_) done_cv_.notify_one();
   }
@@ -140,12 +151,13 @@ void CopyWorkers::run() {
     }
     if (stop_.load()) return;
     seen = generation_.load(std::memory_order_relaxed);
-    work(lock);
+    work(lock, ~Ticket(0));
   }
 }
 
-void CopyWorkers::copy(void *dst, const void *src, size_t bytes,
-                       size_t min_part, bool streaming) {
+CopyWorkers::Ticket CopyWorkers::submit(void *dst, const void *src,
+                                        size_t bytes, size_t min_part,
+                                        bool streaming) {
   size_t parts = std::min<size_t>(static_cast<size_t>(threads_),
                                   bytes / std::max<size_t>(min_part, 1));
   if (parts > 1 && pool_.size() + 1 < static_cast<size_t>(threads_)) {
@@ -167,36 +179,48 @@ void CopyWorkers::copy(void *dst, const void *src, size_t bytes,
                   static_cast<const unsigned char *>(src), bytes);
     else
       std::memcpy(dst, src, bytes);
-    return;
+    return 0;
   }
+  const Ticket t = submitted_ + 1;
+  if (t - retired_ > k_jobs) wait(t - k_jobs); // its slot is t's
   parallel_copies_.fetch_add(1, std::memory_order_relaxed);
+  size_t part = (bytes + parts - 1) / parts;
+  part = (part + 4095) & ~size_t(4095);
   std::unique_lock<std::mutex> lock(mu_);
-  dst_ = static_cast<unsigned char *>(dst);
-  src_ = static_cast<const unsigned char *>(src);
-  bytes_ = bytes;
-  streaming_ = streaming;
-  part_ = (bytes + parts - 1) / parts;
-  part_ = (part_ + 4095) & ~size_t(4095);
-  parts_ = (bytes + part_ - 1) / part_;
-  next_ = 0;
-  done_.store(0, std::memory_order_relaxed);
+  Job &j = job(t);
+  j.dst = static_cast<unsigned char *>(dst);
+  j.src = static_cast<const unsigned char *>(src);
+  j.bytes = bytes;
+  j.part = part;
+  j.parts = (bytes + part - 1) / part;
+  j.next = 0;
+  j.streaming = streaming;
+  j.done.store(0, std::memory_order_relaxed);
+  submitted_ = t;
   generation_.fetch_add(1, std::memory_order_release);
   if (sleepers_ > 0) work_cv_.notify_all();
-  work(lock); // the caller works too
-  size_t total = parts_;
+  return t;
+}
+
+void CopyWorkers::wait(Ticket t) {
+  if (t <= retired_) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  work(lock, t); // the caller copies too
   lock.unlock();
-  if (!spin_until(
-          [&] { return done_.load(std::memory_order_acquire) == total; })) {
+  for (Ticket u = retired_ + 1; u <= t; ++u) {
+    Job &j = job(u);
+    const size_t total = j.parts; // written by this thread
+    auto complete = [&] {
+      return j.done.load(std::memory_order_acquire) == total;
+    };
+    if (spin_until(complete)) continue;
     lock.lock();
     caller_sleeping_ = true;
-    done_cv_.wait(
-        lock, [&] { return done_.load(std::memory_order_acquire) == total; });
+    done_cv_.wait(lock, complete);
     caller_sleeping_ = false;
-    parts_ = 0;
-    return;
+    lock.unlock();
   }
-  lock.lock();
-  parts_ = 0;
+  retired_ = t;
 }
 
 } // namespace t4a::memory

@@ -1,6 +1,7 @@
 #include "memory/transfer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <new>
 
@@ -38,47 +39,86 @@ t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
     const TransferPlan plan =
         plan_transfer(ring.tuning(), ring.chunk_bytes(), true, bytes);
     const auto *in = static_cast<const unsigned char *>(src);
-    bool enqueued = false;
-    for (uint64_t done = 0; done < bytes;) {
-      size_t len =
-          static_cast<size_t>(std::min<uint64_t>(plan.piece, bytes - done));
+    // Pieces whose host copies are queued and whose DMAs are not enqueued
+    // yet, oldest first: up to plan.ahead beyond the next to enqueue.
+    struct Piece {
       Span span;
-      bool blocked = false;
-      if (t4a_status s = ring.reserve(len, &span, &blocked); s != T4A_SUCCESS)
-        return s == T4A_ERROR_DEVICE_FAULT || !enqueued
-                   ? s
-                   : core::fail(T4A_ERROR_ABANDONED,
-                                "uploading: staging failed after %llu of "
-                                "%llu bytes were enqueued",
-                                static_cast<unsigned long long>(done),
-                                static_cast<unsigned long long>(bytes));
-      if (blocked)
-        return core::fail(T4A_ERROR_INTERNAL,
-                          "uploading: staging reported no chunk to wait for");
-      // Reserve -> enqueue -> commit: the chunk is kept by the open epoch
-      // until its copy is proven done (a full epoch is sealed here, before
-      // the enqueue; should that fail, nothing more is enqueued).
+      CopyWorkers::Ticket ticket = 0;
+      uint64_t at = 0;
+    };
+    std::array<Piece, k_upload_ahead_max + 1> queued;
+    size_t head = 0, count = 0;
+    uint64_t enqueued = 0; // bytes whose DMAs are enqueued
+    // Every way out after a copy was queued waits for the queued copies
+    // (they read the caller's memory and write staging); their spans go
+    // back unused (no DMA read them).
+    auto finish = [&](t4a_status s, const char *what) {
+      if (count > 0)
+        workers.wait(queued[(head + count - 1) % queued.size()].ticket);
+      for (; count > 0; --count, head = (head + 1) % queued.size())
+        queued[head].span = Span{};
+      if (what == nullptr || s == T4A_ERROR_DEVICE_FAULT || enqueued == 0)
+        return s;
+      return core::fail(T4A_ERROR_ABANDONED,
+                        "uploading: %s failed after %llu of %llu bytes were "
+                        "enqueued",
+                        what, static_cast<unsigned long long>(enqueued),
+                        static_cast<unsigned long long>(bytes));
+    };
+    // The oldest queued piece: its copy completed, then its DMA enqueued.
+    // Reserve -> enqueue -> commit: the chunk is kept by the open epoch
+    // until its copy is proven done (a full epoch is sealed here, before
+    // the enqueue; should that fail, nothing more is enqueued).
+    auto enqueue_oldest = [&]() -> t4a_status {
+      Piece &p = queued[head];
+      workers.wait(p.ticket);
       core::Epochs::Reservation keep = rt.epochs().reserve_keep(rt);
       if (keep.status() != T4A_SUCCESS)
-        return keep.status() == T4A_ERROR_DEVICE_FAULT || !enqueued
-                   ? keep.status()
-                   : core::fail(T4A_ERROR_ABANDONED,
-                                "uploading: keeping staging alive failed "
-                                "after %llu of %llu bytes were enqueued",
-                                static_cast<unsigned long long>(done),
-                                static_cast<unsigned long long>(bytes));
-      workers.copy(span.host, in + done, len, plan.part_for(len), plan.stream);
-      DrvResult r = cu::memcpy_htod_async(dst.ptr() + offset + done, span.host,
-                                          len, rt.stream());
+        return finish(keep.status(), "keeping staging alive");
+      DrvResult r = cu::memcpy_htod_async(
+          dst.ptr() + offset + p.at, p.span.host, p.span.bytes, rt.stream());
       if (!r) {
-        ring.quarantine(*span.chunk);
-        return enqueue_failure(rt, r, enqueued,
-                               "uploading from staging to the device");
+        ring.quarantine(*p.span.chunk);
+        return finish(enqueue_failure(rt, r, enqueued != 0,
+                                      "uploading from staging to the device"),
+                      nullptr);
       }
-      rt.epochs().keep(std::move(keep), std::move(span.chunk));
-      enqueued = true;
-      done += len;
+      enqueued += p.span.bytes;
+      rt.epochs().keep(std::move(keep), std::move(p.span.chunk));
+      p.span = Span{};
+      head = (head + 1) % queued.size();
+      --count;
+      return T4A_SUCCESS;
+    };
+    for (uint64_t at = 0; at < bytes;) {
+      size_t len =
+          static_cast<size_t>(std::min<uint64_t>(plan.piece, bytes - at));
+      Span span;
+      for (;;) {
+        bool blocked = false;
+        if (t4a_status s = ring.reserve(len, &span, &blocked); s != T4A_SUCCESS)
+          return finish(s, "staging");
+        if (!blocked) break;
+        // Every chunk is held by this upload's queued pieces.
+        if (count == 0)
+          return finish(core::fail(T4A_ERROR_INTERNAL,
+                                   "uploading: staging reported no chunk to "
+                                   "wait for"),
+                        nullptr);
+        if (t4a_status s = enqueue_oldest(); s != T4A_SUCCESS) return s;
+      }
+      Piece &p = queued[(head + count) % queued.size()];
+      p.ticket = workers.submit(span.host, in + at, len, plan.part_for(len),
+                                plan.stream);
+      p.span = std::move(span);
+      p.at = at;
+      ++count;
+      at += len;
+      while (count > plan.ahead)
+        if (t4a_status s = enqueue_oldest(); s != T4A_SUCCESS) return s;
     }
+    while (count > 0)
+      if (t4a_status s = enqueue_oldest(); s != T4A_SUCCESS) return s;
   }
   // Under admission (op), as every writer of these two: plain stores.
   rt.counters().uploads.bump();

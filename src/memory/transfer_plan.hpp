@@ -6,10 +6,12 @@
 // A transfer of `bytes` runs in pieces of `piece` bytes: each piece is one
 // DMA between a staging span and the device; pieces are pipelined (the
 // host copy of one piece overlaps the DMA of the one before). A transfer
-// of one piece is not pipelined. Each piece's host copy (pageable <->
-// staging) is split into parts of at least `min_part` bytes on the copy
-// workers (copy_workers.hpp); a piece of fewer than two parts is copied
-// inline by the calling thread. A download with `direct` is one DMA
+// of one piece is not pipelined. An upload queues the host copies of up
+// to `ahead` pieces beyond the one whose DMA is enqueued next, so the copy
+// workers never wait for the caller between pieces. Each piece's host copy
+// (pageable <-> staging) is split into parts of at least `min_part` bytes on
+// the copy workers (copy_workers.hpp); a piece of fewer than two parts is
+// copied inline by the calling thread. A download with `direct` is one DMA
 // straight into the caller's memory (the driver stages it itself). With
 // `stream` the host copies use non-temporal stores (copy_workers.hpp).
 #pragma once
@@ -24,6 +26,9 @@
 
 namespace t4a::memory {
 
+// The most upload pieces copied ahead of the DMA (TransferPlan::ahead).
+inline constexpr size_t k_upload_ahead_max = 8;
+
 // Forced plan parameters, for measuring the candidate paths
 // (bench/transfer_sweep.cpp --variants): read once per runtime, when its
 // staging ring is made (its first pageable transfer or download), from the
@@ -33,7 +38,9 @@ namespace t4a::memory {
 // `pend=event|stream` (how a waited pending download orders its delivery
 // after its snapshot: a host wait for the snapshot's event, or a stream wait on
 // the delivery stream) and `stream=0|1` (host copies with non-temporal
-// stores: never, always). BYTES may end in K or M. Unset or 0: chosen by size.
+// stores: never, always), `ahead=N` (upload pieces copied ahead of the
+// DMA, 0..8; 0 copies each piece only once the one before is enqueued).
+// BYTES may end in K or M. Unset or 0: chosen by size.
 // A malformed value is logged (warning) and ignored as a whole.
 struct TransferTuning {
   uint64_t piece = 0;
@@ -41,6 +48,7 @@ struct TransferTuning {
   int direct = -1;      // -1: by size
   int pend_stream = -1; // -1: the default (event)
   int stream = -1;      // -1: by size
+  int ahead = -1;       // -1: k_upload_ahead
 
   static TransferTuning from_env(); // staging_ring.cpp (logs)
 
@@ -87,6 +95,8 @@ struct TransferTuning {
         t.direct = static_cast<int>(n);
       else if (key == "stream" && n <= 1)
         t.stream = static_cast<int>(n);
+      else if (key == "ahead" && n <= k_upload_ahead_max)
+        t.ahead = static_cast<int>(n);
       else
         return false;
     }
@@ -102,6 +112,9 @@ struct TransferPlan {
   bool direct = false;      // download only: no staging
   // The host copies (into staging, out of it) use non-temporal stores.
   bool stream = false;
+  // Upload only: pieces whose host copies are queued beyond the one whose
+  // DMA is enqueued next (at most 8).
+  size_t ahead = 0;
   // The min_part argument of CopyWorkers::copy for a piece of `len`
   // bytes: std::numeric_limits<size_t>::max() (inline) below parallel_from.
   size_t part_for(size_t len) const {
@@ -133,6 +146,7 @@ inline constexpr size_t k_parallel_from_bytes = size_t(1) << 20;
 inline constexpr size_t k_download_piece_min = size_t(2) << 20;
 inline constexpr uint64_t k_stream_from = uint64_t(1) << 20;
 inline constexpr uint64_t k_stream_upload_below = uint64_t(128) << 20;
+inline constexpr size_t k_upload_ahead = 2;
 
 inline TransferPlan plan_transfer(const TransferTuning &forced,
                                   size_t chunk_bytes, bool upload,
@@ -158,6 +172,8 @@ inline TransferPlan plan_transfer(const TransferTuning &forced,
   p.stream =
       bytes >= k_stream_from && (!upload || bytes < k_stream_upload_below);
   if (forced.stream >= 0) p.stream = forced.stream == 1;
+  p.ahead =
+      forced.ahead >= 0 ? static_cast<size_t>(forced.ahead) : k_upload_ahead;
   if (bytes < p.piece) p.piece = static_cast<size_t>(bytes);
   if (p.piece == 0) p.piece = 1;
   return p;

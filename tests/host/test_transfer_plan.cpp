@@ -45,6 +45,7 @@ extern "C" {
 using t4a::memory::k_copy_part_bytes;
 using t4a::memory::k_download_piece_min;
 using t4a::memory::k_parallel_from_bytes;
+using t4a::memory::k_upload_ahead;
 using t4a::memory::plan_transfer;
 using t4a::memory::TransferPlan;
 using t4a::memory::TransferTuning;
@@ -141,6 +142,10 @@ void test_plan_sizes(void **) {
   assert_true(plan_transfer(none, chunk, false, 256 * MiB).stream);
   // A zero-byte plan still has a non-zero piece (never divides by zero).
   assert_int_equal(plan_transfer(none, chunk, true, 0).piece, 1);
+  // Uploads queue the copies of two pieces beyond the next DMA.
+  assert_int_equal(plan_transfer(none, chunk, true, 256 * MiB).ahead,
+                   k_upload_ahead);
+  assert_int_equal(k_upload_ahead, 2);
 }
 
 void test_plan_forced(void **) {
@@ -164,6 +169,10 @@ void test_plan_forced(void **) {
   t.piece = 256 * KiB;
   assert_int_equal(plan_transfer(t, 8 * MiB, true, MiB).piece, 256 * KiB);
   assert_int_equal(plan_transfer(t, 8 * MiB, true, 100).piece, 100);
+  t.ahead = 0;
+  assert_int_equal(plan_transfer(t, 8 * MiB, true, 256 * MiB).ahead, 0);
+  t.ahead = 8;
+  assert_int_equal(plan_transfer(t, 8 * MiB, true, 256 * MiB).ahead, 8);
 }
 
 void test_parse(void **) {
@@ -187,6 +196,11 @@ void test_parse(void **) {
   assert_int_equal(t.min_part, 2 * MiB);
   assert_true(TransferTuning::parse("", &t));
   assert_int_equal(t.piece, 0);
+  assert_int_equal(t.ahead, -1);
+  assert_true(TransferTuning::parse("ahead=0", &t));
+  assert_int_equal(t.ahead, 0);
+  assert_true(TransferTuning::parse("ahead=8,stream=0", &t));
+  assert_int_equal(t.ahead, 8);
   const char *bad[] = {"piece",
                        "piece=",
                        "piece=x",
@@ -198,6 +212,9 @@ void test_parse(void **) {
                        "pend=spin",
                        "stream=2",
                        "stream=",
+                       "ahead=9",
+                       "ahead=",
+                       "ahead=1K",
                        "threads=4",
                        "piece=99999999999999999999",
                        "piece=18014398509481984M"};
@@ -478,6 +495,71 @@ void test_copy_threads_fail(void **) {
   assert_int_equal(threads_now(), t0 + 3);
 }
 
+// Uploads whose pieces are copied ahead of their DMAs, with every depth
+// and a staging budget of one, two and eight chunks: with fewer chunks
+// than queued pieces the upload enqueues its oldest piece to make room.
+// Exact bytes; one DMA per piece; nothing quarantined.
+void test_upload_ahead(void **) {
+  const uint64_t chunk = MiB, n = 7 * MiB + 5;
+  auto in = pattern(n, 61);
+  std::vector<unsigned char> out(n);
+  for (const char *ahead : {"ahead=0", "ahead=1", "ahead=2", "ahead=8"}) {
+    for (uint64_t budget : {chunk, 2 * chunk, 8 * chunk}) {
+      setenv("T4A_TRANSFER_FORCE", ahead, 1);
+      Rt r(4, chunk, budget, n + 3);
+      for (uint64_t offset : {uint64_t(0), uint64_t(3)}) {
+        int h0 = calls("htod_calls");
+        ok(t4a_buffer_upload(r.rt, r.buf, offset, in.data(), n));
+        unsetenv("T4A_TRANSFER_FORCE");
+        assert_int_equal(calls("htod_calls") - h0, pieces(n, chunk));
+        std::fill(out.begin(), out.end(), 0);
+        ok(t4a_buffer_download_sync(r.rt, r.buf, offset, out.data(), n));
+        assert_memory_equal(out.data(), in.data(), n);
+      }
+      t4a_runtime_stats s = T4A_RUNTIME_STATS_INIT;
+      ok(t4a_runtime_stats_get(r.rt, &s));
+      assert_int_equal(s.quarantined, 0);
+      assert_true(s.staging_bytes_peak <= budget);
+    }
+  }
+}
+
+// A DMA enqueue that fails in the middle of an upload with pieces copied
+// ahead: ABANDONED, naming the bytes enqueued before it; the failed
+// piece's chunk is quarantined; every queued copy is complete when the
+// call returns (the source is freed right after it: ASan sees a late
+// read); the runtime goes on working.
+void test_upload_ahead_fault(void **) {
+  using Arm = t4a_status (*)(const char *, uint64_t, int32_t, int32_t);
+  auto arm =
+      reinterpret_cast<Arm>(dlsym(RTLD_DEFAULT, "t4a_testing_fault_arm"));
+  auto reset = reinterpret_cast<void (*)()>(
+      dlsym(RTLD_DEFAULT, "t4a_testing_fault_reset"));
+  if (arm == nullptr || reset == nullptr) skip();
+  const uint64_t chunk = MiB, n = 6 * MiB;
+  Rt r(4, chunk, 8 * chunk, n);
+  auto *src = new std::vector<unsigned char>(pattern(n, 71));
+  ok(arm("cuMemcpyHtoDAsync", 3, 1 /* CUDA_ERROR_INVALID_VALUE */,
+         1 /* T4A_TESTING_FAULT_INSTEAD */));
+  t4a_status s = t4a_buffer_upload(r.rt, r.buf, 0, src->data(), n);
+  delete src;
+  reset();
+  assert_int_equal(s, T4A_ERROR_ABANDONED);
+  char msg[512];
+  size_t needed = 0;
+  t4a_last_error_message(msg, sizeof msg, &needed);
+  assert_non_null(std::strstr(msg, "uploading from staging to the device"));
+  t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
+  ok(t4a_runtime_stats_get(r.rt, &st));
+  assert_int_equal(st.quarantined, 1);
+  // The runtime still works, through the chunks left.
+  auto in = pattern(n, 72);
+  ok(t4a_buffer_upload(r.rt, r.buf, 0, in.data(), n));
+  std::vector<unsigned char> out(n);
+  ok(t4a_buffer_download_sync(r.rt, r.buf, 0, out.data(), n));
+  assert_memory_equal(out.data(), in.data(), n);
+}
+
 // A delivery of a device snapshot that fails part-way leaks the snapshot
 // and leaves the download undelivered; delivering it again is a clear
 // error. Before, the retry copied from device address 0 (the quarantined
@@ -575,6 +657,8 @@ int main() {
       cmocka_unit_test(test_pending),
       cmocka_unit_test(test_host_snapshots),
       cmocka_unit_test(test_copy_threads_fail),
+      cmocka_unit_test(test_upload_ahead),
+      cmocka_unit_test(test_upload_ahead_fault),
       cmocka_unit_test(test_delivery_retry_after_failure),
       cmocka_unit_test(test_slot_not_reused_in_flight),
   };
