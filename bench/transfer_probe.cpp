@@ -311,6 +311,8 @@ int main(int argc, char **argv) {
         {"threads 8", "", 8, 0, 0},
         {"threads 12", "", 12, 0, 0},
         {"chunk 16M", "", 0, 16 * M, 128 * M},
+        {"upload ahead 0", "ahead=0", 0, 0, 0, true, false},
+        {"upload ahead 4", "ahead=4", 0, 0, 0, true, false},
         {"pending chained", "pend=stream", 0, 0, 0, false, false, true},
     };
     for (const Variant &v : vs) run_variant(v, su, false);
