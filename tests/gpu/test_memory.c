@@ -303,15 +303,18 @@ static void test_small_staging_budget(void **state) {
   ASSERT_OK(t4a_buffer_release(big1));
   ASSERT_OK(t4a_buffer_release(big2));
   t4a_runtime_stats s = stats_of(rt);
-  /* 64 chunks through 2: each fresh chunk seals the previous one's epoch
-   * (63 events), the budget is never exceeded, and at least one staging
-   * wait happened (never more than one per chunk after the first two). */
+  /* 64 chunks through 2: the budget is never exceeded, and at least one
+   * staging wait happened (never more than one per chunk after the first
+   * two). The upload queues copies ahead of its DMAs, so both chunks are
+   * taken before the first piece is kept (the seals there find nothing to
+   * record); from the third piece on, each fresh chunk seals the epoch
+   * keeping the piece enqueued to make room for it: 62 events. */
   const uint64_t waits = s.staging_waits - s0.staging_waits;
   assert_int_equal(s.staging_bytes_peak, 2u << 20);
   assert_true(waits >= 1);
   assert_true(waits <= 62);
   assert_true(s.host_waits - s0.host_waits >= waits);
-  assert_int_equal(s.events_recorded - s0.events_recorded, 63);
+  assert_int_equal(s.events_recorded - s0.events_recorded, 62);
   ASSERT_OK(t4a_buffer_download_sync(rt, b, 0, out, n));
   assert_bytes_equal(out, src, n, "64 MiB through 2 MiB of staging");
   s = stats_of(rt);
