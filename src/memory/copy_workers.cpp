@@ -173,6 +173,13 @@ CopyWorkers::Ticket CopyWorkers::submit(void *dst, const void *src,
     }
     parts = std::min(parts, pool_.size() + 1);
   }
+  // Parts are whole pages (the last one shorter): rounding may leave one.
+  size_t part = 0;
+  if (parts > 1) {
+    part = (bytes + parts - 1) / parts;
+    part = (part + 4095) & ~size_t(4095);
+    parts = (bytes + part - 1) / part;
+  }
   if (parts <= 1) {
     if (streaming)
       stream_copy(static_cast<unsigned char *>(dst),
@@ -184,15 +191,13 @@ CopyWorkers::Ticket CopyWorkers::submit(void *dst, const void *src,
   const Ticket t = submitted_ + 1;
   if (t - retired_ > k_jobs) wait(t - k_jobs); // its slot is t's
   parallel_copies_.fetch_add(1, std::memory_order_relaxed);
-  size_t part = (bytes + parts - 1) / parts;
-  part = (part + 4095) & ~size_t(4095);
   std::unique_lock<std::mutex> lock(mu_);
   Job &j = job(t);
   j.dst = static_cast<unsigned char *>(dst);
   j.src = static_cast<const unsigned char *>(src);
   j.bytes = bytes;
   j.part = part;
-  j.parts = (bytes + part - 1) / part;
+  j.parts = parts;
   j.next = 0;
   j.streaming = streaming;
   j.done.store(0, std::memory_order_relaxed);
@@ -203,6 +208,7 @@ CopyWorkers::Ticket CopyWorkers::submit(void *dst, const void *src,
 }
 
 void CopyWorkers::wait(Ticket t) {
+  t = std::min(t, submitted_); // a ticket never handed out: nothing newer
   if (t <= retired_) return;
   std::unique_lock<std::mutex> lock(mu_);
   work(lock, t); // the caller copies too

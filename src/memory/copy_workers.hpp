@@ -52,14 +52,16 @@ public:
   // for first. Both ranges must stay valid until wait() returns for it.
   Ticket submit(void *dst, const void *src, size_t bytes, size_t min_part,
                 bool streaming = false);
-  // Returns once copy `t` and every copy submitted before it are complete.
+  // Returns once copy `t` and every copy submitted before it are complete
+  // (a ticket beyond the newest waits for every copy submitted).
   void wait(Ticket t);
   void copy(void *dst, const void *src, size_t bytes, size_t min_part,
             bool streaming = false) {
     wait(submit(dst, src, bytes, min_part, streaming));
   }
   int threads() const { return threads_; }
-  // Copies that ran on more than one thread (for tests and docs).
+  // Copies handed to the workers, in two parts or more (for tests and
+  // docs).
   uint64_t parallel_copies() const {
     return parallel_copies_.load(std::memory_order_relaxed);
   }

@@ -31,7 +31,7 @@ TransferTuning TransferTuning::from_env() {
         T4A_LOG_WARN,
         "T4A_TRANSFER_FORCE=\"%s\" is malformed (expected a comma-"
         "separated list of piece=BYTES, part=BYTES, direct=0|1, stream=0|1, "
-        "pend=event|stream); it is ignored",
+        "pend=event|stream, ahead=0..8); it is ignored",
         v);
     return {};
   }

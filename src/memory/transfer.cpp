@@ -53,8 +53,13 @@ t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
     // (they read the caller's memory and write staging); their spans go
     // back unused (no DMA read them).
     auto finish = [&](t4a_status s, const char *what) {
-      if (count > 0)
-        workers.wait(queued[(head + count - 1) % queued.size()].ticket);
+      // The newest ticket among them (a piece copied inline has ticket 0,
+      // and may be the last one queued): waiting for it completes every
+      // queued copy.
+      CopyWorkers::Ticket newest = 0;
+      for (size_t k = 0; k < count; ++k)
+        newest = std::max(newest, queued[(head + k) % queued.size()].ticket);
+      workers.wait(newest);
       for (; count > 0; --count, head = (head + 1) % queued.size())
         queued[head].span = Span{};
       if (what == nullptr || s == T4A_ERROR_DEVICE_FAULT || enqueued == 0)

@@ -138,6 +138,67 @@ void test_after_idle(void **) {
   }
 }
 
+// Many small two-part copies, 8 outstanding, each slot's copy waited for
+// just before its destination is reused, and at random points a wait for
+// an older or newer outstanding copy; 2, 3 and 5 threads.
+void test_stress_waits(void **) {
+  for (int threads : {2, 3, 5}) {
+    CopyWorkers w(threads);
+    const size_t n = 8 * KiB;
+    std::vector<std::vector<unsigned char>> src(16), dst(16);
+    std::vector<CopyWorkers::Ticket> tk(16, 0);
+    std::vector<unsigned> gen(16, 0);
+    uint32_t x = 12345;
+    auto rnd = [&] {
+      x = x * 1664525u + 1013904223u;
+      return x >> 8;
+    };
+    for (int i = 0; i < 200 * T4A_RACE_ITERATIONS; ++i) {
+      unsigned s = i % 16;
+      if (tk[s] != 0) {
+        w.wait(tk[s]);
+        auto want = pattern(n + (gen[s] % 3) * 4096, gen[s]);
+        assert_int_equal(dst[s].size(), want.size());
+        assert_memory_equal(dst[s].data(), want.data(), want.size());
+      }
+      gen[s] = i + 1;
+      src[s] = pattern(n + (gen[s] % 3) * 4096, gen[s]);
+      dst[s].assign(src[s].size(), 0);
+      tk[s] = w.submit(dst[s].data(), src[s].data(), src[s].size(), 4 * KiB,
+                       (rnd() & 1) != 0);
+      assert_int_not_equal(tk[s], 0);
+      if (rnd() % 5 == 0) w.wait(tk[(s + 16 - rnd() % 8) % 16]);
+    }
+    for (unsigned s = 0; s < 16; ++s) w.wait(tk[s]);
+    for (unsigned s = 0; s < 16; ++s) {
+      auto want = pattern(src[s].size(), gen[s]);
+      assert_memory_equal(dst[s].data(), want.data(), want.size());
+    }
+  }
+}
+
+// A wait for a ticket never handed out waits for every copy submitted and
+// leaves the queue usable (it once moved the retired mark past the newest
+// ticket, and the next submit waited for ever).
+void test_wait_beyond_newest(void **) {
+  CopyWorkers w(3);
+  auto src = pattern(256 * KiB, 5);
+  std::vector<unsigned char> dst(src.size()), dst2(src.size());
+  CopyWorkers::Ticket t = w.submit(dst.data(), src.data(), src.size(), 4 * KiB);
+  w.wait(t + 5);
+  assert_memory_equal(dst.data(), src.data(), src.size());
+  for (size_t k = 0; k < 3 * CopyWorkers::k_jobs; ++k) {
+    CopyWorkers::Ticket u =
+        w.submit(dst2.data(), src.data(), src.size(), 4 * KiB);
+    assert_true(u > t);
+    w.wait(u);
+    t = u;
+  }
+  assert_memory_equal(dst2.data(), src.data(), src.size());
+  // One page in three parts rounds up to one page-sized part: inline.
+  assert_int_equal(w.submit(dst.data(), src.data(), 4096, 1024), 0);
+}
+
 } // namespace
 
 int main() {
@@ -146,6 +207,8 @@ int main() {
       cmocka_unit_test(test_queue),
       cmocka_unit_test(test_destroy_queued),
       cmocka_unit_test(test_after_idle),
+      cmocka_unit_test(test_stress_waits),
+      cmocka_unit_test(test_wait_beyond_newest),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

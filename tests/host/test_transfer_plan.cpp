@@ -22,6 +22,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
 
 #include <atomic>
 #include <cerrno>
@@ -89,6 +91,21 @@ int threads_now() {
   int n = 0;
   for (const auto &e : std::filesystem::directory_iterator("/proc/self/task"))
     n += e.is_directory() ? 1 : 0;
+  return n;
+}
+
+// The thread count once threads that just exited are gone: a thread joined
+// by an earlier test (its runtime destroyed) can still be listed in
+// /proc/self/task for a moment after pthread_join returned.
+int settled_threads() {
+  int n = threads_now();
+  for (int stable = 0, i = 0; stable < 20 && i < 4000; ++i) {
+    struct timespec ts = {0, 250 * 1000};
+    nanosleep(&ts, nullptr);
+    int m = threads_now();
+    stable = m == n ? stable + 1 : 0;
+    n = m;
+  }
   return n;
 }
 
@@ -308,7 +325,7 @@ void test_pieces_and_bytes(void **) {
 // (threads - 1 workers) runs.
 void test_parallel_threshold(void **) {
   Rt r(4, 8 * MiB, 16 * MiB, 4 * MiB);
-  int t0 = threads_now();
+  int t0 = settled_threads();
   auto small = pattern(k_parallel_from_bytes - 1, 7);
   ok(t4a_buffer_upload(r.rt, r.buf, 0, small.data(), small.size()));
   std::vector<unsigned char> back(small.size());
@@ -475,7 +492,7 @@ void test_copy_threads_fail(void **) {
   std::memcpy(hp, in.data(), n);
   ok(t4a_buffer_upload_host(r.rt, r.buf, 0, hb, 0, n));
   ok(t4a_host_buffer_release(hb));
-  int t0 = threads_now();
+  int t0 = settled_threads();
   g_fail_threads = true;
   std::vector<unsigned char> out(n, 0);
   t4a_status s = t4a_buffer_download_sync(r.rt, r.buf, 0, out.data(), n);
@@ -525,10 +542,10 @@ void test_upload_ahead(void **) {
 }
 
 // A DMA enqueue that fails in the middle of an upload with pieces copied
-// ahead: ABANDONED, naming the bytes enqueued before it; the failed
-// piece's chunk is quarantined; every queued copy is complete when the
-// call returns (the source is freed right after it: ASan sees a late
-// read); the runtime goes on working.
+// ahead: ABANDONED, naming the failed step; the failed piece's chunk is
+// quarantined; every queued copy is complete when the call returns (the
+// source is freed right after it: the asan lane sees a late read); the
+// runtime goes on working.
 void test_upload_ahead_fault(void **) {
   using Arm = t4a_status (*)(const char *, uint64_t, int32_t, int32_t);
   auto arm =
@@ -558,6 +575,134 @@ void test_upload_ahead_fault(void **) {
   std::vector<unsigned char> out(n);
   ok(t4a_buffer_download_sync(r.rt, r.buf, 0, out.data(), n));
   assert_memory_equal(out.data(), in.data(), n);
+}
+
+// Pieces sharing one chunk (forced pieces of 256 and 300 KiB) with a
+// budget of one and two chunks and queue depths 0, 3 and 8: bytes exact,
+// the budget kept.
+void test_upload_ahead_shared_chunk(void **) {
+  const uint64_t chunk = MiB, n = 5 * MiB + 777;
+  auto in = pattern(n, 91);
+  std::vector<unsigned char> out(n);
+  for (const char *f :
+       {"piece=256K,part=64K,ahead=0", "piece=256K,part=64K,ahead=3",
+        "piece=256K,part=64K,ahead=8", "piece=300K,part=64K,ahead=8"}) {
+    for (uint64_t budget : {chunk, 2 * chunk}) {
+      setenv("T4A_TRANSFER_FORCE", f, 1);
+      Rt r(3, chunk, budget, n);
+      ok(t4a_buffer_upload(r.rt, r.buf, 0, in.data(), n));
+      unsetenv("T4A_TRANSFER_FORCE");
+      std::fill(out.begin(), out.end(), 0);
+      ok(t4a_buffer_download_sync(r.rt, r.buf, 0, out.data(), n));
+      assert_memory_equal(out.data(), in.data(), n);
+      assert_true(r.staging_peak() <= budget);
+    }
+  }
+}
+
+// An upload whose DMA fails while the newest queued piece is its short
+// last piece, copied inline (ticket 0): the call returns only once every
+// queued copy is complete. The first version waited for the newest
+// ticket only, and the copy queued before the short piece read the
+// caller's memory after the return (in 3 to 7 of 10 runs). The source is
+// made unreadable as the call returns; a SIGSEGV handler counts a late
+// read (and makes the memory readable again so the copy can finish).
+namespace late {
+unsigned char *g_src = nullptr;
+size_t g_len = 0;
+std::atomic<int> g_reads{0};
+void on_segv(int, siginfo_t *si, void *) {
+  auto *a = static_cast<unsigned char *>(si->si_addr);
+  if (a >= g_src && a < g_src + g_len) {
+    g_reads.fetch_add(1);
+    mprotect(g_src, g_len, PROT_READ | PROT_WRITE);
+    return;
+  }
+  signal(SIGSEGV, SIG_DFL);
+  raise(SIGSEGV);
+}
+} // namespace late
+
+void test_upload_fault_waits_for_copies(void **) {
+  using Arm = t4a_status (*)(const char *, uint64_t, int32_t, int32_t);
+  auto arm =
+      reinterpret_cast<Arm>(dlsym(RTLD_DEFAULT, "t4a_testing_fault_arm"));
+  auto reset = reinterpret_cast<void (*)()>(
+      dlsym(RTLD_DEFAULT, "t4a_testing_fault_reset"));
+  if (arm == nullptr || reset == nullptr) skip();
+  struct sigaction sa = {};
+  sa.sa_sigaction = late::on_segv;
+  sa.sa_flags = SA_SIGINFO;
+  struct sigaction old = {};
+  assert_int_equal(sigaction(SIGSEGV, &sa, &old), 0);
+  const uint64_t chunk = 16 * MiB, n = 6 * chunk + 5; // last piece: 5 bytes
+  const size_t len = (n + 4095) & ~size_t(4095);
+  auto p = pattern(n, 81);
+  int late_runs = 0;
+  for (int iter = 0; iter < 10; ++iter) {
+    Rt r(2, chunk, 8 * chunk, n);
+    auto *src =
+        static_cast<unsigned char *>(mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    assert_true(src != MAP_FAILED);
+    std::memcpy(src, p.data(), n);
+    late::g_src = src;
+    late::g_len = len;
+    late::g_reads = 0;
+    // Pieces 0..5 of 16 MiB are queued (ahead 2), piece 6 of 5 bytes is
+    // copied inline; the 5th DMA (piece 4) fails once piece 6 is queued.
+    ok(arm("cuMemcpyHtoDAsync", 5, 1 /* CUDA_ERROR_INVALID_VALUE */,
+           1 /* T4A_TESTING_FAULT_INSTEAD */));
+    t4a_status s = t4a_buffer_upload(r.rt, r.buf, 0, src, n);
+    assert_int_equal(mprotect(src, len, PROT_NONE), 0); // no reads from now
+    reset();
+    assert_int_equal(s, T4A_ERROR_ABANDONED);
+    struct timespec ts = {0, 20 * 1000 * 1000}; // a copy still running ends
+    nanosleep(&ts, nullptr);
+    if (late::g_reads.load() > 0) ++late_runs;
+    assert_int_equal(mprotect(src, len, PROT_READ | PROT_WRITE), 0);
+    munmap(src, len);
+  }
+  sigaction(SIGSEGV, &old, nullptr);
+  assert_int_equal(late_runs, 0);
+}
+
+// A pinned staging allocation that fails with pieces queued: before any
+// DMA, the allocation's own error; after one, ABANDONED naming the bytes
+// whose DMAs were enqueued. The runtime goes on working.
+void test_upload_staging_fails_queued(void **) {
+  using Arm = t4a_status (*)(const char *, uint64_t, int32_t, int32_t);
+  auto arm =
+      reinterpret_cast<Arm>(dlsym(RTLD_DEFAULT, "t4a_testing_fault_arm"));
+  auto reset = reinterpret_cast<void (*)()>(
+      dlsym(RTLD_DEFAULT, "t4a_testing_fault_reset"));
+  if (arm == nullptr || reset == nullptr) skip();
+  const uint64_t chunk = MiB, n = 6 * MiB;
+  auto in = pattern(n, 5);
+  std::vector<unsigned char> out(n);
+  // The 2nd chunk (piece 1, nothing enqueued yet), then the 4th (piece 3:
+  // piece 0's DMA was enqueued when piece 2 was queued).
+  for (uint64_t nth : {uint64_t(2), uint64_t(4)}) {
+    Rt r(4, chunk, 8 * chunk, n);
+    ok(arm("cuMemHostAlloc", nth, 2 /* CUDA_ERROR_OUT_OF_MEMORY */,
+           1 /* T4A_TESTING_FAULT_INSTEAD */));
+    t4a_status s = t4a_buffer_upload(r.rt, r.buf, 0, in.data(), n);
+    reset();
+    char msg[512];
+    size_t needed = 0;
+    t4a_last_error_message(msg, sizeof msg, &needed);
+    if (nth == 2) {
+      assert_int_equal(s, T4A_ERROR_OUT_OF_HOST_MEMORY);
+      assert_non_null(std::strstr(msg, "pinned staging chunk"));
+    } else {
+      assert_int_equal(s, T4A_ERROR_ABANDONED);
+      assert_non_null(std::strstr(
+          msg, "staging failed after 1048576 of 6291456 bytes were enqueued"));
+    }
+    ok(t4a_buffer_upload(r.rt, r.buf, 0, in.data(), n));
+    ok(t4a_buffer_download_sync(r.rt, r.buf, 0, out.data(), n));
+    assert_memory_equal(out.data(), in.data(), n);
+  }
 }
 
 // A delivery of a device snapshot that fails part-way leaks the snapshot
@@ -659,6 +804,9 @@ int main() {
       cmocka_unit_test(test_copy_threads_fail),
       cmocka_unit_test(test_upload_ahead),
       cmocka_unit_test(test_upload_ahead_fault),
+      cmocka_unit_test(test_upload_ahead_shared_chunk),
+      cmocka_unit_test(test_upload_fault_waits_for_copies),
+      cmocka_unit_test(test_upload_staging_fails_queued),
       cmocka_unit_test(test_delivery_retry_after_failure),
       cmocka_unit_test(test_slot_not_reused_in_flight),
   };
