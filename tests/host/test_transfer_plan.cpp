@@ -87,6 +87,16 @@ void ok(t4a_status s) {
   assert_int_equal(s, T4A_SUCCESS);
 }
 
+// The fault seam, present in test builds only (T4A_TESTING): looked up
+// at run time.
+struct FaultSeam {
+  using Arm = t4a_status (*)(const char *, uint64_t, int32_t, int32_t);
+  Arm arm = reinterpret_cast<Arm>(dlsym(RTLD_DEFAULT, "t4a_testing_fault_arm"));
+  void (*reset)() = reinterpret_cast<void (*)()>(
+      dlsym(RTLD_DEFAULT, "t4a_testing_fault_reset"));
+  bool present() const { return arm != nullptr && reset != nullptr; }
+};
+
 int threads_now() {
   int n = 0;
   for (const auto &e : std::filesystem::directory_iterator("/proc/self/task"))
@@ -547,12 +557,10 @@ void test_upload_ahead(void **) {
 // source is freed right after it: the asan lane sees a late read); the
 // runtime goes on working.
 void test_upload_ahead_fault(void **) {
-  using Arm = t4a_status (*)(const char *, uint64_t, int32_t, int32_t);
-  auto arm =
-      reinterpret_cast<Arm>(dlsym(RTLD_DEFAULT, "t4a_testing_fault_arm"));
-  auto reset = reinterpret_cast<void (*)()>(
-      dlsym(RTLD_DEFAULT, "t4a_testing_fault_reset"));
-  if (arm == nullptr || reset == nullptr) skip();
+  const FaultSeam seam;
+  if (!seam.present()) skip();
+  auto arm = seam.arm;
+  auto reset = seam.reset;
   const uint64_t chunk = MiB, n = 6 * MiB;
   Rt r(4, chunk, 8 * chunk, n);
   auto *src = new std::vector<unsigned char>(pattern(n, 71));
@@ -624,12 +632,10 @@ void on_segv(int, siginfo_t *si, void *) {
 } // namespace late
 
 void test_upload_fault_waits_for_copies(void **) {
-  using Arm = t4a_status (*)(const char *, uint64_t, int32_t, int32_t);
-  auto arm =
-      reinterpret_cast<Arm>(dlsym(RTLD_DEFAULT, "t4a_testing_fault_arm"));
-  auto reset = reinterpret_cast<void (*)()>(
-      dlsym(RTLD_DEFAULT, "t4a_testing_fault_reset"));
-  if (arm == nullptr || reset == nullptr) skip();
+  const FaultSeam seam;
+  if (!seam.present()) skip();
+  auto arm = seam.arm;
+  auto reset = seam.reset;
   struct sigaction sa = {};
   sa.sa_sigaction = late::on_segv;
   sa.sa_flags = SA_SIGINFO;
@@ -671,12 +677,10 @@ void test_upload_fault_waits_for_copies(void **) {
 // DMA, the allocation's own error; after one, ABANDONED naming the bytes
 // whose DMAs were enqueued. The runtime goes on working.
 void test_upload_staging_fails_queued(void **) {
-  using Arm = t4a_status (*)(const char *, uint64_t, int32_t, int32_t);
-  auto arm =
-      reinterpret_cast<Arm>(dlsym(RTLD_DEFAULT, "t4a_testing_fault_arm"));
-  auto reset = reinterpret_cast<void (*)()>(
-      dlsym(RTLD_DEFAULT, "t4a_testing_fault_reset"));
-  if (arm == nullptr || reset == nullptr) skip();
+  const FaultSeam seam;
+  if (!seam.present()) skip();
+  auto arm = seam.arm;
+  auto reset = seam.reset;
   const uint64_t chunk = MiB, n = 6 * MiB;
   auto in = pattern(n, 5);
   std::vector<unsigned char> out(n);
@@ -710,13 +714,10 @@ void test_upload_staging_fails_queued(void **) {
 // error. Before, the retry copied from device address 0 (the quarantined
 // snapshot's pointer was cleared and then used).
 void test_delivery_retry_after_failure(void **) {
-  // The fault seam is in test builds only (T4A_TESTING): looked up here.
-  using Arm = t4a_status (*)(const char *, uint64_t, int32_t, int32_t);
-  auto arm =
-      reinterpret_cast<Arm>(dlsym(RTLD_DEFAULT, "t4a_testing_fault_arm"));
-  auto reset = reinterpret_cast<void (*)()>(
-      dlsym(RTLD_DEFAULT, "t4a_testing_fault_reset"));
-  if (arm == nullptr || reset == nullptr) skip();
+  const FaultSeam seam;
+  if (!seam.present()) skip();
+  auto arm = seam.arm;
+  auto reset = seam.reset;
   Rt r(2, MiB, 4 * MiB, MiB);
   const uint64_t n = 300 * KiB; // above the host snapshot limit
   auto in = pattern(n, 41);
@@ -744,12 +745,10 @@ void test_delivery_retry_after_failure(void **) {
 // its event succeeds: with that query failing (NOT_READY: its DMA may still
 // run), the next small download takes a device snapshot instead.
 void test_slot_not_reused_in_flight(void **) {
-  using Arm = t4a_status (*)(const char *, uint64_t, int32_t, int32_t);
-  auto arm =
-      reinterpret_cast<Arm>(dlsym(RTLD_DEFAULT, "t4a_testing_fault_arm"));
-  auto reset = reinterpret_cast<void (*)()>(
-      dlsym(RTLD_DEFAULT, "t4a_testing_fault_reset"));
-  if (arm == nullptr || reset == nullptr) skip();
+  const FaultSeam seam;
+  if (!seam.present()) skip();
+  auto arm = seam.arm;
+  auto reset = seam.reset;
   Rt r(2, MiB, 4 * MiB, MiB);
   auto in = pattern(MiB, 51);
   ok(t4a_buffer_upload(r.rt, r.buf, 0, in.data(), MiB));
