@@ -11,15 +11,9 @@
 #include <emmintrin.h>
 #endif
 
-#include "core/runtime.hpp"
-
 namespace t4a::memory {
 
 namespace {
-// Torn down after the staging ring (rank 100).
-const core::PartSlot k_copy_workers_slot =
-    core::register_part("copy workers", 110);
-
 constexpr auto k_spin = std::chrono::microseconds(200);
 
 // memcpy with non-temporal stores for the 16-byte-aligned bulk (SSE2, part
@@ -79,18 +73,6 @@ template <class Pred> bool spin_until(Pred pred) {
   }
 }
 } // namespace
-
-CopyWorkers &CopyWorkers::of(core::Runtime &rt) {
-  auto *w = static_cast<CopyWorkers *>(rt.part(k_copy_workers_slot));
-  if (w == nullptr) {
-    int n = rt.options().staging_threads;
-    auto made =
-        std::make_unique<CopyWorkers>(n > 0 ? n : default_copy_threads());
-    w = made.get();
-    rt.set_part(k_copy_workers_slot, std::move(made));
-  }
-  return *w;
-}
 
 CopyWorkers::CopyWorkers(int threads) : threads_(threads) {}
 

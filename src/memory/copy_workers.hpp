@@ -11,7 +11,10 @@
 // submission order across them, so a pipelined upload keeps every thread
 // busy while its caller enqueues the DMA of the piece before (no barrier
 // per piece; docs/memory.md, "Transfer paths"). submit, wait and copy are
-// called by one thread at a time (the runtime's admission holder).
+// called by one thread at a time (the runtime's admission holder). A
+// runtime's workers are its part "copy workers" (made by the transfers,
+// transfer.cpp); this file knows no runtime, so the host lane tests it
+// alone.
 //
 // Between copies the workers spin for up to 200 us before sleeping, so a
 // pipelined transfer does not pay a wake-up per piece; an idle pool sleeps
@@ -28,10 +31,6 @@
 
 #include "core/component.hpp"
 
-namespace t4a::core {
-class Runtime;
-}
-
 namespace t4a::memory {
 
 class CopyWorkers final : public core::RuntimeComponent {
@@ -40,8 +39,6 @@ public:
   using Ticket = uint64_t;
   static constexpr size_t k_jobs = 8;
 
-  // Finds or makes the runtime's workers (under admission).
-  static CopyWorkers &of(core::Runtime &rt);
   explicit CopyWorkers(int threads);
   // Completes every queued copy, then stops the threads.
   ~CopyWorkers() override;

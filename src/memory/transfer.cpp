@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <memory>
 #include <new>
 
 #include "core/admission.hpp"
@@ -15,6 +16,26 @@
 namespace t4a::memory {
 
 using namespace t4a::driver;
+
+namespace {
+// The memory layer's parts (ranks 100..199, core/component.hpp): the copy
+// workers are torn down after the staging ring (100).
+const core::PartSlot k_copy_workers_slot =
+    core::register_part("copy workers", 110);
+
+// Finds or makes the runtime's copy workers (under admission).
+CopyWorkers &copy_workers_of(core::Runtime &rt) {
+  auto *w = static_cast<CopyWorkers *>(rt.part(k_copy_workers_slot));
+  if (w == nullptr) {
+    int n = rt.options().staging_threads;
+    auto made =
+        std::make_unique<CopyWorkers>(n > 0 ? n : default_copy_threads());
+    w = made.get();
+    rt.set_part(k_copy_workers_slot, std::move(made));
+  }
+  return *w;
+}
+} // namespace
 
 t4a_status enqueue_failure(core::Runtime &rt, DrvResult r, bool enqueued_before,
                            const char *what) {
@@ -35,7 +56,7 @@ t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
   if (op.status() != T4A_SUCCESS) return op.status();
   if (bytes > 0) {
     StagingRing &ring = StagingRing::of(rt);
-    CopyWorkers &workers = CopyWorkers::of(rt);
+    CopyWorkers &workers = copy_workers_of(rt);
     const TransferPlan plan =
         plan_transfer(ring.tuning(), ring.chunk_bytes(), true, bytes);
     const auto *in = static_cast<const unsigned char *>(src);
@@ -147,7 +168,7 @@ t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
       return rt.fail_op(r, "waiting for a download");
     return T4A_SUCCESS;
   }
-  CopyWorkers &workers = CopyWorkers::of(rt);
+  CopyWorkers &workers = copy_workers_of(rt);
   if (bytes <= plan.piece) {
     // One piece: no pipeline and no event; the stream is drained (the
     // copy is its last work: we hold admission, or the stream is the
