@@ -93,7 +93,7 @@ t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
     };
     // The oldest queued piece: its copy completed, then its DMA enqueued.
     // Reserve -> enqueue -> commit: the chunk is kept by the open epoch
-    // until its copy is proven done (a full epoch is sealed here, before
+    // until its DMA is proven done (a full epoch is sealed here, before
     // the enqueue; should that fail, nothing more is enqueued).
     auto enqueue_oldest = [&]() -> t4a_status {
       Piece &p = queued[head];
