@@ -215,17 +215,22 @@ Row &latency(const std::string &name, int reps, int iters,
 
 Row &bandwidth(const std::string &name, int reps, uint64_t bytes,
                const std::function<void()> &ours,
-               const std::function<void()> &raw_op, double min_ratio) {
+               const std::function<void()> &raw_op, double min_ratio,
+               const std::function<void()> &prepare) {
   std::vector<double> a, b;
+  auto gbps = [&](const std::function<void()> &f) {
+    if (prepare) prepare();
+    return double(bytes) / time_loop(1, f) / 1e9;
+  };
   ours();
   raw_op();
   for (int r = 0; r < reps; ++r) {
     if (r % 2 == 0) {
-      a.push_back(double(bytes) / time_loop(1, ours) / 1e9);
-      b.push_back(double(bytes) / time_loop(1, raw_op) / 1e9);
+      a.push_back(gbps(ours));
+      b.push_back(gbps(raw_op));
     } else {
-      b.push_back(double(bytes) / time_loop(1, raw_op) / 1e9);
-      a.push_back(double(bytes) / time_loop(1, ours) / 1e9);
+      b.push_back(gbps(raw_op));
+      a.push_back(gbps(ours));
     }
   }
   Row r;

@@ -135,11 +135,13 @@ Row &latency(const std::string &name, int reps, int iters,
              const std::function<void()> &settle, double max_ratio);
 
 // Bandwidth row: GB/s of one call moving `bytes` (its completion included),
-// `reps` samples each side after one untimed call. Target: ratio >=
-// min_ratio (0: none).
+// `reps` samples each side after one untimed call; `prepare` (if set) runs
+// untimed before every call of either side. Target: ratio >= min_ratio
+// (0: none).
 Row &bandwidth(const std::string &name, int reps, uint64_t bytes,
                const std::function<void()> &ours,
-               const std::function<void()> &raw_op, double min_ratio);
+               const std::function<void()> &raw_op, double min_ratio,
+               const std::function<void()> &prepare = nullptr);
 
 // A row with a fixed bound instead of a raw counterpart (unit us, lower is
 // better); `reference_us` is shown in the raw column (0: none).

@@ -385,6 +385,34 @@ void transfer_rows(const Context &c, bool sweep) {
         sync();
       },
       pinned_target);
+  // The same upload with its source out of the CPU caches (a 512 MiB
+  // memset on 8 threads, untimed, before every call of either side): what
+  // a caller uploading data written long ago sees. No target: the upload
+  // against pinned moves with where its source is (docs/performance.md,
+  // "Transfer sweep", session 6).
+  {
+    std::vector<unsigned char> flush(quick ? (size_t(64) << 20)
+                                           : (size_t(512) << 20));
+    const auto flush_caches = [&] {
+      const size_t part = flush.size() / 8;
+      std::vector<std::thread> ts;
+      for (int t = 0; t < 8; ++t)
+        ts.emplace_back(
+            [&, t] { std::memset(flush.data() + t * part, t + 1, part); });
+      for (std::thread &t : ts) t.join();
+    };
+    bandwidth(
+        "pageable upload 256 MiB vs pinned, cold source", reps, n,
+        [&] {
+          check(t4a_buffer_upload(rt, dbuf, 0, pageable.data(), n), "upload");
+          check(t4a_runtime_synchronize(rt), "sync");
+        },
+        [&] {
+          check_cu(raw.cuMemcpyHtoDAsync(dptr, raw_pinned, n, stream), "raw");
+          sync();
+        },
+        0.0, flush_caches);
+  }
   // pending download: enqueue + wait
   bandwidth(
       "pending download 256 MiB", reps, n,
