@@ -585,6 +585,32 @@ void test_upload_ahead_fault(void **) {
   assert_memory_equal(out.data(), in.data(), n);
 }
 
+// The queue depth shows in the epoch seals: 64 pieces through a budget of
+// two chunks. Each fresh chunk seals the open epoch; copied ahead, both
+// chunks are taken before the first piece is kept, so that seal records
+// nothing: 62 events, against 63 with no copy ahead (each piece kept
+// before the next chunk is taken). An upload that ignored the depth
+// records 63 either way.
+void test_upload_ahead_seals(void **) {
+  const uint64_t chunk = MiB, n = 64 * MiB;
+  auto in = pattern(n, 17);
+  for (const char *f : {"", "ahead=0"}) {
+    setenv("T4A_TRANSFER_FORCE", f, 1);
+    Rt r(4, chunk, 2 * chunk, n);
+    // Warm-up: both chunks allocated, then everything retired.
+    ok(t4a_buffer_upload(r.rt, r.buf, 0, in.data(), 4 * MiB));
+    unsetenv("T4A_TRANSFER_FORCE");
+    ok(t4a_runtime_synchronize(r.rt));
+    uint64_t e0 = r.events();
+    ok(t4a_buffer_upload(r.rt, r.buf, 0, in.data(), n));
+    assert_int_equal(r.events() - e0, f[0] == '\0' ? 62 : 63);
+    assert_true(r.staging_peak() <= 2 * chunk);
+    std::vector<unsigned char> out(n);
+    ok(t4a_buffer_download_sync(r.rt, r.buf, 0, out.data(), n));
+    assert_memory_equal(out.data(), in.data(), n);
+  }
+}
+
 // Pieces sharing one chunk (forced pieces of 256 and 300 KiB) with a
 // budget of one and two chunks and queue depths 0, 3 and 8: bytes exact,
 // the budget kept.
@@ -803,6 +829,7 @@ int main() {
       cmocka_unit_test(test_copy_threads_fail),
       cmocka_unit_test(test_upload_ahead),
       cmocka_unit_test(test_upload_ahead_fault),
+      cmocka_unit_test(test_upload_ahead_seals),
       cmocka_unit_test(test_upload_ahead_shared_chunk),
       cmocka_unit_test(test_upload_fault_waits_for_copies),
       cmocka_unit_test(test_upload_staging_fails_queued),
