@@ -363,17 +363,17 @@ void transfer_rows(const Context &c, bool sweep) {
   // The raised goal: pageable against the pinned DMA rate (raw
   // cuMemcpy*Async with pinned memory), >= 0.8x on a host with >= 16 cores.
   const double pinned_target = cores >= 16 ? 0.8 : 0.0;
-  bandwidth(
-      "pageable upload 256 MiB vs pinned", reps, n,
-      [&] {
-        check(t4a_buffer_upload(rt, dbuf, 0, pageable.data(), n), "upload");
-        check(t4a_runtime_synchronize(rt), "sync");
-      },
-      [&] {
-        check_cu(raw.cuMemcpyHtoDAsync(dptr, raw_pinned, n, stream), "raw");
-        sync();
-      },
-      pinned_target);
+  // Shared with the cold-source row below.
+  const auto upload_pageable = [&] {
+    check(t4a_buffer_upload(rt, dbuf, 0, pageable.data(), n), "upload");
+    check(t4a_runtime_synchronize(rt), "sync");
+  };
+  const auto upload_pinned_raw = [&] {
+    check_cu(raw.cuMemcpyHtoDAsync(dptr, raw_pinned, n, stream), "raw");
+    sync();
+  };
+  bandwidth("pageable upload 256 MiB vs pinned", reps, n, upload_pageable,
+            upload_pinned_raw, pinned_target);
   bandwidth(
       "pageable download 256 MiB vs pinned", reps, n,
       [&] {
@@ -401,17 +401,8 @@ void transfer_rows(const Context &c, bool sweep) {
             [&, t] { std::memset(flush.data() + t * part, t + 1, part); });
       for (std::thread &t : ts) t.join();
     };
-    bandwidth(
-        "pageable upload 256 MiB vs pinned, cold source", reps, n,
-        [&] {
-          check(t4a_buffer_upload(rt, dbuf, 0, pageable.data(), n), "upload");
-          check(t4a_runtime_synchronize(rt), "sync");
-        },
-        [&] {
-          check_cu(raw.cuMemcpyHtoDAsync(dptr, raw_pinned, n, stream), "raw");
-          sync();
-        },
-        0.0, flush_caches);
+    bandwidth("pageable upload 256 MiB vs pinned, cold source", reps, n,
+              upload_pageable, upload_pinned_raw, 0.0, flush_caches);
   }
   // pending download: enqueue + wait
   bandwidth(

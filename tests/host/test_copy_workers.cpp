@@ -17,6 +17,7 @@ extern "C" {
 #include <cmocka.h>
 }
 
+#include "byte_pattern.hpp"
 #include "memory/copy_workers.hpp"
 
 using t4a::memory::CopyWorkers;
@@ -28,16 +29,6 @@ constexpr size_t KiB = 1024;
 #ifndef T4A_RACE_ITERATIONS
 #define T4A_RACE_ITERATIONS 40
 #endif
-
-std::vector<unsigned char> pattern(size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  uint32_t x = seed * 2654435761u + 7;
-  for (auto &c : v) {
-    x = x * 1664525u + 1013904223u;
-    c = static_cast<unsigned char>(x >> 24);
-  }
-  return v;
-}
 
 struct Copy {
   std::vector<unsigned char> src, dst;

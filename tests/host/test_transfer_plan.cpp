@@ -41,6 +41,7 @@ extern "C" {
 #include <cmocka.h>
 }
 
+#include "byte_pattern.hpp"
 #include "memory/transfer_plan.hpp"
 #include "t4acuda.h"
 
@@ -281,16 +282,6 @@ struct Rt {
     return s.staging_bytes_peak;
   }
 };
-
-std::vector<unsigned char> pattern(size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  uint32_t x = seed * 2654435761u + 1;
-  for (auto &c : v) {
-    x = x * 1664525u + 1013904223u;
-    c = static_cast<unsigned char>(x >> 24);
-  }
-  return v;
-}
 
 uint64_t pieces(uint64_t n, uint64_t piece) { return (n + piece - 1) / piece; }
 
@@ -559,16 +550,14 @@ void test_upload_ahead(void **) {
 void test_upload_ahead_fault(void **) {
   const FaultSeam seam;
   if (!seam.present()) skip();
-  auto arm = seam.arm;
-  auto reset = seam.reset;
   const uint64_t chunk = MiB, n = 6 * MiB;
   Rt r(4, chunk, 8 * chunk, n);
   auto *src = new std::vector<unsigned char>(pattern(n, 71));
-  ok(arm("cuMemcpyHtoDAsync", 3, 1 /* CUDA_ERROR_INVALID_VALUE */,
-         1 /* T4A_TESTING_FAULT_INSTEAD */));
+  ok(seam.arm("cuMemcpyHtoDAsync", 3, 1 /* CUDA_ERROR_INVALID_VALUE */,
+              1 /* T4A_TESTING_FAULT_INSTEAD */));
   t4a_status s = t4a_buffer_upload(r.rt, r.buf, 0, src->data(), n);
   delete src;
-  reset();
+  seam.reset();
   assert_int_equal(s, T4A_ERROR_ABANDONED);
   char msg[512];
   size_t needed = 0;
@@ -660,8 +649,6 @@ void on_segv(int, siginfo_t *si, void *) {
 void test_upload_fault_waits_for_copies(void **) {
   const FaultSeam seam;
   if (!seam.present()) skip();
-  auto arm = seam.arm;
-  auto reset = seam.reset;
   struct sigaction sa = {};
   sa.sa_sigaction = late::on_segv;
   sa.sa_flags = SA_SIGINFO;
@@ -683,11 +670,11 @@ void test_upload_fault_waits_for_copies(void **) {
     late::g_reads = 0;
     // Pieces 0..5 of 16 MiB are queued (ahead 2), piece 6 of 5 bytes is
     // copied inline; the 5th DMA (piece 4) fails once piece 6 is queued.
-    ok(arm("cuMemcpyHtoDAsync", 5, 1 /* CUDA_ERROR_INVALID_VALUE */,
-           1 /* T4A_TESTING_FAULT_INSTEAD */));
+    ok(seam.arm("cuMemcpyHtoDAsync", 5, 1 /* CUDA_ERROR_INVALID_VALUE */,
+                1 /* T4A_TESTING_FAULT_INSTEAD */));
     t4a_status s = t4a_buffer_upload(r.rt, r.buf, 0, src, n);
     assert_int_equal(mprotect(src, len, PROT_NONE), 0); // no reads from now
-    reset();
+    seam.reset();
     assert_int_equal(s, T4A_ERROR_ABANDONED);
     struct timespec ts = {0, 20 * 1000 * 1000}; // a copy still running ends
     nanosleep(&ts, nullptr);
@@ -705,8 +692,6 @@ void test_upload_fault_waits_for_copies(void **) {
 void test_upload_staging_fails_queued(void **) {
   const FaultSeam seam;
   if (!seam.present()) skip();
-  auto arm = seam.arm;
-  auto reset = seam.reset;
   const uint64_t chunk = MiB, n = 6 * MiB;
   auto in = pattern(n, 5);
   std::vector<unsigned char> out(n);
@@ -714,10 +699,10 @@ void test_upload_staging_fails_queued(void **) {
   // piece 0's DMA was enqueued when piece 2 was queued).
   for (uint64_t nth : {uint64_t(2), uint64_t(4)}) {
     Rt r(4, chunk, 8 * chunk, n);
-    ok(arm("cuMemHostAlloc", nth, 2 /* CUDA_ERROR_OUT_OF_MEMORY */,
-           1 /* T4A_TESTING_FAULT_INSTEAD */));
+    ok(seam.arm("cuMemHostAlloc", nth, 2 /* CUDA_ERROR_OUT_OF_MEMORY */,
+                1 /* T4A_TESTING_FAULT_INSTEAD */));
     t4a_status s = t4a_buffer_upload(r.rt, r.buf, 0, in.data(), n);
-    reset();
+    seam.reset();
     char msg[512];
     size_t needed = 0;
     t4a_last_error_message(msg, sizeof msg, &needed);
@@ -742,8 +727,6 @@ void test_upload_staging_fails_queued(void **) {
 void test_delivery_retry_after_failure(void **) {
   const FaultSeam seam;
   if (!seam.present()) skip();
-  auto arm = seam.arm;
-  auto reset = seam.reset;
   Rt r(2, MiB, 4 * MiB, MiB);
   const uint64_t n = 300 * KiB; // above the host snapshot limit
   auto in = pattern(n, 41);
@@ -752,10 +735,10 @@ void test_delivery_retry_after_failure(void **) {
   ok(t4a_buffer_download(r.rt, r.buf, 0, n, &d));
   std::vector<unsigned char> out(n, 0);
   // The delivery's copy out of the snapshot fails (not sticky).
-  ok(arm("cuMemcpyDtoHAsync", 1, 1 /* CUDA_ERROR_INVALID_VALUE */,
-         1 /* T4A_TESTING_FAULT_INSTEAD */));
+  ok(seam.arm("cuMemcpyDtoHAsync", 1, 1 /* CUDA_ERROR_INVALID_VALUE */,
+              1 /* T4A_TESTING_FAULT_INSTEAD */));
   t4a_status s1 = t4a_download_wait(d, out.data());
-  reset();
+  seam.reset();
   assert_int_not_equal(s1, T4A_SUCCESS);
   int d0 = calls("dtoh_calls");
   assert_int_equal(t4a_download_wait(d, out.data()), T4A_ERROR_ABANDONED);
@@ -773,8 +756,6 @@ void test_delivery_retry_after_failure(void **) {
 void test_slot_not_reused_in_flight(void **) {
   const FaultSeam seam;
   if (!seam.present()) skip();
-  auto arm = seam.arm;
-  auto reset = seam.reset;
   Rt r(2, MiB, 4 * MiB, MiB);
   auto in = pattern(MiB, 51);
   ok(t4a_buffer_upload(r.rt, r.buf, 0, in.data(), MiB));
@@ -788,11 +769,11 @@ void test_slot_not_reused_in_flight(void **) {
     ok(t4a_buffer_download(r.rt, r.buf, i, 4096, &ds[i]));
   ok(t4a_download_release(ds[15])); // undelivered, never observed
   uint64_t a0 = allocations();
-  ok(arm("cuEventQuery", 1, 600 /* CUDA_ERROR_NOT_READY */,
-         1 /* T4A_TESTING_FAULT_INSTEAD */));
+  ok(seam.arm("cuEventQuery", 1, 600 /* CUDA_ERROR_NOT_READY */,
+              1 /* T4A_TESTING_FAULT_INSTEAD */));
   t4a_download e{};
   ok(t4a_buffer_download(r.rt, r.buf, 100, 4096, &e));
-  reset();
+  seam.reset();
   assert_int_equal(allocations() - a0, 1); // the slot was not taken
   // Its query succeeds now: the next one takes the slot.
   t4a_download f{};
