@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <cstddef>
 #include <mutex>
 #include <new>
 #include <thread>
@@ -34,14 +35,30 @@ constinit DirChunk g_dir;
 // one): a scan reads no further. Raised before an entry is taken.
 std::atomic<uint32_t> g_dir_high{0};
 
+// A section open when a deferred batch was closed: its record and the
+// value `active` had then (the section's number in the high half).
+struct Seen {
+  BorrowRecord *record;
+  uint64_t active;
+};
+// Deferred references waiting for the sections in `seen` to end.
+struct Batch {
+  std::vector<Object *> items;
+  std::vector<Seen> seen;
+};
+
 // The deferred references, and the records of exited threads kept for
 // reuse, with their lock (a leaf: nothing else is taken while it is held,
-// and no destructor runs under it). Constant-initialized and never
-// destroyed: sections end in static destructors at exit too.
+// and no destructor runs under it). `open` collects references deferred
+// since the last drain; a drain closes it into a batch with the sections
+// open at that moment (every reference in it was unpublished before).
+// Constant-initialized and never destroyed: sections end in static
+// destructors at exit too.
 union Deferred {
   struct State {
     std::mutex mu;
-    std::vector<Object *> items;
+    std::vector<Object *> open;
+    std::vector<Batch> waiting;
     std::vector<BorrowRecord *> free_records;
   } s;
   constexpr Deferred() : s() {}
@@ -68,6 +85,53 @@ constinit Deferred g_deferred;
   return false;
 }
 
+// Appends every section open now to `out` (may throw std::bad_alloc).
+// seq_cst as any_active's, for the same reason.
+void open_sections(std::vector<Seen> &out) {
+  uint32_t left = g_dir_high.load(std::memory_order_seq_cst);
+  for (const DirChunk *c = &g_dir; left != 0;
+       c = c->next.load(std::memory_order_seq_cst)) {
+    uint32_t n = left < DirChunk::k_entries ? left : DirChunk::k_entries;
+    for (uint32_t i = 0; i < n; ++i) {
+      BorrowRecord *r = c->entry[i].load(std::memory_order_seq_cst);
+      if (r == nullptr) continue;
+      uint64_t a = r->active.load(std::memory_order_seq_cst);
+      if (a != 0) out.push_back({r, a});
+    }
+    left -= n;
+  }
+}
+
+// Whether every section in `seen` has ended: its record shows no section
+// or another one (a later number: begun after the end of the one seen,
+// in that thread's program order). acquire: the section's uses happen
+// before the drop. A record whose thread exited shows 0 (or, reused,
+// another thread's later section). The read may see a newer section than
+// the one recorded only after that one ended, never an older one.
+bool ended(const std::vector<Seen> &seen) {
+  for (const Seen &s : seen) {
+    uint64_t now = s.record->active.load(std::memory_order_acquire);
+    if (now != 0 && (now >> 32) == (s.active >> 32)) return false;
+  }
+  return true;
+}
+
+// Moves `from`'s references to the end of `to` (false, both unchanged,
+// when there is no memory to: they stay deferred for a later drain).
+bool move_items(std::vector<Object *> &from, std::vector<Object *> &to) {
+  if (to.empty()) {
+    to.swap(from);
+    return true;
+  }
+  try {
+    to.insert(to.end(), from.begin(), from.end());
+  } catch (const std::bad_alloc &) {
+    return false;
+  }
+  from.clear();
+  return true;
+}
+
 // Each gate window open in another thread now: waits until it closes.
 // seq_cst loads, as any_active's: a window entered after its entry was
 // read here belongs to a reader whose load of the gate's flag comes after
@@ -83,7 +147,7 @@ void wait_windows() {
     for (uint32_t i = 0; i < n; ++i) {
       const BorrowRecord *r = c->entry[i].load(std::memory_order_seq_cst);
       if (r == nullptr || r == self) continue;
-      uint32_t seen = r->active.load(std::memory_order_seq_cst);
+      uint64_t seen = r->active.load(std::memory_order_seq_cst);
       if ((seen & 1) == 0) continue; // no window open
       // acquire: what the window's thread did in it happens before the
       // caller goes on (its release store closed the window).
@@ -182,8 +246,10 @@ void wait_for_gate_windows() { wait_windows(); }
 
 void open_window_nested(BorrowRecord *r) {
   ++r->depth;
-  if (r->gate_depth++ == 0) // in a plain section: a window now
-    r->active.store(r->stamp += 2, std::memory_order_seq_cst);
+  if (r->gate_depth++ == 0) { // in a plain section: a window now
+    r->stamp += 2;
+    r->active.store(r->window(), std::memory_order_seq_cst);
+  }
 }
 
 void close_window_nested(BorrowRecord *r) {
@@ -191,19 +257,50 @@ void close_window_nested(BorrowRecord *r) {
   if (--r->gate_depth != 0) return;
   if (r->depth == 0)
     leave_outermost(r);
-  else // back to the enclosing plain section
-    r->active.store(BorrowRecord::k_plain, std::memory_order_release);
+  else // back to the enclosing plain section (its number unchanged)
+    r->active.store(r->plain(), std::memory_order_release);
 }
 
 void drain() {
   std::vector<Object *> items;
   {
     std::lock_guard<std::mutex> lock(g_deferred.s.mu);
-    if (g_deferred.s.items.empty() || any_active()) return;
-    items.swap(g_deferred.s.items);
-    g_pending.store(false, std::memory_order_seq_cst);
+    auto &st = g_deferred.s;
+    // Batches whose sections have all ended.
+    for (size_t i = 0; i < st.waiting.size();) {
+      if (ended(st.waiting[i].seen) && move_items(st.waiting[i].items, items))
+        st.waiting.erase(st.waiting.begin() + ptrdiff_t(i));
+      else
+        ++i;
+    }
+    // The references deferred since the last drain: dropped now if no
+    // section is open, else a batch waiting for the sections open now.
+    if (!st.open.empty()) {
+      try {
+        std::vector<Seen> seen;
+        open_sections(seen);
+        if (seen.empty()) {
+          move_items(st.open, items);
+        } else {
+          st.waiting.push_back(Batch{{}, std::move(seen)});
+          st.waiting.back().items.swap(st.open);
+        }
+      } catch (const std::bad_alloc &) {
+        // No memory for the batch: the references stay in `open`, for the
+        // next drain (never dropped early).
+      }
+    }
+    g_pending.store(!st.open.empty() || !st.waiting.empty(),
+                    std::memory_order_seq_cst);
   }
   for (Object *o : items) o->drop_ref();
+}
+
+size_t deferred_count() {
+  std::lock_guard<std::mutex> lock(g_deferred.s.mu);
+  size_t n = g_deferred.s.open.size();
+  for (const Batch &b : g_deferred.s.waiting) n += b.items.size();
+  return n;
 }
 
 } // namespace borrow
@@ -214,7 +311,7 @@ namespace {
   {
     std::lock_guard<std::mutex> lock(borrow::g_deferred.s.mu);
     try {
-      borrow::g_deferred.s.items.push_back(obj);
+      borrow::g_deferred.s.open.push_back(obj);
     } catch (const std::bad_alloc &) {
       // Never dropped early: leaked rather than freed under a reader.
       logf(T4A_LOG_ERROR, "internal: a released object is leaked (no memory "
@@ -224,7 +321,8 @@ namespace {
     borrow::g_pending.store(true, std::memory_order_seq_cst);
   }
   // The sections that were open may all have ended before `pending` was
-  // set (and so not seen it): scan again.
+  // set (and so not seen it): scan again; if not, the drain records the
+  // sections to wait for.
   borrow::drain();
 }
 } // namespace
@@ -257,7 +355,8 @@ void borrow_at_fork(ForkPhase phase) {
       }
     // The parent's deferred references are leaked in the child (their
     // objects may need the parent's driver state to be destroyed).
-    borrow::g_deferred.s.items.clear();
+    borrow::g_deferred.s.open.clear();
+    borrow::g_deferred.s.waiting.clear();
     borrow::g_pending.store(false, std::memory_order_relaxed);
   }
   borrow::g_deferred.s.mu.unlock();

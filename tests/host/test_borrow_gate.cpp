@@ -119,8 +119,11 @@ void test_windows_race_capture(void **) {
   assert_true(s.deferred.load() > 0); // the closed branch was exercised
 }
 
+// The low half of the record's `active`: 0, k_plain or a window's stamp
+// (the high half is the section's number).
 uint32_t active_now() {
-  return borrow::tl_record->active.load(std::memory_order_relaxed);
+  return static_cast<uint32_t>(
+      borrow::tl_record->active.load(std::memory_order_relaxed));
 }
 
 void test_nesting(void **) {

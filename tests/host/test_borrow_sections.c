@@ -15,6 +15,10 @@
  *    names a released buffer, and once the threads are joined every
  *    allocation has been freed (no deferred release outlives the last
  *    section). The tsan lane runs it under TSan.
+ *  - frees while launching: buffers released while 4 threads launch back
+ *    to back, each on its own runtime (a section open somewhere nearly
+ *    always), are freed while they still launch, not only once every
+ *    thread has stopped.
  *  - blocked: a launch (plain, cooperative, graph replay) or a host-buffer
  *    transfer waiting for admission held by a raw scope does not hold up
  *    releases elsewhere (it waits outside its section).
@@ -50,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define T4A_EXPERIMENTAL 1     /* graph and cooperative launches */
 #include "core/epoch_limits.h" /* T4A_OPEN_EPOCH_LIMIT */
@@ -305,6 +310,119 @@ static void test_churn(void **state) {
   t4a_buffer last = {atomic_load(&g_shared)};
   ASSERT_OK(t4a_buffer_release(last));
   ASSERT_OK(t4a_kernel_release(g_kernel));
+  teardown_runtime();
+}
+
+/* ---- frees while launching ---------------------------------------------- */
+
+/* Threads launching back to back keep a borrow section open somewhere
+ * nearly all the time. Buffers released meanwhile on another thread must
+ * still be freed while they launch: each as soon as the sections open at
+ * its release have ended (before issue 14's fix a deferred free waited for
+ * a moment with no section open anywhere, and device memory released
+ * under a launch load was never returned). */
+static atomic_int g_launching_stop;
+static _Thread_local int tl_slow_launches;
+static atomic_long g_launches;
+
+/* Admission hook (inside the launch's section): a launcher's launch takes
+ * 0.5 ms there, as a driver call that blocks on a full queue would, so
+ * that some launcher is inside a section nearly all the time even on a
+ * host with fewer cores than launchers. */
+static void slow_launch(void *arg) {
+  (void)arg;
+  if (!tl_slow_launches) return;
+  struct timespec half_ms = {0, 500000};
+  nanosleep(&half_ms, NULL);
+}
+
+/* Each launcher on a runtime of its own (no admission contention: its
+ * sections follow each other back to back). */
+static void *launch_loop(void *arg) {
+  churner *ch = arg;
+  tl_slow_launches = 1;
+  t4a_runtime rt = {0};
+  t4a_module mod = {0};
+  t4a_kernel k = {0};
+  t4a_buffer own[2] = {{0}, {0}};
+  static const unsigned char image[16] = {1};
+  if (t4a_runtime_create(NULL, &rt) != T4A_SUCCESS ||
+      t4a_module_load_data(rt, image, sizeof image, &mod) != T4A_SUCCESS ||
+      t4a_kernel_get(mod, "two_buffers", &k) != T4A_SUCCESS ||
+      t4a_buffer_alloc(rt, 256, 0, &own[0]) != T4A_SUCCESS ||
+      t4a_buffer_alloc(rt, 256, 0, &own[1]) != T4A_SUCCESS) {
+    snprintf(ch->failure, sizeof ch->failure, "setup: %s", last_message());
+    return NULL;
+  }
+  t4a_arg args[2] = {T4A_ARG_INIT, T4A_ARG_INIT};
+  args[0].kind = args[1].kind = T4A_ARG_BUFFER;
+  args[0].buffer = own[0];
+  args[1].buffer = own[1];
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.kernel = k;
+  d.grid[0] = 1;
+  d.block[0] = 1;
+  d.args = args;
+  d.arg_count = 2;
+  while (!atomic_load(&g_launching_stop)) {
+    t4a_status s = t4a_launch(rt, &d);
+    if (s != T4A_SUCCESS) {
+      snprintf(ch->failure, sizeof ch->failure, "launch gave %s: %s",
+               t4a_status_name(s), last_message());
+      break;
+    }
+    ++ch->launched;
+    atomic_fetch_add(&g_launches, 1);
+  }
+  tl_slow_launches = 0;
+  if (t4a_buffer_release(own[0]) != T4A_SUCCESS ||
+      t4a_buffer_release(own[1]) != T4A_SUCCESS ||
+      t4a_kernel_release(k) != T4A_SUCCESS ||
+      t4a_module_release(mod) != T4A_SUCCESS ||
+      t4a_runtime_destroy(rt) != T4A_SUCCESS)
+    snprintf(ch->failure, sizeof ch->failure, "teardown: %s", last_message());
+  return NULL;
+}
+
+static void test_frees_while_launching(void **state) {
+  (void)state;
+  setup_runtime();
+  atomic_store(&g_launching_stop, 0);
+  t4a_testing_admission_hook(slow_launch, NULL);
+  static churner cs[CHURNERS];
+  pthread_t threads[CHURNERS];
+  for (int i = 0; i < CHURNERS; ++i) {
+    memset(&cs[i], 0, sizeof cs[i]);
+    assert_int_equal(pthread_create(&threads[i], NULL, launch_loop, &cs[i]), 0);
+  }
+  while (atomic_load(&g_launches) < 2 * CHURNERS) sched_yield();
+  /* Released here, each while launches are in flight on 4 threads. */
+  const int n = T4A_RACE_ITERATIONS;
+  for (int i = 0; i < n; ++i) ASSERT_OK(t4a_buffer_release(new_buffer()));
+  /* Still launching: every one of them is freed once the sections open at
+   * its release have ended, a launch or two per launcher later (allowed:
+   * 100 launches in all; hundreds or more, or never, when frees wait for a
+   * moment with no section open anywhere), within 10 s in any case. */
+  const long after = atomic_load(&g_launches);
+  t4a_runtime_stats st = stats();
+  for (int w = 0; w < 100000 && st.allocations != st.frees; ++w) {
+    struct timespec us100 = {0, 100000};
+    nanosleep(&us100, NULL);
+    st = stats();
+  }
+  const long took = atomic_load(&g_launches) - after;
+  uint64_t live = st.allocations - st.frees;
+  atomic_store(&g_launching_stop, 1);
+  for (int i = 0; i < CHURNERS; ++i) {
+    assert_int_equal(pthread_join(threads[i], NULL), 0);
+    if (cs[i].failure[0] != '\0') fail_msg("%s", cs[i].failure);
+  }
+  t4a_testing_admission_hook(NULL, NULL);
+  printf("frees while launching: %d released, %llu still live after %ld "
+         "more launches\n",
+         n, (unsigned long long)live, took);
+  assert_true(took <= 100);
+  assert_int_equal(live, 0);
   teardown_runtime();
 }
 
@@ -784,6 +902,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_release_while_borrowed),
       cmocka_unit_test(test_churn),
+      cmocka_unit_test(test_frees_while_launching),
       cmocka_unit_test(test_blocked_launch_does_not_hold_releases),
       cmocka_unit_test(test_blocked_cooperative_launch),
       cmocka_unit_test(test_blocked_graph_launch),
