@@ -1,6 +1,7 @@
 #include "launch/cooperative.hpp"
 
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 
@@ -72,11 +73,12 @@ uint64_t width_mask(uint32_t width) {
   return width == 8 ? ~uint64_t{0} : uint64_t{0xffffffffu};
 }
 
-// Compares the audits of `b` proven complete (under admission). A wrong
-// value is counted, remembered and logged (deferred past the admission).
-void collect(core::Runtime &rt, const Kernel &k, const CoopState &st,
-             Barrier &b) {
-  uint64_t done = st.progress->completed.load(std::memory_order_acquire);
+// Compares the audits of `b` up to launch sequence `done`. A wrong value
+// is counted, remembered and logged (under admission: deferred past it).
+// `released`: the kernel is being destroyed (not under admission; the
+// runtime's counter is then added to with a locked add).
+void compare(core::Runtime &rt, const Kernel &k, Barrier &b, uint64_t done,
+             bool released) {
   const unsigned char *slots = b.slots->data();
   while (b.count > 0 && b.ring[b.head].seq <= done) {
     const Barrier::Pending &p = b.ring[b.head];
@@ -96,20 +98,38 @@ void collect(core::Runtime &rt, const Kernel &k, const CoopState &st,
       b.last_bad_value = got;
       b.last_bad_expected = p.expected;
       b.last_bad_launch = p.launch;
-      rt.counters().barrier_audit_failures.bump();
+      if (released)
+        rt.counters().barrier_audit_failures.add();
+      else
+        rt.counters().barrier_audit_failures.bump();
+      char then[128];
+      if (released)
+        std::snprintf(then, sizeof then,
+                      "Found as the kernel was released (this launch was "
+                      "not audited before)");
+      else
+        std::snprintf(then, sizeof then,
+                      "The counter is reset before every launch, so later "
+                      "launches start from %llu",
+                      ull(b.reset));
       core::logf(T4A_LOG_ERROR,
                  "grid barrier '%s' of kernel '%s': after launch %llu the "
                  "counter was %llu, expected %s%llu; this launch's barriers "
                  "did not complete as declared (a block missed a barrier, or "
-                 "the counter was written outside the kernel). The counter "
-                 "is reset before every launch, so later launches start "
-                 "from %llu",
+                 "the counter was written outside the kernel). %s",
                  b.name.c_str(), k.name().c_str(), ull(p.launch), ull(got),
-                 at_most ? "at most " : "", ull(p.expected), ull(b.reset));
+                 at_most ? "at most " : "", ull(p.expected), then);
     }
     b.head = (b.head + 1) % k_audit_slots;
     --b.count;
   }
+}
+
+// Compares the audits of `b` proven complete (under admission).
+void collect(core::Runtime &rt, const Kernel &k, const CoopState &st,
+             Barrier &b) {
+  compare(rt, k, b, st.progress->completed.load(std::memory_order_acquire),
+          false);
 }
 
 // Enters the runtime's context once (for queries that need it).
@@ -534,6 +554,17 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
   }
   keep_all();
   return T4A_SUCCESS;
+}
+
+void audit_at_release(Kernel &k, CoopState &st) {
+  // Every launch of `k` is complete: each kept the kernel in a completion
+  // epoch (or a graph) that drops it only once the launch and its audit
+  // copies are proven complete, and this runs at the last drop. The
+  // tickets of the same epochs may be dropped after the kernel, so
+  // `completed` may lag: every pending audit is compared.
+  uint32_t n = st.barrier_count.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < n; ++i)
+    compare(k.runtime(), k, *st.barriers[i], ~uint64_t{0}, true);
 }
 
 } // namespace t4a::launch

@@ -116,6 +116,12 @@ t4a_status declare_barrier(Kernel &k, const t4a_barrier_desc *desc,
 // t4a_kernel_barrier_audit (the out-struct checked by the caller).
 t4a_status barrier_audit(Kernel &k, uint32_t index, t4a_barrier_audit *out);
 
+// Compares the audits still pending when kernel `k` is destroyed (its
+// last reference dropped: every launch of it is complete), so that a
+// barrier failure in the last launches before a release or teardown is
+// still counted and logged (Kernel::~Kernel).
+void audit_at_release(Kernel &k, CoopState &st);
+
 // The launch of a validated descriptor with T4A_LAUNCH_COOPERATIVE or of a
 // kernel with barriers (launch.cpp's branch): admission, shared-memory
 // raise, co-residency check, resets, launch, audit copies, keeps.

@@ -16,7 +16,12 @@ using namespace t4a::driver;
 Kernel::Kernel(Ref<Module> m)
     : Object(core::Kind::Kernel), rt_(&m->runtime()), module_(std::move(m)) {}
 
-Kernel::~Kernel() { delete coop_.load(std::memory_order_acquire); }
+Kernel::~Kernel() {
+  if (CoopState *st = coop_.load(std::memory_order_acquire)) {
+    audit_at_release(*this, *st);
+    delete st;
+  }
+}
 
 CoopState &Kernel::coop_state() {
   if (CoopState *s = coop()) return *s;

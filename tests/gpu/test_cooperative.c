@@ -876,6 +876,52 @@ static void test_failed_reset_keeps_kernel_fake(void **state) {
   ASSERT_OK(t4a_runtime_destroy(rt));
 }
 
+/* Fake: audits still pending when a kernel is destroyed are compared then,
+ * so a barrier failure in its last launches is counted and logged, not
+ * dropped with the kernel: (a) the handle released right after three
+ * launches (the open epoch still keeps the kernel; the synchronize that
+ * retires it destroys it); (b) two launches, a synchronize (complete, not
+ * yet audited: nothing launched or queried since), then the release. */
+static int g_released_logs;
+static void count_release_audits(void *user, int32_t level,
+                                 const char *message) {
+  (void)user;
+  if (level == T4A_LOG_ERROR && strstr(message, "grid barrier 'coop_bar'") &&
+      strstr(message, "as the kernel was released"))
+    ++g_released_logs;
+}
+
+static void test_audit_at_release_fake(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime();
+  t4a_module m = {0};
+  ASSERT_OK(compile_module(rt, k_src, NULL, 0, &m));
+  g_released_logs = 0;
+  ASSERT_OK(t4a_set_log_callback(count_release_audits, NULL, T4A_LOG_ERROR));
+  fake_kernel_writes("coop_bar", 7); /* every launch leaves 7, expected 0 */
+  t4a_kernel k = kernel(m, "reduce");
+  declare(k, "coop_bar");
+  for (int i = 0; i < 3; ++i) ASSERT_OK(launch_simple(rt, k, 4, 0, NULL, 0));
+  ASSERT_OK(t4a_kernel_release(k));
+  assert_int_equal(stats_of(rt).barrier_audit_failures, 0);
+  ASSERT_OK(t4a_runtime_synchronize(rt));
+  assert_int_equal(stats_of(rt).barrier_audit_failures, 3);
+  assert_int_equal(g_released_logs, 3);
+
+  k = kernel(m, "reduce"); /* a new kernel object, no barrier yet */
+  declare(k, "coop_bar");
+  for (int i = 0; i < 2; ++i) ASSERT_OK(launch_simple(rt, k, 4, 0, NULL, 0));
+  ASSERT_OK(t4a_runtime_synchronize(rt));
+  assert_int_equal(stats_of(rt).barrier_audit_failures, 3);
+  ASSERT_OK(t4a_kernel_release(k));
+  assert_int_equal(stats_of(rt).barrier_audit_failures, 5);
+  assert_int_equal(g_released_logs, 5);
+  fake_kernel_writes(NULL, 0);
+  ASSERT_OK(t4a_set_log_callback(NULL, NULL, T4A_LOG_WARN));
+  ASSERT_OK(t4a_module_release(m));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
 static void load_fake_controls(void) {
 #if defined(T4A_FAKE_CUDA_PATH)
   void *h = dlopen(T4A_FAKE_CUDA_PATH, RTLD_NOW);
@@ -918,6 +964,7 @@ int main(int argc, char **argv) {
         T(test_max_blocks_large_shared_fake),
         T(test_kernel_kept_across_seal_fake),
         T(test_failed_reset_keeps_kernel_fake),
+        T(test_audit_at_release_fake),
         T(test_captured_barrier),
     };
     return cmocka_run_group_tests(fake, NULL, NULL);
