@@ -41,8 +41,17 @@
  * (see the limits below).
  * 4. At the end: events_recorded within the allowance computed from the
  *    counters, no buffer left allocated (bytes_allocated 0 once everything
- *    is released), nothing quarantined or leaked, the runtimes destroyed
- *    and nothing live.
+ *    is released), nothing quarantined or leaked.
+ * 5. Frees under a launch load, for T4A_WORKLOAD_FREE_SECONDS (default 3):
+ *    4 threads, each on a runtime of its own, launch back to back (no
+ *    waits: a borrow section is open somewhere nearly always), while the
+ *    main thread allocates and releases 64 KiB buffers on a fifth runtime.
+ *    Its bytes_allocated must stay below FREE_LOAD_LIMIT the whole time
+ *    (a release waits only for the sections open when it was made; before
+ *    issue 14's fix it waited for a moment with no section open anywhere,
+ *    and the released memory piled up while the launches ran), and reach 0
+ *    once the last buffer is released, the launchers still running.
+ * 6. The runtimes destroyed and nothing live.
  *
  * "fake": runs on the fake driver of tests/fake (no GPU; kernels do
  * nothing there, so the reference is "kernel outputs stay zero"). Used to
@@ -90,6 +99,17 @@
  * the cross-runtime work of the other 2): < 64 MiB. 512 MiB is generous;
  * a leak of released buffers passes it within seconds. */
 #define DEVICE_BYTES_LIMIT ((uint64_t)512 << 20)
+/* Phase 5: device bytes live on the allocating runtime while the launchers
+ * run. One 64 KiB buffer at a time is live in its own hands; a release
+ * waits for the sections open when it was made: one launch per launcher
+ * (microseconds), longer only while a launcher is preempted inside one
+ * (a host with fewer cores than threads: hundreds of MiB were seen on 2
+ * cores). 1 GiB is 16384 releases behind; when releases wait for a moment
+ * with no section open anywhere, launchers on cores of their own never
+ * leave one, and the backlog passes it within milliseconds. */
+#define FREE_LOAD_BYTES ((uint64_t)64 << 10)
+#define FREE_LOAD_LIMIT ((uint64_t)1 << 30)
+#define FREE_LAUNCHERS 4
 
 static int g_fake = 0;
 
@@ -615,6 +635,131 @@ static void *launch_main(void *arg) {
   return NULL;
 }
 
+/* ---- phase 5: frees under a launch load ---- */
+typedef struct launcher {
+  t4a_runtime rt;
+  t4a_kernel k;
+  t4a_buffer x, y;
+  uint64_t launches;
+} launcher;
+static atomic_int g_launchers_stop;
+static atomic_int g_launchers_started;
+
+static void *launcher_main(void *arg) {
+  launcher *l = arg;
+  uint32_t n = 4096, a = 5;
+  t4a_arg args[4] = {buf_arg(l->y, 0), buf_arg(l->x, 0), u32_arg(&n),
+                     u32_arg(&a)};
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  d.kernel = l->k;
+  d.grid[0] = n / 256;
+  d.block[0] = 256;
+  d.arg_count = 4;
+  d.args = args;
+  atomic_fetch_add(&g_launchers_started, 1);
+  while (!atomic_load_explicit(&g_launchers_stop, memory_order_relaxed)) {
+    CHECK(t4a_launch(l->rt, &d));
+    ++l->launches;
+  }
+  CHECK(t4a_runtime_synchronize(l->rt));
+  return NULL;
+}
+
+static void frees_under_launch_load(long seconds) {
+  launcher ls[FREE_LAUNCHERS];
+  pthread_t threads[FREE_LAUNCHERS];
+  char src[1024];
+  module_source(src, sizeof src, 0);
+  for (int i = 0; i < FREE_LAUNCHERS; ++i) {
+    launcher *l = &ls[i];
+    memset(l, 0, sizeof *l);
+    CHECK(t4a_runtime_create(NULL, &l->rt));
+    t4a_compile_request req = T4A_COMPILE_REQUEST_INIT;
+    req.source = src;
+    req.runtime = l->rt;
+    req.flags = T4A_COMPILE_NO_DISK_CACHE; /* the memory cache after one */
+    t4a_artifact art = {0};
+    CHECK(t4a_compile(&req, &art));
+    t4a_module mod = {0};
+    CHECK(t4a_module_load(l->rt, art, &mod));
+    CHECK(t4a_kernel_get(mod, "affine", &l->k));
+    CHECK(t4a_module_release(mod));
+    CHECK(t4a_artifact_release(art));
+    CHECK(t4a_buffer_alloc(l->rt, 4096 * 4, T4A_BUFFER_ZERO, &l->x));
+    CHECK(t4a_buffer_alloc(l->rt, 4096 * 4, T4A_BUFFER_ZERO, &l->y));
+  }
+  t4a_runtime ar = {0};
+  CHECK(t4a_runtime_create(NULL, &ar));
+  atomic_store(&g_launchers_stop, 0);
+  atomic_store(&g_launchers_started, 0);
+  for (int i = 0; i < FREE_LAUNCHERS; ++i)
+    EXPECT(pthread_create(&threads[i], NULL, launcher_main, &ls[i]) == 0,
+           "pthread_create");
+  while (atomic_load(&g_launchers_started) < FREE_LAUNCHERS) sched_yield();
+  uint64_t cycles = 0, max_live = 0, samples = 0;
+  const double end = now_s() + (double)seconds;
+  while (now_s() < end) {
+    for (int i = 0; i < 256; ++i, ++cycles) {
+      t4a_buffer b = {0};
+      CHECK(t4a_buffer_alloc(ar, FREE_LOAD_BYTES, 0, &b));
+      CHECK(t4a_buffer_release(b));
+    }
+    uint64_t live = stats_of(ar).bytes_allocated;
+    ++samples;
+    if (live > max_live) max_live = live;
+    EXPECT(live <= FREE_LOAD_LIMIT,
+           "frees under a launch load: %llu device bytes still allocated "
+           "after %llu alloc/release cycles of 64 KiB with one buffer live "
+           "at a time (limit %llu): released buffers are not freed while "
+           "other threads launch",
+           (unsigned long long)live, (unsigned long long)cycles,
+           (unsigned long long)FREE_LOAD_LIMIT);
+  }
+  /* The launchers still running: everything released is freed soon. */
+  uint64_t live = stats_of(ar).bytes_allocated;
+  for (int w = 0; w < 10000 && live != 0; ++w) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+    live = stats_of(ar).bytes_allocated;
+  }
+  atomic_store(&g_launchers_stop, 1);
+  uint64_t launched = 0;
+  for (int i = 0; i < FREE_LAUNCHERS; ++i) {
+    pthread_join(threads[i], NULL);
+    launched += ls[i].launches;
+  }
+  printf("frees under a launch load: %llu alloc/release cycles of 64 KiB "
+         "while %d threads made %llu launches on their own runtimes; max "
+         "bytes_allocated %llu (<= %llu) over %llu samples, %llu after the "
+         "last release\n",
+         (unsigned long long)cycles, FREE_LAUNCHERS,
+         (unsigned long long)launched, (unsigned long long)max_live,
+         (unsigned long long)FREE_LOAD_LIMIT, (unsigned long long)samples,
+         (unsigned long long)live);
+  EXPECT(live == 0,
+         "frees under a launch load: %llu device bytes still allocated 10 s "
+         "after the last release, with the launchers running",
+         (unsigned long long)live);
+  EXPECT(launched >= FREE_LAUNCHERS, "the launchers made %llu launches",
+         (unsigned long long)launched);
+  for (int i = 0; i < FREE_LAUNCHERS; ++i) {
+    launcher *l = &ls[i];
+    /* y = 5 * 0 + K(0) on the device (zeroed x); 0 on the fake (zeroed y,
+     * kernels compute nothing there). */
+    uint32_t y[4096];
+    CHECK(t4a_buffer_download_sync(l->rt, l->y, 0, y, sizeof y));
+    for (int j = 0; j < 4096; ++j)
+      EXPECT(y[j] == ref_affine(0, 5, 0),
+             "launcher %d: y[%d] is %#x, expected %#x", i, j, y[j],
+             ref_affine(0, 5, 0));
+    CHECK(t4a_buffer_release(l->x));
+    CHECK(t4a_buffer_release(l->y));
+    CHECK(t4a_kernel_release(l->k));
+    CHECK(t4a_runtime_destroy(l->rt));
+  }
+  CHECK(t4a_runtime_destroy(ar));
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "fake") == 0) {
 #ifdef T4A_FAKE_CUDA_PATH
@@ -814,6 +959,9 @@ int main(int argc, char **argv) {
   CHECK(t4a_process_stats_get(&ps));
   EXPECT(ps.runtimes_live == N_RUNTIMES, "runtimes_live %llu with %d runtimes",
          (unsigned long long)ps.runtimes_live, N_RUNTIMES);
+
+  /* ---- frees under a launch load ---- */
+  frees_under_launch_load(env_long("T4A_WORKLOAD_FREE_SECONDS", 3, 1));
 
   /* ---- teardown ---- */
   for (int r = 0; r < N_RUNTIMES; ++r)
