@@ -35,8 +35,9 @@
 // no section or another section's number. So a thread that is always in
 // some section (threads launching back to back) delays a drop only until
 // the sections it had open then have ended; it never waits for a moment
-// with no section open anywhere (issue 14: with threads launching
-// continuously there was none, and released buffers were never freed).
+// with no section open anywhere (issue 14: under a sustained launch load
+// such a moment comes only by chance, and released buffers kept their
+// memory for an unbounded time).
 // The end of a section reads `pending` without a fence, so it may miss a
 // flag set at that very moment; retire() looks again after setting it,
 // and every later section end on any thread looks again, so a deferred

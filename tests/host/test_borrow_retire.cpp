@@ -5,8 +5,7 @@
 //    somewhere; each object retired while one section is open is dropped
 //    when that section ends, although the other thread's is open then.
 //    (Before issue 14's fix a drop waited for a moment with no section
-//    open anywhere: with threads launching back to back there was none,
-//    and released buffers were never freed.)
+//    open anywhere, which this relay never gives.)
 //  - nested window: a section that opens and closes a capture-gate window
 //    after the retire is still the same section: the drop waits for its
 //    end, not for the window's.
