@@ -261,13 +261,16 @@ void close_window_nested(BorrowRecord *r) {
     r->active.store(r->plain(), std::memory_order_release);
 }
 
-void drain() {
+// drain(), dropping nothing when `close_only` (the caller is inside a
+// section of its own: a drop may run a destructor that waits, which must
+// not run there; the section's end drains, `pending` being set).
+void drain_batches(bool close_only) {
   std::vector<Object *> items;
   {
     std::lock_guard<std::mutex> lock(g_deferred.s.mu);
     auto &st = g_deferred.s;
     // Batches whose sections have all ended.
-    for (size_t i = 0; i < st.waiting.size();) {
+    for (size_t i = 0; i < st.waiting.size() && !close_only;) {
       if (ended(st.waiting[i].seen) && move_items(st.waiting[i].items, items))
         st.waiting.erase(st.waiting.begin() + ptrdiff_t(i));
       else
@@ -296,6 +299,8 @@ void drain() {
   for (Object *o : items) o->drop_ref();
 }
 
+void drain() { drain_batches(false); }
+
 size_t deferred_count() {
   std::lock_guard<std::mutex> lock(g_deferred.s.mu);
   size_t n = g_deferred.s.open.size();
@@ -322,8 +327,12 @@ namespace {
   }
   // The sections that were open may all have ended before `pending` was
   // set (and so not seen it): scan again; if not, the drain records the
-  // sections to wait for.
-  borrow::drain();
+  // sections to wait for. Inside a section of its own (a log callback
+  // releasing a handle, a nested SectionAdmission dropping its references)
+  // the caller only closes the batch: what has ended is dropped by its
+  // section's end, outside it.
+  const BorrowRecord *self = borrow::tl_record;
+  borrow::drain_batches(self != nullptr && self->depth != 0);
 }
 } // namespace
 

@@ -75,9 +75,14 @@ class Probe : public Object {
 public:
   Probe() : Object(Kind::TestObject) {}
   std::atomic<bool> dropped{false};
+  // Whether the drop ran inside a borrow section of the dropping thread.
+  std::atomic<bool> dropped_in_section{false};
 
 protected:
   void last_ref_dropped() override {
+    const t4a::core::BorrowRecord *r = borrow::tl_record;
+    dropped_in_section.store(r != nullptr && r->depth != 0,
+                             std::memory_order_seq_cst);
     dropped.store(true, std::memory_order_seq_cst);
     g_dropped.fetch_add(1, std::memory_order_seq_cst);
   }
@@ -224,6 +229,40 @@ void test_own_section(void **) {
   free_all();
 }
 
+// A retire inside the caller's own section (a log callback releasing a
+// handle, SectionAdmission dropping its references when nested) defers,
+// and must not drop other deferred references there either: a drop may
+// run a destructor that waits (a runtime's teardown), which inside a
+// section would hold up every release made meanwhile, and the nested
+// paths defer precisely so that no destructor runs inside the section.
+// Here `p`'s batch has ended but was not drained yet: its section's end
+// read `pending` as false (the fence-free load may miss a flag set at
+// that very moment; simulated by clearing the flag around the end).
+void test_no_drop_inside_own_section(void **) {
+  g_dropped = 0;
+  Worker a;
+  a.command(Worker::Open);
+  Probe *p = make();
+  retire(p); // waits for a's section
+  borrow::g_pending.store(false);
+  a.command(Worker::Close); // ends it, missing the flag: p not drained
+  borrow::g_pending.store(true);
+  assert_false(p->dropped.load());
+  Probe *q = make();
+  {
+    BorrowSection mine;
+    retire(q); // deferred (this section); p's batch has ended meanwhile
+    assert_false(p->dropped.load() && p->dropped_in_section.load());
+  }
+  // Both dropped by the section's end, outside it.
+  assert_true(p->dropped.load());
+  assert_false(p->dropped_in_section.load());
+  assert_true(q->dropped.load());
+  assert_false(q->dropped_in_section.load());
+  assert_int_equal(borrow::deferred_count(), 0);
+  free_all();
+}
+
 // Readers borrow the current object in back-to-back sections (so a section
 // is open somewhere nearly always) while the writer replaces and retires.
 struct Stress {
@@ -284,8 +323,11 @@ void test_stress(void **) {
 
 int main() {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_relay),  cmocka_unit_test(test_nested_window),
-      cmocka_unit_test(test_pause),  cmocka_unit_test(test_own_section),
+      cmocka_unit_test(test_relay),
+      cmocka_unit_test(test_nested_window),
+      cmocka_unit_test(test_pause),
+      cmocka_unit_test(test_own_section),
+      cmocka_unit_test(test_no_drop_inside_own_section),
       cmocka_unit_test(test_stress),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
