@@ -116,6 +116,23 @@ bool ended(const std::vector<Seen> &seen) {
   return true;
 }
 
+// Whether `older` waits for every section in `now` (the same record with
+// the same section number; a window opened or closed in it since does not
+// matter): references that need `now` may wait with it. A section of
+// `older` missing from `now` has ended, so they wait no longer.
+bool covers(const std::vector<Seen> &older, const std::vector<Seen> &now) {
+  for (const Seen &s : now) {
+    bool found = false;
+    for (const Seen &o : older)
+      if (o.record == s.record && (o.active >> 32) == (s.active >> 32)) {
+        found = true;
+        break;
+      }
+    if (!found) return false;
+  }
+  return true;
+}
+
 // Moves `from`'s references to the end of `to` (false, both unchanged,
 // when there is no memory to: they stay deferred for a later drain).
 bool move_items(std::vector<Object *> &from, std::vector<Object *> &to) {
@@ -269,21 +286,32 @@ void drain_batches(bool close_only) {
   {
     std::lock_guard<std::mutex> lock(g_deferred.s.mu);
     auto &st = g_deferred.s;
-    // Batches whose sections have all ended.
-    for (size_t i = 0; i < st.waiting.size() && !close_only;) {
-      if (ended(st.waiting[i].seen) && move_items(st.waiting[i].items, items))
-        st.waiting.erase(st.waiting.begin() + ptrdiff_t(i));
-      else
-        ++i;
+    // Batches whose sections have all ended (the others kept in order, in
+    // one pass: erasing one at a time is quadratic in a long list).
+    if (!close_only) {
+      size_t kept = 0;
+      for (size_t i = 0; i < st.waiting.size(); ++i) {
+        Batch &b = st.waiting[i];
+        if (ended(b.seen) && move_items(b.items, items)) continue;
+        if (kept != i) st.waiting[kept] = std::move(b);
+        ++kept;
+      }
+      st.waiting.erase(st.waiting.begin() + ptrdiff_t(kept), st.waiting.end());
     }
     // The references deferred since the last drain: dropped now if no
-    // section is open, else a batch waiting for the sections open now.
+    // section is open, else a batch waiting for the sections open now:
+    // the last batch when it waits for each of them already (a burst of
+    // releases while the same sections stay open makes one batch, not one
+    // per release, which every drain would check), else a new one.
     if (!st.open.empty()) {
       try {
         std::vector<Seen> seen;
         open_sections(seen);
         if (seen.empty()) {
           move_items(st.open, items);
+        } else if (!st.waiting.empty() &&
+                   covers(st.waiting.back().seen, seen) &&
+                   move_items(st.open, st.waiting.back().items)) {
         } else {
           st.waiting.push_back(Batch{{}, std::move(seen)});
           st.waiting.back().items.swap(st.open);
@@ -300,6 +328,11 @@ void drain_batches(bool close_only) {
 }
 
 void drain() { drain_batches(false); }
+
+size_t waiting_batches() {
+  std::lock_guard<std::mutex> lock(g_deferred.s.mu);
+  return g_deferred.s.waiting.size();
+}
 
 size_t deferred_count() {
   std::lock_guard<std::mutex> lock(g_deferred.s.mu);

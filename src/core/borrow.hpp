@@ -108,8 +108,10 @@ extern std::atomic<bool> g_pending;
 BorrowRecord *attach(); // the calling thread's record, made on first use
 // Drops the deferred references whose sections have all ended.
 void drain();
-// Deferred references not dropped yet (tests).
+// Deferred references not dropped yet, and the batches among them waiting
+// for their sections (tests).
 size_t deferred_count();
+size_t waiting_batches();
 
 inline BorrowRecord *record() {
   BorrowRecord *r = tl_record;
