@@ -300,13 +300,20 @@ struct Stress {
 void reader(Stress *s) {
   while (!s->stop.load(std::memory_order_relaxed)) {
     BorrowSection section;
-    for (int i = 0; i < 4; ++i) {
-      Probe *p = s->slot.load(std::memory_order_seq_cst);
+    Probe *read[4] = {};
+    for (Probe *&p : read) {
+      p = s->slot.load(std::memory_order_seq_cst);
       if (p != nullptr && p->dropped.load(std::memory_order_seq_cst))
         s->bad.fetch_add(1);
       s->reads.fetch_add(1, std::memory_order_relaxed);
       std::this_thread::yield(); // a driver call in the section
     }
+    // Still in the section: nothing read in it may have been dropped
+    // meanwhile (checking only right after each read would miss a drop made
+    // while the reader yielded).
+    for (Probe *p : read)
+      if (p != nullptr && p->dropped.load(std::memory_order_seq_cst))
+        s->bad.fetch_add(1);
   }
 }
 
