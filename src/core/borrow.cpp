@@ -346,17 +346,23 @@ size_t deferred_count() {
 namespace {
 // retire() when a section is open somewhere: defer.
 [[gnu::noinline]] void retire_deferred(Object *obj) {
+  bool leaked = false;
   {
     std::lock_guard<std::mutex> lock(borrow::g_deferred.s.mu);
     try {
       borrow::g_deferred.s.open.push_back(obj);
+      borrow::g_pending.store(true, std::memory_order_seq_cst);
     } catch (const std::bad_alloc &) {
-      // Never dropped early: leaked rather than freed under a reader.
-      logf(T4A_LOG_ERROR, "internal: a released object is leaked (no memory "
-                          "to defer its release past a concurrent reader)");
-      return;
+      leaked = true; // never dropped early: leaked rather than freed under
+                     // a reader
     }
-    borrow::g_pending.store(true, std::memory_order_seq_cst);
+  }
+  if (leaked) {
+    // Logged outside the lock: a log callback may call into the library,
+    // whose section ends drain (and take the lock).
+    logf(T4A_LOG_ERROR, "internal: a released object is leaked (no memory "
+                        "to defer its release past a concurrent reader)");
+    return;
   }
   // The sections that were open may all have ended before `pending` was
   // set (and so not seen it): scan again; if not, the drain records the

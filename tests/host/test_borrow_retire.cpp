@@ -13,6 +13,9 @@
 //    section resumed after it.
 //  - own section: a retire inside the caller's own section (a log
 //    callback releasing a handle) is dropped when that section ends.
+//  - no memory to defer: the object is leaked, and the error is logged
+//    outside the list's lock (a log callback calling back in would
+//    deadlock under it).
 //  - stress: reader threads borrow the object a writer keeps replacing and
 //    retiring; none ever sees a dropped object, and every retired object
 //    is dropped while the readers are still running.
@@ -23,9 +26,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <new>
 #include <thread>
 #include <vector>
+
+#define T4A_TEST_NAME "test_borrow_retire"
+#include "new_hook.hpp" // before cmocka.h, whose fail() is a macro
 
 extern "C" {
 #include <cmocka.h>
@@ -36,15 +44,23 @@ extern "C" {
 #include "core/object.hpp"
 
 // The logger is not compiled in (it pulls in the driver layer): borrow.cpp
-// logs only when a deferred release finds no memory, which this test never
-// provokes.
+// logs only when a deferred release finds no memory (provoked once, in
+// test_defer_without_memory).
 namespace t4a::core {
+// When set, a log message calls back into the library as a user's log
+// callback may: here a drain (what any section's end may run), on another
+// thread, waited for at most 5 s (a deadlock shows as a timeout).
+std::atomic<bool> g_log_calls_in{false};
+std::atomic<int> g_logged{0}, g_callback_stuck{0};
+void borrow_drain_from_log();
 void logf(int32_t, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   std::vfprintf(stderr, fmt, ap);
   va_end(ap);
   std::fputc('\n', stderr);
+  g_logged.fetch_add(1);
+  if (g_log_calls_in.load()) borrow_drain_from_log();
 }
 namespace detail {
 __thread int tl_defer_depth = 0;
@@ -53,7 +69,26 @@ void deliver_deferred() {}
 } // namespace detail
 } // namespace t4a::core
 
+void t4a::core::borrow_drain_from_log() {
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    t4a::core::borrow::drain();
+    done.store(true);
+  });
+  for (int i = 0; i < 5000 && !done.load(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (done.load()) {
+    t.join();
+  } else {
+    g_callback_stuck.fetch_add(1);
+    t.detach(); // blocked for good on the lock: the test reports it
+  }
+}
+
 using t4a::core::BorrowSection;
+using t4a::core::g_callback_stuck;
+using t4a::core::g_log_calls_in;
+using t4a::core::g_logged;
 using t4a::core::GateSection;
 using t4a::core::Kind;
 using t4a::core::Object;
@@ -289,6 +324,42 @@ void test_burst_one_batch(void **) {
   free_all();
 }
 
+// No memory to defer a release: the object is leaked (never dropped under
+// a reader) and the error logged outside the deferred list's lock, so a
+// log callback that calls back into the library (whose section ends
+// drain, taking that lock) does not deadlock.
+void test_defer_without_memory(void **) {
+  g_dropped = 0;
+  Worker a;
+  a.command(Worker::Open);
+  // Each retire runs with the next allocation failing: while the deferred
+  // list has room the failure hits the drain's batch instead (caught: the
+  // references stay in the list, which grows by one), until the list must
+  // grow for the retire itself.
+  const int logged = g_logged.load();
+  Probe *leaked = nullptr;
+  int retired = 0;
+  g_log_calls_in = true;
+  for (int i = 0; i < 1000 && leaked == nullptr; ++i) {
+    Probe *p = make();
+    g_countdown = 1;
+    retire(p);
+    g_countdown = 0;
+    ++retired;
+    if (g_logged.load() != logged) leaked = p;
+  }
+  g_log_calls_in = false;
+  assert_non_null(leaked);
+  assert_int_equal(g_logged.load(), logged + 1);
+  assert_int_equal(g_callback_stuck.load(), 0); // no deadlock
+  a.command(Worker::Close);
+  borrow::drain();
+  assert_false(leaked->dropped.load()); // leaked, on purpose
+  assert_int_equal(g_dropped.load(), retired - 1);
+  assert_int_equal(borrow::deferred_count(), 0);
+  free_all();
+}
+
 // Readers borrow the current object in back-to-back sections (so a section
 // is open somewhere nearly always) while the writer replaces and retires.
 struct Stress {
@@ -362,6 +433,7 @@ int main() {
       cmocka_unit_test(test_own_section),
       cmocka_unit_test(test_no_drop_inside_own_section),
       cmocka_unit_test(test_burst_one_batch),
+      cmocka_unit_test(test_defer_without_memory),
       cmocka_unit_test(test_stress),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
