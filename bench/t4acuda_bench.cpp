@@ -622,6 +622,24 @@ void compile_launch_rows(const Context &c) {
                    "raw launch");
         },
         sync, 1.03);
+    // Informational: the same launch with the two buffers passed as raw
+    // device pointers (no handle borrowed, no buffer check), to split the
+    // 4-argument row's overhead into what the buffers cost and the rest.
+    t4a_arg pargs[4] = {args[0], args[1], args[2], args[3]};
+    pargs[0].kind = pargs[1].kind = T4A_ARG_DEVICE_POINTER;
+    pargs[0].device_pointer = py;
+    pargs[1].device_pointer = px;
+    t4a_launch_desc dp = d4;
+    dp.args = pargs;
+    latency(
+        "launch, 4 arguments, buffers as device pointers", reps,
+        quick ? 1000 : 5000, [&] { check(t4a_launch(rt, &dp), "launch"); },
+        [&] {
+          check_cu(raw.cuLaunchKernel(f4, 1, 1, 1, 256, 1, 1, 0, stream, params,
+                                      nullptr),
+                   "raw launch");
+        },
+        sync, 0);
     graph_rows(rt, stream, d4, f4, params, reps, quick);
     cooperative_rows(rt, stream, cr, reps, quick);
 

@@ -174,9 +174,22 @@ private:
   std::thread t_;
 };
 
+// Workers live on the heap until the test's teardown: a failed assertion
+// leaves the test function by longjmp, past any destructor, and a worker
+// still holding a section open would fail the tests after it.
+std::vector<std::unique_ptr<Worker>> g_workers;
+Worker &new_worker() {
+  g_workers.push_back(std::make_unique<Worker>());
+  return *g_workers.back();
+}
+int stop_workers(void **) {
+  g_workers.clear(); // each closes what it has open and exits
+  return 0;
+}
+
 void test_relay(void **) {
   g_dropped = 0;
-  Worker a, b;
+  Worker &a = new_worker(), &b = new_worker();
   a.command(Worker::Open);
   Worker *open = &a, *other = &b;
   const int rounds = 100;
@@ -201,7 +214,7 @@ void test_relay(void **) {
 
 void test_nested_window(void **) {
   g_dropped = 0;
-  Worker a, b;
+  Worker &a = new_worker(), &b = new_worker();
   // Retired before the window: the window's store must not look like a
   // new section.
   a.command(Worker::Open);
@@ -234,7 +247,7 @@ void test_nested_window(void **) {
 
 void test_pause(void **) {
   g_dropped = 0;
-  Worker a, b;
+  Worker &a = new_worker(), &b = new_worker();
   a.command(Worker::Open);
   b.command(Worker::Open);
   Probe *p = make();
@@ -250,7 +263,7 @@ void test_pause(void **) {
 
 void test_own_section(void **) {
   g_dropped = 0;
-  Worker a;
+  Worker &a = new_worker();
   a.command(Worker::Open);
   Probe *p = make();
   {
@@ -275,7 +288,7 @@ void test_own_section(void **) {
 // that very moment; simulated by clearing the flag around the end).
 void test_no_drop_inside_own_section(void **) {
   g_dropped = 0;
-  Worker a;
+  Worker &a = new_worker();
   a.command(Worker::Open);
   Probe *p = make();
   retire(p); // waits for a's section
@@ -306,7 +319,7 @@ void test_no_drop_inside_own_section(void **) {
 // lock (0.4 ms before f0fc281).
 void test_burst_one_batch(void **) {
   g_dropped = 0;
-  Worker a, b;
+  Worker &a = new_worker(), &b = new_worker();
   a.command(Worker::Open);
   b.command(Worker::Open);
   const int n = 1000;
@@ -330,7 +343,7 @@ void test_burst_one_batch(void **) {
 // drain, taking that lock) does not deadlock.
 void test_defer_without_memory(void **) {
   g_dropped = 0;
-  Worker a;
+  Worker &a = new_worker();
   a.command(Worker::Open);
   // Each retire runs with the next allocation failing: while the deferred
   // list has room the failure hits the drain's batch instead (caught: the
@@ -427,14 +440,14 @@ void test_stress(void **) {
 
 int main() {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_relay),
-      cmocka_unit_test(test_nested_window),
-      cmocka_unit_test(test_pause),
-      cmocka_unit_test(test_own_section),
-      cmocka_unit_test(test_no_drop_inside_own_section),
-      cmocka_unit_test(test_burst_one_batch),
-      cmocka_unit_test(test_defer_without_memory),
-      cmocka_unit_test(test_stress),
+      cmocka_unit_test_teardown(test_relay, stop_workers),
+      cmocka_unit_test_teardown(test_nested_window, stop_workers),
+      cmocka_unit_test_teardown(test_pause, stop_workers),
+      cmocka_unit_test_teardown(test_own_section, stop_workers),
+      cmocka_unit_test_teardown(test_no_drop_inside_own_section, stop_workers),
+      cmocka_unit_test_teardown(test_burst_one_batch, stop_workers),
+      cmocka_unit_test_teardown(test_defer_without_memory, stop_workers),
+      cmocka_unit_test_teardown(test_stress, stop_workers),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
