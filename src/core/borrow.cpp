@@ -58,13 +58,19 @@ union Deferred {
   struct State {
     std::mutex mu;
     std::vector<Object *> open;
+    // Batches, oldest first, from index `head` on (a queue in a vector:
+    // std::deque cannot be constant-initialized).
     std::vector<Batch> waiting;
+    size_t head = 0;
     std::vector<BorrowRecord *> free_records;
   } s;
   constexpr Deferred() : s() {}
   ~Deferred() {}
 };
 constinit Deferred g_deferred;
+// Batches checked by drains so far (tests: the scan stops at the first
+// batch still waiting).
+std::atomic<uint64_t> g_batch_checks{0};
 
 // seq_cst throughout, the entries too: a record entered after this scan
 // read its entry belongs to a reader whose slot loads come after the
@@ -109,6 +115,7 @@ void open_sections(std::vector<Seen> &out) {
 // another thread's later section). The read may see a newer section than
 // the one recorded only after that one ended, never an older one.
 bool ended(const std::vector<Seen> &seen) {
+  g_batch_checks.fetch_add(1, std::memory_order_relaxed);
   for (const Seen &s : seen) {
     uint64_t now = s.record->active.load(std::memory_order_acquire);
     if (now != 0 && (now >> 32) == (s.active >> 32)) return false;
@@ -286,17 +293,28 @@ void drain_batches(bool close_only) {
   {
     std::lock_guard<std::mutex> lock(g_deferred.s.mu);
     auto &st = g_deferred.s;
-    // Batches whose sections have all ended (the others kept in order, in
-    // one pass: erasing one at a time is quadratic in a long list).
+    // Batches whose sections have all ended. They end in the order they
+    // were made: a section of an older batch that was still open when a
+    // younger one was closed is in the younger one too, with the same
+    // number (the younger one's scan read it), and numbers never go back,
+    // so a younger batch never ends first. The scan stops at the first
+    // batch still waiting: one check per drain while a long section holds
+    // them all (a thread blocked in the driver inside its section while
+    // another's short sections end and drain), however many there are.
     if (!close_only) {
-      size_t kept = 0;
-      for (size_t i = 0; i < st.waiting.size(); ++i) {
-        Batch &b = st.waiting[i];
-        if (ended(b.seen) && move_items(b.items, items)) continue;
-        if (kept != i) st.waiting[kept] = std::move(b);
-        ++kept;
+      while (st.head < st.waiting.size() && ended(st.waiting[st.head].seen) &&
+             move_items(st.waiting[st.head].items, items))
+        ++st.head;
+      if (st.head == st.waiting.size()) {
+        st.waiting.clear();
+        st.head = 0;
+      } else if (st.head > 64 && 2 * st.head > st.waiting.size()) {
+        // Dropped batches at the front: removed once they are half the
+        // vector (amortized constant per batch).
+        st.waiting.erase(st.waiting.begin(),
+                         st.waiting.begin() + ptrdiff_t(st.head));
+        st.head = 0;
       }
-      st.waiting.erase(st.waiting.begin() + ptrdiff_t(kept), st.waiting.end());
     }
     // The references deferred since the last drain: dropped now if no
     // section is open, else a batch waiting for the sections open now:
@@ -309,7 +327,7 @@ void drain_batches(bool close_only) {
         open_sections(seen);
         if (seen.empty()) {
           move_items(st.open, items);
-        } else if (!st.waiting.empty() &&
+        } else if (st.head < st.waiting.size() &&
                    covers(st.waiting.back().seen, seen) &&
                    move_items(st.open, st.waiting.back().items)) {
         } else {
@@ -321,7 +339,7 @@ void drain_batches(bool close_only) {
         // next drain (never dropped early).
       }
     }
-    g_pending.store(!st.open.empty() || !st.waiting.empty(),
+    g_pending.store(!st.open.empty() || st.head < st.waiting.size(),
                     std::memory_order_seq_cst);
   }
   for (Object *o : items) o->drop_ref();
@@ -329,15 +347,20 @@ void drain_batches(bool close_only) {
 
 void drain() { drain_batches(false); }
 
+uint64_t batch_checks() {
+  return g_batch_checks.load(std::memory_order_relaxed);
+}
+
 size_t waiting_batches() {
   std::lock_guard<std::mutex> lock(g_deferred.s.mu);
-  return g_deferred.s.waiting.size();
+  return g_deferred.s.waiting.size() - g_deferred.s.head;
 }
 
 size_t deferred_count() {
   std::lock_guard<std::mutex> lock(g_deferred.s.mu);
   size_t n = g_deferred.s.open.size();
-  for (const Batch &b : g_deferred.s.waiting) n += b.items.size();
+  for (size_t i = g_deferred.s.head; i < g_deferred.s.waiting.size(); ++i)
+    n += g_deferred.s.waiting[i].items.size();
   return n;
 }
 
@@ -405,6 +428,7 @@ void borrow_at_fork(ForkPhase phase) {
     // objects may need the parent's driver state to be destroyed).
     borrow::g_deferred.s.open.clear();
     borrow::g_deferred.s.waiting.clear();
+    borrow::g_deferred.s.head = 0;
     borrow::g_pending.store(false, std::memory_order_relaxed);
   }
   borrow::g_deferred.s.mu.unlock();

@@ -112,6 +112,8 @@ void drain();
 // for their sections (tests).
 size_t deferred_count();
 size_t waiting_batches();
+// Batches the drains have checked so far (tests).
+uint64_t batch_checks();
 
 inline BorrowRecord *record() {
   BorrowRecord *r = tl_record;

@@ -13,6 +13,8 @@
 //    section resumed after it.
 //  - own section: a retire inside the caller's own section (a log
 //    callback releasing a handle) is dropped when that section ends.
+//  - a long section and many short ones: a batch per release, each drain
+//    checking only the oldest until the long section ends.
 //  - no memory to defer: the object is leaked, and the error is logged
 //    outside the list's lock (a log callback calling back in would
 //    deadlock under it).
@@ -337,6 +339,40 @@ void test_burst_one_batch(void **) {
   free_all();
 }
 
+// One long section (a thread blocked in the driver inside it) while
+// another thread's short sections come and go: each release then has
+// sections of its own to wait for (a batch each), all held by the long
+// one. A drain checks batches oldest first and stops at the first still
+// waiting (a younger one never ends first), so the short sections' ends
+// cost one check each, not one per batch; once the long section ends all
+// of them go, in order.
+void test_long_section_many_batches(void **) {
+  g_dropped = 0;
+  Worker &lng = new_worker(), &shrt = new_worker();
+  lng.command(Worker::Open);
+  const int n = 300;
+  for (int i = 0; i < n; ++i) {
+    shrt.command(Worker::Open);
+    retire(make()); // waits for lng's section and this one of shrt's
+    shrt.command(Worker::Close);
+  }
+  assert_int_equal(borrow::waiting_batches(), n);
+  assert_int_equal(g_dropped.load(), 0);
+  const uint64_t before = borrow::batch_checks();
+  for (int i = 0; i < 100; ++i) { // short sections ending, each draining
+    shrt.command(Worker::Open);
+    shrt.command(Worker::Close);
+  }
+  const uint64_t checks = borrow::batch_checks() - before;
+  assert_true(checks >= 100);     // every end drained (pending is set)
+  assert_true(checks <= 2 * 100); // one batch each, not n
+  assert_int_equal(g_dropped.load(), 0);
+  lng.command(Worker::Close);
+  assert_int_equal(g_dropped.load(), n);
+  assert_int_equal(borrow::waiting_batches(), 0);
+  free_all();
+}
+
 // No memory to defer a release: the object is leaked (never dropped under
 // a reader) and the error logged outside the deferred list's lock, so a
 // log callback that calls back into the library (whose section ends
@@ -446,6 +482,7 @@ int main() {
       cmocka_unit_test_teardown(test_own_section, stop_workers),
       cmocka_unit_test_teardown(test_no_drop_inside_own_section, stop_workers),
       cmocka_unit_test_teardown(test_burst_one_batch, stop_workers),
+      cmocka_unit_test_teardown(test_long_section_many_batches, stop_workers),
       cmocka_unit_test_teardown(test_defer_without_memory, stop_workers),
       cmocka_unit_test_teardown(test_stress, stop_workers),
   };
