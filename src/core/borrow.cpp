@@ -72,40 +72,38 @@ constinit Deferred g_deferred;
 // batch still waiting).
 std::atomic<uint64_t> g_batch_checks{0};
 
-// seq_cst throughout, the entries too: a record entered after this scan
-// read its entry belongs to a reader whose slot loads come after the
-// writer's unpublishing store (borrow.hpp).
-// Inline: retire runs it on every release.
-[[gnu::always_inline]] inline bool any_active() {
+// Calls f(record) for the record of each live thread in the directory
+// until f returns true; returns whether one did. seq_cst throughout, the
+// entries too: a record entered after this walk read its entry belongs to
+// a reader whose slot loads come after the writer's unpublishing store
+// (borrow.hpp). Inline: retire walks on every release.
+template <class F> [[gnu::always_inline]] inline bool walk_records(F f) {
   uint32_t left = g_dir_high.load(std::memory_order_seq_cst);
   for (const DirChunk *c = &g_dir; left != 0;
        c = c->next.load(std::memory_order_seq_cst)) {
     uint32_t n = left < DirChunk::k_entries ? left : DirChunk::k_entries;
     for (uint32_t i = 0; i < n; ++i) {
       BorrowRecord *r = c->entry[i].load(std::memory_order_seq_cst);
-      if (r != nullptr && r->active.load(std::memory_order_seq_cst) != 0)
-        return true;
+      if (r != nullptr && f(r)) return true;
     }
     left -= n;
   }
   return false;
 }
 
+[[gnu::always_inline]] inline bool any_active() {
+  return walk_records([](BorrowRecord *r) {
+    return r->active.load(std::memory_order_seq_cst) != 0;
+  });
+}
+
 // Appends every section open now to `out` (may throw std::bad_alloc).
-// seq_cst as any_active's, for the same reason.
 void open_sections(std::vector<Seen> &out) {
-  uint32_t left = g_dir_high.load(std::memory_order_seq_cst);
-  for (const DirChunk *c = &g_dir; left != 0;
-       c = c->next.load(std::memory_order_seq_cst)) {
-    uint32_t n = left < DirChunk::k_entries ? left : DirChunk::k_entries;
-    for (uint32_t i = 0; i < n; ++i) {
-      BorrowRecord *r = c->entry[i].load(std::memory_order_seq_cst);
-      if (r == nullptr) continue;
-      uint64_t a = r->active.load(std::memory_order_seq_cst);
-      if (a != 0) out.push_back({r, a});
-    }
-    left -= n;
-  }
+  walk_records([&](BorrowRecord *r) {
+    uint64_t a = r->active.load(std::memory_order_seq_cst);
+    if (a != 0) out.push_back({r, a});
+    return false;
+  });
 }
 
 // Whether every section in `seen` has ended: its record shows no section
@@ -164,22 +162,16 @@ bool move_items(std::vector<Object *> &from, std::vector<Object *> &to) {
 // anything else (closed, or another window, whose stamp differs).
 void wait_windows() {
   const BorrowRecord *self = tl_record;
-  uint32_t left = g_dir_high.load(std::memory_order_seq_cst);
-  for (const DirChunk *c = &g_dir; left != 0;
-       c = c->next.load(std::memory_order_seq_cst)) {
-    uint32_t n = left < DirChunk::k_entries ? left : DirChunk::k_entries;
-    for (uint32_t i = 0; i < n; ++i) {
-      const BorrowRecord *r = c->entry[i].load(std::memory_order_seq_cst);
-      if (r == nullptr || r == self) continue;
-      uint64_t seen = r->active.load(std::memory_order_seq_cst);
-      if ((seen & 1) == 0) continue; // no window open
-      // acquire: what the window's thread did in it happens before the
-      // caller goes on (its release store closed the window).
-      while (r->active.load(std::memory_order_acquire) == seen)
-        std::this_thread::yield();
-    }
-    left -= n;
-  }
+  walk_records([&](const BorrowRecord *r) {
+    if (r == self) return false;
+    uint64_t seen = r->active.load(std::memory_order_seq_cst);
+    if ((seen & 1) == 0) return false; // no window open
+    // acquire: what the window's thread did in it happens before the
+    // caller goes on (its release store closed the window).
+    while (r->active.load(std::memory_order_acquire) == seen)
+      std::this_thread::yield();
+    return false;
+  });
 }
 
 // Raises the high-water mark to cover entry `index` (before it is taken).
