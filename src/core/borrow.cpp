@@ -213,8 +213,16 @@ void enter_directory(BorrowRecord *r) {
 
 void thread_exit(void *p) {
   auto *r = static_cast<BorrowRecord *>(p);
-  // No section is open at thread exit: the entry is freed and the record
-  // kept for another thread (leaked if there is no memory to keep it).
+  // No section is open at thread exit, unless one was left without its
+  // end (a longjmp out of a callback): the thread uses nothing borrowed
+  // any more, so it shows none; else a batch that saw it would never end
+  // (and, batches ending in order, none after it), and a capture gate
+  // writer would wait for its window forever. The entry is freed and the
+  // record kept for another thread (leaked if there is no memory to keep
+  // it).
+  r->depth = 0;
+  r->gate_depth = 0;
+  r->active.store(0, std::memory_order_release);
   tl_record = nullptr;
   r->entry->store(nullptr, std::memory_order_seq_cst);
   std::lock_guard<std::mutex> lock(g_deferred.s.mu);
@@ -288,7 +296,8 @@ void drain_batches(bool close_only) {
     // Batches whose sections have all ended. They end in the order they
     // were made: a section of an older batch that was still open when a
     // younger one was closed is in the younger one too, with the same
-    // number (the younger one's scan read it), and numbers never go back,
+    // number (the younger one's scan read it), and numbers never go back
+    // (short of 2^32 sections of one thread, which can only delay a drop),
     // so a younger batch never ends first. The scan stops at the first
     // batch still waiting: one check per drain while a long section holds
     // them all (a thread blocked in the driver inside its section while

@@ -15,6 +15,7 @@
 //    callback releasing a handle) is dropped when that section ends.
 //  - a long section and many short ones: a batch per release, each drain
 //    checking only the oldest until the long section ends.
+//  - a thread that exits inside a section: what waited for it drops.
 //  - no memory to defer: the object is leaked, and the error is logged
 //    outside the list's lock (a log callback calling back in would
 //    deadlock under it).
@@ -373,6 +374,37 @@ void test_long_section_many_batches(void **) {
   free_all();
 }
 
+// A thread that exits inside a section (left without its end: a longjmp
+// out of a callback) uses nothing borrowed any more: what waited for its
+// section drops once it has exited (its record shows no section), and the
+// batches after it are not held behind it.
+void test_thread_exits_inside_section(void **) {
+  g_dropped = 0;
+  alignas(BorrowSection) static unsigned char storage[sizeof(BorrowSection)];
+  std::atomic<int> phase{0};
+  std::thread t([&] {
+    new (storage) BorrowSection(); // never ended
+    phase.store(1);
+    while (phase.load() != 2) std::this_thread::yield();
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  Probe *p = make();
+  retire(p); // waits for t's section
+  Worker &a = new_worker();
+  a.command(Worker::Open);
+  Probe *q = make();
+  retire(q); // waits for t's section and a's
+  a.command(Worker::Close);
+  assert_false(p->dropped.load());
+  phase.store(2);
+  t.join(); // exits with its section open
+  borrow::drain();
+  assert_true(p->dropped.load());
+  assert_true(q->dropped.load());
+  assert_int_equal(borrow::waiting_batches(), 0);
+  free_all();
+}
+
 // No memory to defer a release: the object is leaked (never dropped under
 // a reader) and the error logged outside the deferred list's lock, so a
 // log callback that calls back into the library (whose section ends
@@ -483,6 +515,7 @@ int main() {
       cmocka_unit_test_teardown(test_no_drop_inside_own_section, stop_workers),
       cmocka_unit_test_teardown(test_burst_one_batch, stop_workers),
       cmocka_unit_test_teardown(test_long_section_many_batches, stop_workers),
+      cmocka_unit_test_teardown(test_thread_exits_inside_section, stop_workers),
       cmocka_unit_test_teardown(test_defer_without_memory, stop_workers),
       cmocka_unit_test_teardown(test_stress, stop_workers),
   };
