@@ -67,7 +67,9 @@ struct RuntimeCounters {
   // runtimes of each copy, per path.
   Counter same_device_copies, same_device_bytes, peer_copies, peer_bytes,
       staged_copies, staged_bytes;
-  // Cooperative launches and grid-barrier audits (launch/cooperative.cpp).
+  // Cooperative launches and grid-barrier audits (launch/cooperative.cpp;
+  // audit failures are also counted by a kernel's destructor, outside
+  // admission: add() only).
   Counter cooperative_launches, barrier_audit_failures;
   DeviceBytes device_bytes;
   Level staging_bytes;

@@ -75,8 +75,7 @@ uint64_t width_mask(uint32_t width) {
 
 // Compares the audits of `b` up to launch sequence `done`. A wrong value
 // is counted, remembered and logged (under admission: deferred past it).
-// `released`: the kernel is being destroyed (not under admission; the
-// runtime's counter is then added to with a locked add).
+// `released`: the kernel is being destroyed (not under admission).
 void compare(core::Runtime &rt, const Kernel &k, Barrier &b, uint64_t done,
              bool released) {
   const unsigned char *slots = b.slots->data();
@@ -98,10 +97,10 @@ void compare(core::Runtime &rt, const Kernel &k, Barrier &b, uint64_t done,
       b.last_bad_value = got;
       b.last_bad_expected = p.expected;
       b.last_bad_launch = p.launch;
-      if (released)
-        rt.counters().barrier_audit_failures.add();
-      else
-        rt.counters().barrier_audit_failures.bump();
+      // A locked add, also under admission: a kernel destroyed outside
+      // admission adds to it too, and a plain bump() under admission
+      // could lose that increment.
+      rt.counters().barrier_audit_failures.add();
       char then[128];
       if (released)
         std::snprintf(then, sizeof then,
