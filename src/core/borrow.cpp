@@ -113,7 +113,9 @@ void open_sections(std::vector<Seen> &out) {
 // another thread's later section). The read may see a newer section than
 // the one recorded only after that one ended, never an older one.
 bool ended(const std::vector<Seen> &seen) {
-  g_batch_checks.fetch_add(1, std::memory_order_relaxed);
+  // Written under the list's lock only: no locked add.
+  g_batch_checks.store(g_batch_checks.load(std::memory_order_relaxed) + 1,
+                       std::memory_order_relaxed);
   for (const Seen &s : seen) {
     uint64_t now = s.record->active.load(std::memory_order_acquire);
     if (now != 0 && (now >> 32) == (s.active >> 32)) return false;

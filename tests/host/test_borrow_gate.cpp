@@ -14,7 +14,6 @@
 // refused in a window, and the writer skipping its own thread's window.
 #include <atomic>
 #include <csetjmp>
-#include <cstdarg>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -29,24 +28,11 @@ extern "C" {
 #include "core/capture_gate.hpp"
 #include "core/log.hpp"
 
-// The logger is not compiled in (it pulls in the driver layer): borrow.cpp
-// logs only when a deferred release finds no memory, which this test
-// never provokes, and the gate's shared-lock side only counts a deferral
-// scope (checked below); nothing is ever deferred here.
-namespace t4a::core {
-void logf(int32_t, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  std::fputc('\n', stderr);
-}
-namespace detail {
-__thread int tl_defer_depth = 0;
-__thread DeferredLog *tl_deferred = nullptr;
-void deliver_deferred() {}
-} // namespace detail
-} // namespace t4a::core
+// The logger is not compiled in: borrow.cpp logs only when a deferred
+// release finds no memory, which this test never provokes, and the gate's
+// shared-lock side only counts a deferral scope (checked below); nothing
+// is ever deferred here.
+#include "log_stub.hpp"
 
 using t4a::core::BorrowRecord;
 using t4a::core::BorrowSection;

@@ -25,7 +25,6 @@
 #include <atomic>
 #include <chrono>
 #include <csetjmp>
-#include <cstdarg>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -46,33 +45,16 @@ extern "C" {
 #include "core/log.hpp"
 #include "core/object.hpp"
 
-// The logger is not compiled in (it pulls in the driver layer): borrow.cpp
-// logs only when a deferred release finds no memory (provoked once, in
-// test_defer_without_memory).
-namespace t4a::core {
-// When set, a log message calls back into the library as a user's log
-// callback may: here a drain (what any section's end may run), on another
-// thread, waited for at most 5 s (a deadlock shows as a timeout).
-std::atomic<bool> g_log_calls_in{false};
-std::atomic<int> g_logged{0}, g_callback_stuck{0};
-void borrow_drain_from_log();
-void logf(int32_t, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  std::fputc('\n', stderr);
-  g_logged.fetch_add(1);
-  if (g_log_calls_in.load()) borrow_drain_from_log();
-}
-namespace detail {
-__thread int tl_defer_depth = 0;
-__thread DeferredLog *tl_deferred = nullptr;
-void deliver_deferred() {}
-} // namespace detail
-} // namespace t4a::core
+// The logger is not compiled in: borrow.cpp logs only when a deferred
+// release finds no memory (provoked once, in test_defer_without_memory).
+#include "log_stub.hpp"
 
-void t4a::core::borrow_drain_from_log() {
+// The log hook of test_defer_without_memory: calls back into the library
+// as a user's log callback may, here a drain (what any section's end may
+// run), on another thread, waited for at most 5 s (a deadlock shows as a
+// timeout).
+std::atomic<int> g_callback_stuck{0};
+void drain_from_log() {
   std::atomic<bool> done{false};
   std::thread t([&] {
     t4a::core::borrow::drain();
@@ -89,8 +71,7 @@ void t4a::core::borrow_drain_from_log() {
 }
 
 using t4a::core::BorrowSection;
-using t4a::core::g_callback_stuck;
-using t4a::core::g_log_calls_in;
+using t4a::core::g_log_hook;
 using t4a::core::g_logged;
 using t4a::core::GateSection;
 using t4a::core::Kind;
@@ -420,7 +401,7 @@ void test_defer_without_memory(void **) {
   const int logged = g_logged.load();
   Probe *leaked = nullptr;
   int retired = 0;
-  g_log_calls_in = true;
+  g_log_hook = drain_from_log;
   for (int i = 0; i < 1000 && leaked == nullptr; ++i) {
     Probe *p = make();
     g_countdown = 1;
@@ -429,7 +410,7 @@ void test_defer_without_memory(void **) {
     ++retired;
     if (g_logged.load() != logged) leaked = p;
   }
-  g_log_calls_in = false;
+  g_log_hook = nullptr;
   assert_non_null(leaked);
   assert_int_equal(g_logged.load(), logged + 1);
   assert_int_equal(g_callback_stuck.load(), 0); // no deadlock
