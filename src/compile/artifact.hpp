@@ -4,6 +4,7 @@
 // after construction, so every reader may use it without a lock.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,17 @@ public:
   const std::string &image() const { return image_; }
   const std::string &log() const { return log_; }
   const std::vector<std::string> &lowered_names() const { return lowered_; }
+  // Where the last t4a_compile that returned this artifact got it
+  // (T4A_ARTIFACT_FROM_*) and how long that call took; relaxed atomics
+  // (facts for a person, ordered with nothing). NVRTC's time when this
+  // process compiled it (0 from disk) is set once, before publication.
+  void returned(uint32_t origin, uint64_t ns) const {
+    origin_.store(origin, std::memory_order_relaxed);
+    call_ns_.store(ns, std::memory_order_relaxed);
+  }
+  uint32_t origin() const { return origin_.load(std::memory_order_relaxed); }
+  uint64_t call_ns() const { return call_ns_.load(std::memory_order_relaxed); }
+  uint64_t nvrtc_ns = 0;
   // What the launch layer loads (core/artifact_view.hpp).
   core::ArtifactView view() const {
     return {image_,
@@ -52,6 +64,8 @@ private:
   std::string image_;
   std::string log_;
   std::vector<std::string> lowered_;
+  mutable std::atomic<uint32_t> origin_{0};
+  mutable std::atomic<uint64_t> call_ns_{0};
 };
 
 } // namespace t4a::compile

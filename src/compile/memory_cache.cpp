@@ -19,7 +19,7 @@ MemoryCache &MemoryCache::instance() {
   return *cache;
 }
 
-uint64_t MemoryCache::lookup(const core::Digest &key) {
+uint64_t MemoryCache::lookup(const core::Digest &key, uint64_t call_ns) {
   core::Registry &reg = core::Registry::instance();
   std::lock_guard<std::mutex> lock(mu_);
   auto it = index_.find(key_string(key));
@@ -32,6 +32,7 @@ uint64_t MemoryCache::lookup(const core::Digest &key) {
   if (reg.retain(e.id, core::Kind::Artifact) != core::HandleCheck::Ok)
     e.id = reg.insert(core::Ref<core::Object>(e.artifact.get()));
   lru_.splice(lru_.begin(), lru_, it->second);
+  e.artifact->returned(T4A_ARTIFACT_FROM_MEMORY, call_ns);
   return e.id;
 }
 

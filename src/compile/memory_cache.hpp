@@ -29,7 +29,9 @@ public:
   // or a new handle registered for the cached artifact when every handle
   // reference to it was released), the entry moved to the front; returns
   // the id, 0 on a miss.
-  uint64_t lookup(const core::Digest &key);
+  // The artifact's origin becomes T4A_ARTIFACT_FROM_MEMORY, its call time
+  // `call_ns`.
+  uint64_t lookup(const core::Digest &key, uint64_t call_ns);
   // Caches `artifact` (a reference of the cache's own) with `id`, the
   // handle its compile returned, unless the key is already cached; then
   // evicts from the back until within both bounds (the new entry is never

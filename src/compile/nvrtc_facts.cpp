@@ -43,6 +43,7 @@ const NvrtcFacts *believe_record(const DiskConfig &disk) {
              "NVRTC %d.%d (%s) identified from its record in '%s', not "
              "loaded",
              f.major, f.minor, file.c_str(), disk.dir.c_str());
+  f.file = file;
   const NvrtcFacts *mine = new NvrtcFacts(f);
   const NvrtcFacts *first = nullptr;
   if (!g_record.compare_exchange_strong(first, mine,
@@ -74,6 +75,7 @@ t4a_status nvrtc_loaded_facts(const NvrtcFacts **out) {
     f->minor = nv.minor;
     f->archs = nvrtc_supported_archs();
     f->loaded = true;
+    f->file = nv.file;
     loaded = f;
     core::logf(T4A_LOG_INFO, "NVRTC %d.%d loaded from '%s' (%s)", nv.major,
                nv.minor, nv.file.empty() ? nv.path.c_str() : nv.file.c_str(),

@@ -22,6 +22,7 @@ struct NvrtcFacts {
   int minor = 0;
   std::vector<int> archs; // empty: NVRTC cannot list them (all taken)
   bool loaded = false;    // from the loaded library, not a record
+  std::string file;       // the library's file ("" when unknown)
 };
 
 bool operator==(const NvrtcFacts &a, const NvrtcFacts &b);

@@ -1,6 +1,5 @@
 #include "compile/request.hpp"
 
-#include <cctype>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -12,8 +11,9 @@ namespace {
 
 using core::fail;
 
-constexpr uint32_t k_known_flags =
-    T4A_COMPILE_NO_MEMORY_CACHE | T4A_COMPILE_NO_DISK_CACHE;
+constexpr uint32_t k_known_flags = T4A_COMPILE_NO_MEMORY_CACHE |
+                                   T4A_COMPILE_NO_DISK_CACHE |
+                                   T4A_COMPILE_NO_TOOLKIT_HEADERS;
 
 // Copies `count` strings of `array` ("request->field") into *out; rejects
 // a NULL array with a count, a NULL or (when `check_text`) empty entry,
@@ -149,6 +149,17 @@ t4a_status read_request(const t4a_compile_request *in, Request *out) {
     q.has_cache_dir = true;
     q.cache_dir = r.cache_dir;
   }
+  if (r.toolkit_include != nullptr) {
+    std::vector<std::string> one;
+    const char *const dir[] = {r.toolkit_include};
+    if (r.toolkit_include[0] != '\0') {
+      if (t4a_status s = read_strings(dir, 1, "toolkit_include", "(one)", true,
+                                      true, &one);
+          s != T4A_SUCCESS)
+        return s;
+      q.toolkit_include = one[0];
+    }
+  }
   *out = std::move(q);
   return T4A_SUCCESS;
 }
@@ -182,75 +193,11 @@ bool arch_from_options(const std::vector<std::string> &options, uint32_t output,
   return false;
 }
 
-bool options_read_files(const std::vector<std::string> &options) {
-  static const char *const k_prefixes[] = {"-I",       "--include-path",
-                                           "-isystem", "--system-include",
-                                           "-include", "--pre-include"};
-  for (const std::string &o : options)
-    for (const char *p : k_prefixes)
-      if (o.compare(0, std::strlen(p), p) == 0) return true;
-  return false;
-}
-
-namespace {
-
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
-
-// Whether `text` has an include directive (or __has_include) that the given
-// header names do not satisfy (see request_reads_files).
-bool includes_unknown_file(const std::string &text,
-                           const std::vector<std::string> &given) {
-  if (text.find("__has_include") != std::string::npos) return true;
-  for (size_t at = text.find("include"); at != std::string::npos;
-       at = text.find("include", at + 1)) {
-    // What precedes the word, blanks and line continuations skipped: a
-    // directive has '#'; a comment between them ("#/**/include") is taken
-    // as one too.
-    size_t b = at;
-    while (b > 0 &&
-           (is_blank(text[b - 1]) ||
-            (text[b - 1] == '\n' && b > 1 && text[b - 2] == '\\') ||
-            (text[b - 1] == '\\' && b < text.size() && text[b] == '\n')))
-      --b;
-    if (b == 0) continue;
-    if (text[b - 1] == '/' && b > 1 && text[b - 2] == '*') return true;
-    if (text[b - 1] != '#') continue;
-    size_t e = at + 7; // after "include"
-    if (text.compare(e, 5, "_next") == 0)
-      e += 5;
-    else if (e < text.size() &&
-             (std::isalnum(static_cast<unsigned char>(text[e])) != 0 ||
-              text[e] == '_'))
-      continue; // another word, e.g. "#includes" in a string
-    while (e < text.size() && is_blank(text[e])) ++e;
-    if (e >= text.size()) return true;
-    char open = text[e];
-    if (open != '"' && open != '<') return true; // a macro: unknown file
-    char close = open == '"' ? '"' : '>';
-    size_t end = text.find_first_of(std::string(1, close) + "\n", e + 1);
-    if (end == std::string::npos || text[end] != close) return true;
-    std::string name = text.substr(e + 1, end - e - 1);
-    bool known = false;
-    for (const std::string &g : given)
-      if (g == name) known = true;
-    if (!known && open == '"') return true;
-  }
-  return false;
-}
-
-} // namespace
-
-bool request_reads_files(const Request &r) {
-  if (options_read_files(r.options)) return true;
-  if (includes_unknown_file(r.source, r.header_names)) return true;
-  for (const std::string &h : r.header_sources)
-    if (includes_unknown_file(h, r.header_names)) return true;
-  return false;
-}
-
-core::Digest identity_key(const Request &r, const Target &target,
-                          int nvrtc_major, int nvrtc_minor) {
-  static const char k_tag[] = "t4acuda compile key v1";
+core::Digest identity_key(const Request &r,
+                          const std::vector<std::string> &options,
+                          const Target &target, int nvrtc_major,
+                          int nvrtc_minor) {
+  static const char k_tag[] = "t4acuda compile key v2";
   core::Sha256 h;
   put_field(h, k_tag);
   put_u64(h, static_cast<uint64_t>(nvrtc_major));
@@ -262,7 +209,7 @@ core::Digest identity_key(const Request &r, const Target &target,
   put_field(h, r.program_name);
   put_list(h, r.header_names);
   put_list(h, r.header_sources);
-  put_list(h, r.options);
+  put_list(h, options);
   put_list(h, r.name_expressions);
   return h.finish();
 }

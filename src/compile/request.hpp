@@ -24,6 +24,7 @@ struct Request {
   uint64_t disk_cache_max_bytes = 0;
   bool has_cache_dir = false;
   std::string cache_dir;
+  std::string toolkit_include; // "" when not named
 };
 
 // Reads and validates the caller's request (struct_size rules included);
@@ -38,30 +39,15 @@ t4a_status read_request(const t4a_compile_request *in, Request *out);
 bool arch_from_options(const std::vector<std::string> &options, uint32_t output,
                        Target *target);
 
-// True when the options make NVRTC read files from the file system: an
-// include path ("-I", "--include-path", "-isystem", "--system-include",
-// with the value attached or as the next option) or a pre-included file
-// ("-include", "--pre-include"). Such a compile's result depends on files
-// the identity key does not cover, so it is never cached on disk (issue 8
-// item 8).
-bool options_read_files(const std::vector<std::string> &options);
-
-// True when NVRTC may read files from the file system for this request: the
-// options say so (options_read_files), or the source or a given header has
-// an include directive that no given header satisfies. NVRTC resolves a
-// quoted `#include "x.h"` that is not among the given headers in the
-// directory of the program name (the current directory for a relative
-// one), or at an absolute or relative path; an include named by a macro,
-// and `__has_include`, are counted the same (their file is unknown here).
-// Angle-bracket includes not given as headers are NVRTC's own built-in
-// headers (covered by the NVRTC version in the key). The scan is lexical
-// and errs towards "reads files": such a compile is not cached on disk.
-bool request_reads_files(const Request &r);
-
 // SHA-256 over a version tag, the NVRTC version, the requested output, the
-// selected target, and every input, each field length-prefixed so that no
-// two different requests give the same byte stream.
-core::Digest identity_key(const Request &r, const Target &target,
-                          int nvrtc_major, int nvrtc_minor);
+// selected target, and every input (`options`: the effective options,
+// the toolkit's include options included), each field length-prefixed so
+// that no two different requests give the same byte stream. A compile
+// that can read files is keyed further by its dependencies
+// (dependencies.hpp: final_key).
+core::Digest identity_key(const Request &r,
+                          const std::vector<std::string> &options,
+                          const Target &target, int nvrtc_major,
+                          int nvrtc_minor);
 
 } // namespace t4a::compile
