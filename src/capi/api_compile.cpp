@@ -5,6 +5,7 @@
 
 #include "capi/entry.hpp"
 #include "capi/handles.hpp"
+#include "capi/name_expressions.hpp"
 #include "compile/artifact.hpp"
 #include "compile/compile_stats.hpp"
 #include "compile/compiler.hpp"
@@ -81,6 +82,13 @@ T4A_API t4a_status t4a_compile(const t4a_compile_request *request,
     if (t4a_status s = device_target(r, &d); s != T4A_SUCCESS) return s;
     uint64_t id = 0;
     if (t4a_status s = compile::compile(r, d, &id); s != T4A_SUCCESS) return s;
+    // The request's name expressions, for lookups by expression (the
+    // artifact keeps only their lowered names; capi/name_expressions.hpp).
+    if (!r.name_expressions.empty()) {
+      Ref<compile::Artifact> made;
+      if (capi::resolve(id, Kind::Artifact, "artifact", &made) == T4A_SUCCESS)
+        capi::remember_name_expressions(*made, r.name_expressions);
+    }
     artifact->id = id;
     return T4A_SUCCESS;
   });
@@ -182,6 +190,53 @@ T4A_API t4a_status t4a_compile_stats_get(t4a_compile_stats *stats) {
       t4a_compile_stats full;
       std::memset(&full, 0, sizeof full);
       full.struct_size = sizeof full;
+T4A_API t4a_status t4a_artifact_lowered_name_of(t4a_artifact artifact,
+                                                const char *expression,
+                                                char *buf, size_t capacity,
+                                                size_t *needed) {
+  return T4A_ENTRY({
+    return capi::call(
+        in(artifact, "artifact"), capi::not_null(expression, "expression"),
+        [&](Ref<compile::Artifact> &a) -> t4a_status {
+          if (expression[0] == '\0')
+            return core::fail(T4A_ERROR_INVALID_ARGUMENT,
+                              "expression is empty");
+          if (buf == nullptr && capacity != 0)
+            return core::fail(T4A_ERROR_INVALID_ARGUMENT,
+                              "buf is NULL but capacity is %zu", capacity);
+          bool forgotten = false;
+          auto table = capi::name_table_of(*a, &forgotten);
+          if (forgotten)
+            return core::fail(
+                T4A_ERROR_UNKNOWN_ENTRY_POINT,
+                "expression '%s': the name expressions of this artifact (%zu) "
+                "are no longer known to the process (more than %llu MiB of "
+                "other artifacts' expressions were compiled since); compile "
+                "its request again (a cache hit) or use "
+                "t4a_artifact_lowered_name by index",
+                expression, a->lowered_names().size(),
+                static_cast<unsigned long long>(capi::k_table_bytes >> 20));
+          if (!table)
+            return core::fail(T4A_ERROR_UNKNOWN_ENTRY_POINT,
+                              "expression '%s': the artifact was compiled "
+                              "without name expressions",
+                              expression);
+          const launch::NameExpression *e = nullptr;
+          if (t4a_status s =
+                  launch::find_expression(*table, expression, "expression", &e);
+              s != T4A_SUCCESS)
+            return s;
+          if (e == nullptr)
+            return core::fail(T4A_ERROR_UNKNOWN_ENTRY_POINT,
+                              "expression '%s' is none of the artifact's %zu "
+                              "name expressions (compared exactly, then with "
+                              "whitespace and a leading '&' ignored)",
+                              expression, table->size());
+          return copy_out(e->lowered, buf, capacity, needed, true);
+        });
+  });
+}
+
       compile::compile_stats().fill(&full);
       core::write_struct(stats, full);
       return T4A_SUCCESS;

@@ -1,6 +1,7 @@
 // Module, kernel, launch and completion entry points.
 #include "capi/entry.hpp"
 #include "capi/handles.hpp"
+#include "capi/name_expressions.hpp"
 #include "compile/artifact.hpp"
 #include "core/completion.hpp"
 #include "launch/cooperative.hpp"
@@ -9,6 +10,7 @@
 #include "launch/module.hpp"
 #include "launch/module_load.hpp"
 #include "launch/occupancy.hpp"
+#include "memory/dlpack.hpp"
 
 using namespace t4a;
 using capi::in;
@@ -27,8 +29,13 @@ T4A_API t4a_status t4a_module_load(t4a_runtime runtime, t4a_artifact artifact,
           if (t4a_status s = core::refuse_capturing(*rt, "t4a_module_load");
               s != T4A_SUCCESS)
             return s;
+          // The artifact's name expressions go with the module, for
+          // lookups by expression (a forgotten table: by raw name only).
+          bool forgotten = false;
+          auto names = capi::name_table_of(*a, &forgotten);
           Ref<launch::Module> m;
-          if (t4a_status s = launch::load_cached(std::move(rt), a->view(), &m);
+          if (t4a_status s = launch::load_cached(std::move(rt), a->view(),
+                                                 std::move(names), &m);
               s != T4A_SUCCESS)
             return s;
           return capi::publish(std::move(m), module);
@@ -82,6 +89,27 @@ T4A_API t4a_status t4a_kernel_get(t4a_module module, const char *name,
               s != T4A_SUCCESS)
             return s;
           return capi::publish(std::move(k), kernel);
+        });
+  });
+}
+
+T4A_API t4a_status t4a_module_global(t4a_module module, const char *name,
+                                     t4a_buffer *view) {
+  return T4A_ENTRY({
+    return capi::call(
+        in(module, "module"), not_null(name, "name"),
+        [&](Ref<launch::Module> &m) -> t4a_status {
+          if (name[0] == '\0')
+            return core::fail(T4A_ERROR_INVALID_ARGUMENT, "name is empty");
+          if (view == nullptr) return capi::null_arg("view");
+          // Modules of views released earlier whose work is complete are
+          // dropped here (no lock held), as at a DLPack entry point.
+          memory::reap_foreign(m->runtime());
+          Ref<memory::Buffer> b;
+          if (t4a_status s = launch::Module::global(std::move(m), name, &b);
+              s != T4A_SUCCESS)
+            return s;
+          return capi::publish(std::move(b), view);
         });
   });
 }

@@ -75,7 +75,8 @@ T4A_API t4a_status t4a_buffer_info_get(t4a_buffer buffer,
                         full.device_ordinal = b->runtime().ordinal();
                         full.flags =
                             (b->read_only() ? T4A_BUFFER_INFO_READ_ONLY : 0u) |
-                            (b->imported() ? T4A_BUFFER_INFO_IMPORTED : 0u);
+                            (b->imported() ? T4A_BUFFER_INFO_IMPORTED : 0u) |
+                            (b->view() ? T4A_BUFFER_INFO_VIEW : 0u);
                         core::write_struct(info, full);
                         return T4A_SUCCESS;
                       });

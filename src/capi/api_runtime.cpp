@@ -101,8 +101,9 @@ T4A_API t4a_status t4a_runtime_synchronize(t4a_runtime runtime) {
           // refuse_capturing, inline: one relaxed load on the warm path.
           if (rt->capturing()) [[unlikely]]
             return core::fail_capturing(*rt, "t4a_runtime_synchronize");
-          // Imported DLPack buffers released before the drain began are
-          // proven done by it: their deleters run here, no lock held.
+          // Imported DLPack buffers (and module-global views) released
+          // before the drain began are proven done by it: their deleters
+          // run (and the views' modules go) here, no lock held.
           uint64_t mark = memory::mark_foreign(*rt);
           t4a_status s = rt->synchronize("synchronizing the runtime's stream");
           if (s == T4A_SUCCESS) memory::release_foreign_through(*rt, mark);

@@ -4,6 +4,7 @@
 // the locks it may take while holding it; parent and child go in reverse.
 #include <pthread.h>
 
+#include "capi/name_expressions.hpp"
 #include "compile/disk_cache.hpp"
 #include "compile/in_flight.hpp"
 #include "compile/memory_cache.hpp"
@@ -26,11 +27,13 @@ void prepare() {
   core::Registry::instance().at_fork(ForkPhase::Prepare, false);
   core::process_fault_at_fork(ForkPhase::Prepare);
   compile::disk_cache_at_fork(ForkPhase::Prepare); // a leaf: never logs
+  name_expressions_at_fork(ForkPhase::Prepare);    // a leaf: never logs
   core::log_at_fork(ForkPhase::Prepare);
 }
 
 void parent() {
   core::log_at_fork(ForkPhase::Parent);
+  name_expressions_at_fork(ForkPhase::Parent);
   compile::disk_cache_at_fork(ForkPhase::Parent);
   core::process_fault_at_fork(ForkPhase::Parent);
   core::Registry::instance().at_fork(ForkPhase::Parent, false);
@@ -46,6 +49,7 @@ void child() {
   bool refuse = driver::refuse_in_forked_child(core::k_fork_message);
   if (refuse) core::set_forked_child();
   core::log_at_fork(ForkPhase::Child);
+  name_expressions_at_fork(ForkPhase::Child);
   compile::disk_cache_at_fork(ForkPhase::Child);
   core::process_fault_at_fork(ForkPhase::Child);
   core::Registry::instance().at_fork(ForkPhase::Child, refuse);

@@ -40,14 +40,29 @@ t4a_status Kernel::get(Ref<Module> module, const char *name, Ref<Kernel> *out) {
   if (t4a_status s = scope.enter(rt.context(), "looking up a kernel");
       s != T4A_SUCCESS)
     return s;
+  // A name expression of the module's artifact first, then the raw name
+  // (launch/names.hpp).
+  const char *symbol = nullptr;
+  const NameExpression *expr = nullptr;
+  if (t4a_status st = module->symbol_of(name, &symbol, &expr);
+      st != T4A_SUCCESS)
+    return st;
   Ref<Kernel> k = Ref<Kernel>::adopt(new Kernel(module));
   k->name_ = name;
-  if (auto r = cu::module_get_function(&k->fn_, module->handle(), name); !r) {
+  if (auto r = cu::module_get_function(&k->fn_, module->handle(), symbol); !r) {
+    if (r.code == CUDA_ERROR_NOT_FOUND && expr != nullptr)
+      return core::fail(T4A_ERROR_UNKNOWN_ENTRY_POINT,
+                        "name '%s' is the name expression '%s', whose lowered "
+                        "name '%s' is no kernel of the module (a variable? "
+                        "use t4a_module_global)",
+                        name, expr->expression.c_str(), expr->lowered.c_str());
     if (r.code == CUDA_ERROR_NOT_FOUND)
       return core::fail(T4A_ERROR_UNKNOWN_ENTRY_POINT,
-                        "the module has no kernel named '%s' (a C++ kernel "
-                        "needs its lowered name or extern \"C\")",
-                        name);
+                        "the module has no kernel named '%s' (%zu name "
+                        "expressions of its artifact checked; a C++ kernel "
+                        "needs a name expression, its lowered name or "
+                        "extern \"C\")",
+                        name, module->name_expression_count());
     return rt.fail_op(r, "looking up a kernel (cuModuleGetFunction)");
   }
   struct {

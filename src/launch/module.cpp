@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "driver/result_class.hpp"
+#include "memory/dlpack.hpp"
 
 namespace t4a::launch {
 
@@ -23,8 +24,11 @@ Module::Module(Ref<core::Runtime> rt)
     : Object(core::Kind::Module), rt_(std::move(rt)) {}
 
 t4a_status Module::load(Ref<core::Runtime> rt,
-                        const core::ArtifactView &artifact, Ref<Module> *out) {
+                        const core::ArtifactView &artifact,
+                        std::shared_ptr<const NameTable> names,
+                        Ref<Module> *out) {
   Ref<Module> m = Ref<Module>::adopt(new Module(rt));
+  if (names && !names->empty()) m->names_ = std::move(names);
   // std::string keeps a NUL after its bytes: PTX text is terminated.
   if (auto r = cu::module_load_data(&m->mod_, artifact.image.c_str()); !r) {
     m->mod_ = nullptr;
@@ -39,6 +43,59 @@ t4a_status Module::load(Ref<core::Runtime> rt,
   m->key_ = artifact.key;
   rt->counters().module_loads.add();
   *out = std::move(m);
+  return T4A_SUCCESS;
+}
+
+t4a_status Module::symbol_of(const char *name, const char **symbol,
+                             const NameExpression **expr) const {
+  const NameExpression *e = nullptr;
+  if (names_)
+    if (t4a_status s = find_expression(*names_, name, "name", &e);
+        s != T4A_SUCCESS)
+      return s;
+  *expr = e;
+  *symbol = e != nullptr ? e->lowered.c_str() : name;
+  return T4A_SUCCESS;
+}
+
+t4a_status Module::global(Ref<Module> m, const char *name,
+                          Ref<memory::Buffer> *out) {
+  core::Runtime &rt = m->runtime();
+  if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
+  const char *symbol = nullptr;
+  const NameExpression *expr = nullptr;
+  if (t4a_status s = m->symbol_of(name, &symbol, &expr); s != T4A_SUCCESS)
+    return s;
+  // The queue that the view's last release hands the module to, made
+  // before the view exists (memory/dlpack.hpp).
+  if (t4a_status s = memory::prepare_view_releases(rt); s != T4A_SUCCESS)
+    return s;
+  core::ContextScope scope;
+  if (t4a_status s = scope.enter(rt.context(), "looking up a module global");
+      s != T4A_SUCCESS)
+    return s;
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+  if (auto r = cu::module_get_global(&ptr, &bytes, m->handle(), symbol); !r) {
+    if (r.code != CUDA_ERROR_NOT_FOUND)
+      return rt.fail_op(r, "looking up a module global (cuModuleGetGlobal)");
+    if (expr != nullptr)
+      return core::fail(T4A_ERROR_UNKNOWN_ENTRY_POINT,
+                        "name '%s' is the name expression '%s', whose lowered "
+                        "name '%s' is no __device__ or __constant__ variable "
+                        "of the module (a kernel? use t4a_kernel_get)",
+                        name, expr->expression.c_str(), expr->lowered.c_str());
+    return core::fail(T4A_ERROR_UNKNOWN_ENTRY_POINT,
+                      "the module has no __device__ or __constant__ variable "
+                      "named '%s' (%zu name expressions of its artifact "
+                      "checked; a variable in a namespace or a class needs "
+                      "its lowered name or a name expression such as "
+                      "\"&ns::counter\")",
+                      name, m->name_expression_count());
+  }
+  Ref<core::Runtime> keep(&rt);
+  *out = memory::Buffer::adopt_view(std::move(keep), ptr, bytes,
+                                    Ref<core::Object>(m.get()));
   return T4A_SUCCESS;
 }
 

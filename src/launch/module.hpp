@@ -6,12 +6,20 @@
 // last of those goes — so only after every launch that used it has
 // completed. When completion can no longer be proven it is leaked and
 // counted instead.
+//
+// A module loaded from a compiled artifact keeps that artifact's name
+// expressions with their lowered names (launch/names.hpp), so that a
+// kernel or a global is found by the expression itself (R-SRC 5). A
+// module global is a non-owning buffer view (global(), R-SRC 4) that
+// holds the module: see memory/buffer.hpp for how its last release keeps
+// the module until the work enqueued before it is complete.
 #pragma once
 
 #include <cuda.h>
 
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -19,16 +27,35 @@
 #include "core/component.hpp"
 #include "core/object.hpp"
 #include "core/runtime.hpp"
+#include "launch/names.hpp"
+#include "memory/buffer.hpp"
 
 namespace t4a::launch {
 
 class Module final : public core::Object {
 public:
   // Loads the artifact's image (under admission, with the runtime's
-  // context current); the module keeps its digest as the cache key.
+  // context current); the module keeps its digest as the cache key and
+  // `names` (null: none, a raw image).
   static t4a_status load(core::Ref<core::Runtime> rt,
                          const core::ArtifactView &artifact,
+                         std::shared_ptr<const NameTable> names,
                          core::Ref<Module> *out);
+  // A view of the module's `__device__` or `__constant__` variable `name`
+  // (a name expression of the artifact, else the variable's lowered or
+  // extern "C" name): UNKNOWN_ENTRY_POINT naming it when the module has
+  // none. Not admitted but for making the runtime's release queue; no
+  // library lock may be held.
+  static t4a_status global(core::Ref<Module> m, const char *name,
+                           core::Ref<memory::Buffer> *out);
+  // The name to give the driver for `name` (a kernel or a global): the
+  // lowered name of the expression it matches, else `name` itself; *expr
+  // is that expression or null. INVALID_ARGUMENT (recorded) when `name`
+  // is ambiguous (launch/names.hpp).
+  t4a_status symbol_of(const char *name, const char **symbol,
+                       const NameExpression **expr) const;
+  // The artifact's name expressions (empty for a raw image).
+  size_t name_expression_count() const { return names_ ? names_->size() : 0; }
   ~Module() override;
 
   core::Runtime &runtime() const { return *rt_; }
@@ -50,6 +77,7 @@ private:
   uint64_t bytes_ = 0;
   uint64_t kept_in_ = 0;
   core::Digest key_{};
+  std::shared_ptr<const NameTable> names_; // immutable; null: none
 };
 
 // The per-runtime module cache: identity key -> module, strong references,

@@ -14,7 +14,9 @@ namespace {
 // `view` (giving the core::ArtifactView to load) is called only on a miss.
 template <class ViewFn>
 t4a_status load_through_cache(Ref<core::Runtime> rt, const core::Digest &key,
-                              ViewFn view, Ref<Module> *out) {
+                              ViewFn view,
+                              const std::shared_ptr<const NameTable> &names,
+                              Ref<Module> *out) {
   std::vector<Ref<Module>> evicted;
   Ref<Module> m;
   {
@@ -25,7 +27,7 @@ t4a_status load_through_cache(Ref<core::Runtime> rt, const core::Digest &key,
     if (m) {
       rt->counters().module_cache_hits.add();
     } else {
-      if (t4a_status s = Module::load(rt, view(), &m); s != T4A_SUCCESS)
+      if (t4a_status s = Module::load(rt, view(), names, &m); s != T4A_SUCCESS)
         return s;
       cache.insert(m, &evicted);
     }
@@ -51,9 +53,11 @@ t4a_status load_through_cache(Ref<core::Runtime> rt, const core::Digest &key,
 } // namespace
 
 t4a_status load_cached(Ref<core::Runtime> rt,
-                       const core::ArtifactView &artifact, Ref<Module> *out) {
+                       const core::ArtifactView &artifact,
+                       std::shared_ptr<const NameTable> names,
+                       Ref<Module> *out) {
   return load_through_cache(
-      std::move(rt), artifact.key, [&] { return artifact; }, out);
+      std::move(rt), artifact.key, [&] { return artifact; }, names, out);
 }
 
 t4a_status load_cached_data(Ref<core::Runtime> rt, const void *image,
@@ -66,7 +70,7 @@ t4a_status load_cached_data(Ref<core::Runtime> rt, const void *image,
         copy.assign(static_cast<const char *>(image), bytes);
         return core::ArtifactView{copy, core::ImageKind::Data, key};
       },
-      out);
+      nullptr, out);
 }
 
 } // namespace t4a::launch

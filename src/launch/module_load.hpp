@@ -10,12 +10,16 @@
 #include "core/runtime.hpp"
 #include "launch/module.hpp"
 #include <cstddef>
+#include <memory>
 
 namespace t4a::launch {
 
-// A compiled artifact's image, keyed by its identity digest.
+// A compiled artifact's image, keyed by its identity digest, with the
+// artifact's name expressions (null: none). A cache hit keeps the cached
+// module's own: the digest covers the expressions, so they are the same.
 t4a_status load_cached(core::Ref<core::Runtime> rt,
                        const core::ArtifactView &artifact,
+                       std::shared_ptr<const NameTable> names,
                        core::Ref<Module> *out);
 
 // Caller-supplied image bytes: keyed by their SHA-256 digest, copied only

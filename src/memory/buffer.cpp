@@ -281,6 +281,17 @@ core::Ref<Buffer> Buffer::adopt_foreign(core::Ref<core::Runtime> rt,
   return b;
 }
 
+core::Ref<Buffer> Buffer::adopt_view(core::Ref<core::Runtime> rt,
+                                     CUdeviceptr ptr, uint64_t bytes,
+                                     core::Ref<core::Object> module) {
+  auto b = core::Ref<Buffer>::adopt(new Buffer(std::move(rt)));
+  b->ptr_ = ptr;
+  b->bytes_ = bytes;
+  b->view_ = true;
+  b->foreign_ = std::move(module);
+  return b;
+}
+
 void Buffer::quarantine() {
   if (quarantined_ || ptr_ == 0) return;
   if (foreign_) { // never released: the foreign deleter is not called
@@ -296,6 +307,21 @@ void Buffer::quarantine() {
 }
 
 Buffer::~Buffer() {
+  if (view_) {
+    if (quarantined_) {
+      // Work that may still use the global could not be ordered: the
+      // module (and with it its runtime) is never unloaded.
+      core::logf(T4A_LOG_WARN,
+                 "a view of a module global (%#llx, %llu bytes) is "
+                 "quarantined: its module is never unloaded",
+                 static_cast<unsigned long long>(ptr_),
+                 static_cast<unsigned long long>(bytes_));
+      (void)foreign_.detach();
+      return;
+    }
+    release_view(*rt_, std::move(foreign_));
+    return;
+  }
   if (foreign_) {
     if (quarantined_) {
       // A failure after enqueue touched it: never handed back.

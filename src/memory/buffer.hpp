@@ -12,6 +12,13 @@
 // foreign releases (release_foreign) instead of freeing, and the foreign
 // deleter runs once the runtime's work so far is proven complete, outside
 // every library lock. A read-only import refuses writes (check_writable).
+//
+// A view (adopt_view) names memory of a loaded module, a `__device__` or
+// `__constant__` variable (cuModuleGetGlobal): it holds the module, never
+// frees the memory, and its last reference hands the module to the same
+// pending releases (release_view, memory/dlpack.hpp), so the module is
+// unloaded only once the runtime's work enqueued before that release is
+// proven complete.
 #pragma once
 
 #include <cuda.h>
@@ -44,13 +51,22 @@ public:
                                          CUdeviceptr ptr, uint64_t bytes,
                                          bool read_only,
                                          core::Ref<core::Object> owner);
+  // Views [ptr, ptr + bytes) of a module of `rt` (a module global),
+  // holding `module` until the view's last reference has gone and the
+  // runtime's work enqueued before it is complete. `rt` must have the
+  // pending releases part (prepare_view_releases, memory/dlpack.hpp).
+  static core::Ref<Buffer> adopt_view(core::Ref<core::Runtime> rt,
+                                      CUdeviceptr ptr, uint64_t bytes,
+                                      core::Ref<core::Object> module);
   ~Buffer() override;
 
   core::Runtime &runtime() const { return *rt_; }
   CUdeviceptr ptr() const { return ptr_; }
   uint64_t bytes() const { return bytes_; }
   bool read_only() const { return read_only_; }
-  bool imported() const { return static_cast<bool>(foreign_); }
+  bool imported() const { return foreign_ && !view_; }
+  // A view of a module global (adopt_view): never freed by the library.
+  bool view() const { return view_; }
   // Never free this memory (a failure after enqueue touched it).
   void quarantine();
 
@@ -66,6 +82,7 @@ private:
   uint64_t bytes_ = 0;
   bool quarantined_ = false;
   bool read_only_ = false;
+  bool view_ = false;               // foreign_ is the module of a view
   core::Ref<core::Object> foreign_; // the foreign owner of an import
 };
 
@@ -73,6 +90,10 @@ private:
 // work enqueued so far is complete, then drops it outside every library
 // lock (memory/dlpack.cpp). Runs no user code itself.
 void release_foreign(core::Runtime &rt, core::Ref<core::Object> owner);
+// A view's last reference: keeps `module` until the runtime's work
+// enqueued so far is complete, then drops it (memory/dlpack.cpp). Runs no
+// user code; takes no admission.
+void release_view(core::Runtime &rt, core::Ref<core::Object> module);
 
 // Device memory used internally (download snapshots), with the same
 // free-or-leak rule as a buffer; allocated and freed on the runtime stream.

@@ -81,15 +81,26 @@ core::Ref<core::Object> adopt(void *tensor, void (*call)(void *)) {
 const core::PartSlot k_foreign_slot =
     core::register_part("foreign releases", 130);
 
+// Also the releases of module-global views (Buffer::adopt_view): their
+// owner is the module (`view`), which holds the runtime, so the drained
+// destroy drops them (on_destroy) rather than the teardown, which they
+// would otherwise keep from ever running. Dropping a module runs no user
+// code (it may unload the module there).
 class ForeignReleases final : public core::RuntimeComponent {
 public:
   explicit ForeignReleases(core::Runtime &rt) : rt_(rt) {}
   ~ForeignReleases() override { leak_all("the runtime part went away"); }
 
-  // From an imported buffer's destructor (any thread, maybe under the
-  // runtime's admission): no user code here.
-  void add(core::Ref<core::Object> owner) noexcept {
+  // From an imported buffer's or a view's destructor (any thread, maybe
+  // under the runtime's admission): no user code here.
+  void add(core::Ref<core::Object> owner, bool view) noexcept {
     if (rt_.completion_unprovable()) {
+      // A module dropped now leaks its image itself (counted as a leaked
+      // module: launch/module.hpp), but gives its runtime reference back.
+      if (view) {
+        owner.reset();
+        return;
+      }
       leak(std::move(owner), "the runtime's completion cannot be proven");
       return;
     }
@@ -119,18 +130,54 @@ public:
         rt_.events().give_back(e);
         e = nullptr;
         // The release still happens, after the next proven drain.
-        (void)rt_.note_failure(r, "recording the release event of an "
-                                  "imported DLPack buffer");
+        (void)rt_.note_failure(r, view ? "recording the release event of a "
+                                         "module global's view"
+                                       : "recording the release event of an "
+                                         "imported DLPack buffer");
       }
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    try {
-      pending_.push_back(Pending{e, next_seq_++, owner.get()});
-      (void)owner.detach(); // owned by the entry now
-    } catch (const std::bad_alloc &) {
-      if (e != nullptr) rt_.events().give_back(e);
-      leak(std::move(owner), "no host memory to queue its release");
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // A view released after the drained destroy (on_destroy): its work
+      // is proven complete (nothing is admitted after the drain); dropped
+      // below rather than queued, where nothing would ever drop it.
+      if (!(view && destroyed_)) {
+        try {
+          pending_.push_back(Pending{e, next_seq_++, owner.get(), view});
+          (void)owner.detach(); // owned by the entry now
+        } catch (const std::bad_alloc &) {
+          if (e != nullptr) rt_.events().give_back(e);
+          leak(std::move(owner), "no host memory to queue its release", view);
+        }
+        return;
+      }
     }
+    if (e != nullptr) rt_.events().give_back(e);
+    owner.reset();
+  }
+
+  // t4a_runtime_destroy drained the stream (under admission): the views'
+  // modules are proven unused and hold the runtime; dropped here. Imported
+  // owners stay for the teardown (their deleters are user code, which
+  // never runs under a library lock).
+  void on_destroy() override {
+    std::vector<core::Object *> done;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      destroyed_ = true;
+      size_t keep = 0;
+      done.reserve(pending_.size());
+      for (Pending &p : pending_) {
+        if (p.view) {
+          if (p.event != nullptr) rt_.events().give_back(p.event);
+          done.push_back(p.owner);
+        } else {
+          pending_[keep++] = p;
+        }
+      }
+      pending_.resize(keep);
+    }
+    drop(done);
   }
 
   // Entries whose event completed (non-blocking queries).
@@ -199,27 +246,33 @@ private:
     CUevent event; // recorded after the buffer's last use, or null
     uint64_t seq;
     core::Object *owner; // one reference
+    bool view;           // the owner is a view's module
   };
 
   static void drop(std::vector<core::Object *> &done) {
     for (core::Object *o : done) o->drop_ref();
   }
-  void leak(core::Ref<core::Object> owner, const char *why) {
+  void leak(core::Ref<core::Object> owner, const char *why, bool view = false) {
     rt_.counters().quarantined.add();
-    core::logf(T4A_LOG_WARN,
-               "an imported DLPack buffer of runtime domain %llu is leaked "
-               "(its deleter is never called): %s",
-               static_cast<ull>(rt_.domain()), why);
+    core::logf(T4A_LOG_WARN, "%s of runtime domain %llu is leaked (%s): %s",
+               view ? "a module global's view" : "an imported DLPack buffer",
+               static_cast<ull>(rt_.domain()),
+               view ? "its module is never unloaded"
+                    : "its deleter is never called",
+               why);
     (void)owner.detach();
   }
   void leak_all(const char *why) {
     std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = 0; i < pending_.size(); ++i) {
+    for (const Pending &p : pending_) {
       rt_.counters().quarantined.add();
-      core::logf(T4A_LOG_WARN,
-                 "an imported DLPack buffer of runtime domain %llu is leaked "
-                 "(its deleter is never called): %s",
-                 static_cast<ull>(rt_.domain()), why);
+      core::logf(T4A_LOG_WARN, "%s of runtime domain %llu is leaked (%s): %s",
+                 p.view ? "a module global's view"
+                        : "an imported DLPack buffer",
+                 static_cast<ull>(rt_.domain()),
+                 p.view ? "its module is never unloaded"
+                        : "its deleter is never called",
+                 why);
     }
     pending_.clear();
   }
@@ -228,6 +281,7 @@ private:
   std::mutex mu_;
   std::vector<Pending> pending_;
   uint64_t next_seq_ = 1;
+  bool destroyed_ = false; // on_destroy ran (under mu_)
 };
 
 // The part, read where its creation (under admission) happened before:
@@ -670,7 +724,29 @@ void release_foreign(core::Runtime &rt, core::Ref<core::Object> owner) {
     (void)owner.detach();
     return;
   }
-  r->add(std::move(owner));
+  r->add(std::move(owner), false);
+}
+
+t4a_status prepare_view_releases(core::Runtime &rt) {
+  // As an import: made under admission (a destroyed runtime refuses here),
+  // so that every later view release finds it.
+  core::Admission adm(rt.admission());
+  if (adm.status() != T4A_SUCCESS) return adm.status();
+  if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
+  if (releases(rt) == nullptr)
+    rt.set_part(k_foreign_slot, std::make_unique<ForeignReleases>(rt));
+  return T4A_SUCCESS;
+}
+
+void release_view(core::Runtime &rt, core::Ref<core::Object> module) {
+  ForeignReleases *r = releases(rt);
+  if (r == nullptr) { // cannot happen: making the view made the part
+    core::logf(T4A_LOG_WARN, "a module global's view has no release queue; "
+                             "its module is never unloaded");
+    (void)module.detach();
+    return;
+  }
+  r->add(std::move(module), true);
 }
 
 void reap_foreign(core::Runtime &rt) {

@@ -51,6 +51,13 @@ t4a_status export_dlpack(core::Runtime &rt, core::Ref<Buffer> b,
                          DLManagedTensorVersioned **out_v,
                          DLManagedTensor **out_legacy);
 
+// Module-global views (Buffer::adopt_view) queue their module's release
+// here too: made before the first view of `rt` (under its admission;
+// INVALID_HANDLE once its destroy has begun, DEVICE_FAULT when broken).
+// The modules are dropped like foreign owners (reap, synchronize), and by
+// t4a_runtime_destroy after its drain (each holds the runtime).
+t4a_status prepare_view_releases(core::Runtime &rt);
+
 // Drops the pending foreign owners of `rt` whose event completed (a
 // non-blocking query each). Call only where no library lock is held.
 void reap_foreign(core::Runtime &rt);

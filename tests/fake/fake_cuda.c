@@ -15,9 +15,9 @@
  * them): fake_cuda_fail_next() makes the next cuStreamCreate or
  * cuMemPoolCreate fail the way a real driver may, writing a garbage handle
  * into its out-parameter; the calls that take a stream or pool reject that
- * handle with INVALID_HANDLE. fake_cuda_live() counts live streams, pools
- * and stream-ordered allocations and the primary-context references of
- * device 0.
+ * handle with INVALID_HANDLE. fake_cuda_live() counts live streams, pools,
+ * stream-ordered allocations and loaded modules and the primary-context
+ * references of device 0.
  * Peers (issue 10): distinct devices are peers unless fake_cuda_set_peer()
  * says not; cuCtxEnablePeerAccess and cuMemPoolSetAccess are recorded
  * (fake_cuda_ctx_peer, fake_cuda_pool_access) and cuMemcpyPeerAsync
@@ -769,9 +769,15 @@ static CUresult f_cuMemAllocFromPoolAsync(CUdeviceptr *d, size_t bytes,
   pthread_mutex_unlock(&g_mu);
   return CUDA_SUCCESS;
 }
+static int inside_module_global(CUdeviceptr d); /* below, with modules */
+static unsigned long g_global_frees;
 static CUresult f_cuMemFreeAsync(CUdeviceptr d, CUstream s) {
   if (s == NULL) return CUDA_ERROR_INVALID_VALUE;
   if (capturing(s)) return refuse_in_capture(s);
+  if (d != 0 && inside_module_global(d)) {
+    __atomic_fetch_add(&g_global_frees, 1, __ATOMIC_RELAXED);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   if (d != 0) count(&g_live_allocations, -1);
   pthread_mutex_lock(&g_mu);
   for (int i = 0; i < FAKE_DMA_SLOTS; ++i)
@@ -924,14 +930,19 @@ static CUresult f_cuMemFreeHost(void *p) {
  * driver. */
 /* Module globals (cuModuleGetGlobal): any name not starting with
  * "no_such_" exists, 8 bytes when it ends in "64", 3 bytes when it ends in
- * "odd", else 4 (zero-initialized, 8-aligned). fake_cuda_kernel_writes()
- * makes every later launch store a value into the globals of a name, as
- * a kernel that leaves its barrier counter dirty would. */
+ * "odd", 64 bytes when it ends in "table", else 4 (zero-initialized,
+ * 8-aligned), inside the module's own memory: freed by cuModuleUnload, so
+ * a use after an early unload is a use after free. A cuMemFreeAsync of an
+ * address inside a module's globals is refused (CUDA_ERROR_INVALID_VALUE)
+ * and counted (fake_cuda_global_frees()): a view must never be freed.
+ * fake_cuda_kernel_writes() makes every later launch store a value into the
+ * globals of a name, as a kernel that leaves its barrier counter dirty would.
+ */
 #define FAKE_GLOBALS 16
 struct fake_global {
   char name[64];
   size_t bytes;
-  _Alignas(8) unsigned char data[8];
+  _Alignas(8) unsigned char data[64];
 };
 struct CUmod_st {
   int loaded;
@@ -947,6 +958,22 @@ struct CUfunc_st {
   int dynamic_shared;
 };
 static struct CUfunc_st g_function;
+static int inside_module_global(CUdeviceptr d) {
+  int inside = 0;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_MODULES && !inside; ++i)
+    if (g_modules[i] != NULL) {
+      uintptr_t lo = (uintptr_t)g_modules[i]->globals;
+      uintptr_t hi = lo + sizeof g_modules[i]->globals;
+      inside = (uintptr_t)d >= lo && (uintptr_t)d < hi;
+    }
+  pthread_mutex_unlock(&g_mu);
+  return inside;
+}
+/* cuMemFreeAsync calls refused for an address inside a module global. */
+FAKE_API unsigned long fake_cuda_global_frees(void) {
+  return __atomic_load_n(&g_global_frees, __ATOMIC_RELAXED);
+}
 static CUresult f_cuModuleLoadData(CUmodule *m, const void *image) {
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
   if (image == NULL) return CUDA_ERROR_INVALID_VALUE;
@@ -974,9 +1001,15 @@ static CUresult f_cuModuleUnload(CUmodule m) {
   free(m);
   return CUDA_SUCCESS;
 }
+/* The name the last cuModuleGetFunction was given
+ * (fake_cuda_last_function). */
+static char g_last_function[256];
 static CUresult f_cuModuleGetFunction(CUfunction *f, CUmodule m,
                                       const char *name) {
   if (m == NULL || name == NULL) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_mu);
+  snprintf(g_last_function, sizeof g_last_function, "%s", name);
+  pthread_mutex_unlock(&g_mu);
   if (strncmp(name, "no_such_", 8) == 0) return CUDA_ERROR_NOT_FOUND;
   *f = &g_function;
   return CUDA_SUCCESS;
@@ -1019,9 +1052,10 @@ static CUresult f_cuModuleGetGlobal(CUdeviceptr *d, size_t *bytes, CUmodule m,
     if (m->globals[i].name[0] == '\0') {
       g = &m->globals[i];
       memcpy(g->name, name, len + 1);
-      g->bytes = len >= 2 && strcmp(name + len - 2, "64") == 0    ? 8
-                 : len >= 3 && strcmp(name + len - 3, "odd") == 0 ? 3
-                                                                  : 4;
+      g->bytes = len >= 2 && strcmp(name + len - 2, "64") == 0      ? 8
+                 : len >= 3 && strcmp(name + len - 3, "odd") == 0   ? 3
+                 : len >= 5 && strcmp(name + len - 5, "table") == 0 ? 64
+                                                                    : 4;
     }
   pthread_mutex_unlock(&g_mu);
   if (g == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1037,24 +1071,35 @@ static void run_kernel(void) {
       for (int j = 0; g_modules[i] != NULL && j < FAKE_GLOBALS; ++j) {
         struct fake_global *g = &g_modules[i]->globals[j];
         if (strcmp(g->name, g_kernel_writes_name) == 0)
-          memcpy(g->data, &g_kernel_writes_value, g->bytes);
+          memcpy(g->data, &g_kernel_writes_value,
+                 g->bytes < sizeof g_kernel_writes_value
+                     ? g->bytes
+                     : sizeof g_kernel_writes_value);
       }
   pthread_mutex_unlock(&g_mu);
 }
-/* The extents of the last launch (fake_cuda_last_launch). */
+/* The extents of the last launch (fake_cuda_last_launch), and, while
+ * fake_cuda_record_param0(1) is on, the first 8 bytes of its first
+ * parameter (fake_cuda_last_param0; a test that turns it on passes a
+ * buffer or an 8-byte value first: nothing else is read). */
 static unsigned g_last_launch[6];
+static unsigned long long g_last_param0;
+static int g_record_param0;
 static CUresult f_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
                                  unsigned gz, unsigned bx, unsigned by,
                                  unsigned bz, unsigned shared, CUstream s,
                                  void **params, void **extra) {
   (void)shared;
-  (void)params, (void)extra;
+  (void)extra;
   if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
   if (capturing(s)) return add_node(s, 0, NULL, NULL, gx, 0);
   if (f == NULL || s == NULL) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&g_mu);
   g_last_launch[0] = gx, g_last_launch[1] = gy, g_last_launch[2] = gz;
   g_last_launch[3] = bx, g_last_launch[4] = by, g_last_launch[5] = bz;
+  g_last_param0 = 0;
+  if (g_record_param0 && params != NULL && params[0] != NULL)
+    memcpy(&g_last_param0, params[0], sizeof g_last_param0);
   ++g_plain_launches;
   pthread_mutex_unlock(&g_mu);
   run_kernel();
@@ -1189,6 +1234,22 @@ FAKE_API void fake_cuda_last_launch(unsigned dims[6]) {
   memcpy(dims, g_last_launch, sizeof g_last_launch);
   pthread_mutex_unlock(&g_mu);
 }
+FAKE_API void fake_cuda_last_function(char *buf, size_t capacity) {
+  pthread_mutex_lock(&g_mu);
+  snprintf(buf, capacity, "%s", g_last_function);
+  pthread_mutex_unlock(&g_mu);
+}
+FAKE_API void fake_cuda_record_param0(int on) {
+  pthread_mutex_lock(&g_mu);
+  g_record_param0 = on;
+  pthread_mutex_unlock(&g_mu);
+}
+FAKE_API unsigned long long fake_cuda_last_param0(void) {
+  pthread_mutex_lock(&g_mu);
+  unsigned long long v = g_last_param0;
+  pthread_mutex_unlock(&g_mu);
+  return v;
+}
 
 /* Makes devices `a` and `b` peers (both ways) or not; before any runtime
  * uses them. */
@@ -1236,6 +1297,10 @@ FAKE_API int fake_cuda_live(const char *what) {
     n = (int)__atomic_load_n(&g_dtoh_calls, __ATOMIC_RELAXED);
   if (strcmp(what, "stream_syncs") == 0)
     n = (int)__atomic_load_n(&g_stream_syncs, __ATOMIC_RELAXED);
+  if (strcmp(what, "modules") == 0) {
+    n = 0;
+    for (int i = 0; i < FAKE_MODULES; ++i) n += g_modules[i] != NULL;
+  }
   pthread_mutex_unlock(&g_mu);
   return n;
 }

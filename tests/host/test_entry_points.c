@@ -753,6 +753,21 @@ static t4a_status call_artifact_lowered_name(uint64_t id) {
   return s;
 }
 
+static t4a_status call_artifact_lowered_name_of(uint64_t id) {
+  t4a_artifact a = {id};
+  char buf[HOST_BYTES];
+  size_t needed = 77;
+  t4a_status s;
+  fill_sentinel((unsigned char *)buf);
+  s = t4a_artifact_lowered_name_of(a, "&kernel<float>", buf, sizeof buf,
+                                   &needed);
+  if (s != T4A_SUCCESS) {
+    expect_sentinel((unsigned char *)buf);
+    assert_int_equal(needed, 77);
+  }
+  return s;
+}
+
 static t4a_status call_artifact_key(uint64_t id) {
   t4a_artifact a = {id};
   char buf[HOST_BYTES];
@@ -802,6 +817,14 @@ static t4a_status call_kernel_get(uint64_t id) {
   t4a_kernel k = {SENTINEL_ID};
   t4a_status s = t4a_kernel_get(m, "saxpy", &k);
   if (s != T4A_SUCCESS) assert_int_equal(k.id, SENTINEL_ID);
+  return s;
+}
+
+static t4a_status call_module_global(uint64_t id) {
+  t4a_module m = {id};
+  t4a_buffer v = {SENTINEL_ID};
+  t4a_status s = t4a_module_global(m, "counter", &v);
+  if (s != T4A_SUCCESS) assert_int_equal(v.id, SENTINEL_ID);
   return s;
 }
 
@@ -1238,6 +1261,7 @@ static const row k_rows[] = {
     HANDLE_ROW(artifact_image, KIND_ARTIFACT, "artifact", 0),
     HANDLE_ROW(artifact_log, KIND_ARTIFACT, "artifact", 0),
     HANDLE_ROW(artifact_lowered_name, KIND_ARTIFACT, "artifact", 0),
+    HANDLE_ROW(artifact_lowered_name_of, KIND_ARTIFACT, "artifact", 0),
     HANDLE_ROW(artifact_key, KIND_ARTIFACT, "artifact", 0),
     /* modules, kernels, launches, completions */
     HANDLE_ROW(module_load, KIND_RUNTIME, "runtime", 0),
@@ -1245,6 +1269,7 @@ static const row k_rows[] = {
     HANDLE_ROW(module_retain, KIND_MODULE, "module", 0),
     HANDLE_ROW(module_release, KIND_MODULE, "module", 1),
     HANDLE_ROW(kernel_get, KIND_MODULE, "module", 0),
+    HANDLE_ROW(module_global, KIND_MODULE, "module", 0),
     HANDLE_ROW(kernel_retain, KIND_KERNEL, "kernel", 0),
     HANDLE_ROW(kernel_release, KIND_KERNEL, "kernel", 1),
     HANDLE_ROW(kernel_info_get, KIND_KERNEL, "kernel", 0),

@@ -162,6 +162,9 @@ static void child_main(void) {
   d.kernel = g_parent_kernel;
   expect_fork_refusal(t4a_launch(g_rt, &d),
                       "t4a_launch on the parent's runtime");
+  t4a_buffer view = {0};
+  expect_fork_refusal(t4a_module_global(g_parent_module, "counter", &view),
+                      "t4a_module_global of the parent's module");
   expect_fork_refusal(t4a_kernel_release(g_parent_kernel),
                       "t4a_kernel_release of the parent's kernel");
   _exit(0);
