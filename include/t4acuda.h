@@ -1719,6 +1719,41 @@ T4A_API t4a_status t4a_artifact_lowered_name(t4a_artifact artifact,
                                              size_t capacity, size_t *needed);
 
 /**
+ * @brief Copies the lowered (mangled) name of one of the request's name
+ *        expressions, given the expression itself (query-then-copy, as
+ *        t4a_artifact_lowered_name()).
+ *
+ * `expression` is compared with the request's name expressions in three
+ * stages, each over all of them before the next: the exact string; then
+ * the same tokens with whitespace ignored (`"reduce<128,true>"` finds
+ * `"reduce<128, true>"`; a space still separates two words, as in
+ * `unsigned int`); then the same with one leading `&` ignored on either
+ * side (`"counter"` finds `"&counter"`, `"&k<float>"` finds `"k<float>"`).
+ * The expressions are remembered by the process for the artifacts its
+ * t4a_compile() calls returned (by identity key: see docs/compilation.md);
+ * t4a_kernel_get() and t4a_module_global() on a module loaded from the
+ * artifact match the same way.
+ * @param[in]  artifact   the artifact.
+ * @param[in]  expression a name expression of the request, not empty.
+ * @param[out] buf        destination, may be NULL when `capacity` is 0.
+ * @param[in]  capacity   bytes available at `buf`.
+ * @param[out] needed     optional: bytes the name needs, with its NUL.
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT (NULL or empty `expression`; `buf`
+ *         NULL with `capacity` not 0; an expression that two name
+ *         expressions with different lowered names match at one stage,
+ *         both named); #T4A_ERROR_UNKNOWN_ENTRY_POINT (the status of an
+ *         absent kernel name: no name expression matches, or the artifact
+ *         has none; the message names `expression`). No driver or NVRTC
+ *         call. Thread-safe.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_artifact_lowered_name_of(t4a_artifact artifact,
+                                                const char *expression,
+                                                char *buf, size_t capacity,
+                                                size_t *needed);
+
+/**
  * @brief Copies an artifact's identity key as 64 lower-case hex digits
  *        (query-then-copy; #T4A_ARTIFACT_KEY_CAPACITY bytes suffice).
  *
@@ -1777,41 +1812,6 @@ T4A_API t4a_status t4a_compile_stats_get(t4a_compile_stats *stats);
 /* ------------------------------------------------------------------------ */
 /** @{ */
 /**
-/**
- * @brief Copies the lowered (mangled) name of one of the request's name
- *        expressions, given the expression itself (query-then-copy, as
- *        t4a_artifact_lowered_name()).
- *
- * `expression` is compared with the request's name expressions in three
- * stages, each over all of them before the next: the exact string; then
- * the same tokens with whitespace ignored (`"reduce<128,true>"` finds
- * `"reduce<128, true>"`; a space still separates two words, as in
- * `unsigned int`); then the same with one leading `&` ignored on either
- * side (`"counter"` finds `"&counter"`, `"&k<float>"` finds `"k<float>"`).
- * The expressions are remembered by the process for the artifacts its
- * t4a_compile() calls returned (by identity key: see docs/compilation.md);
- * t4a_kernel_get() and t4a_module_global() on a module loaded from the
- * artifact match the same way.
- * @param[in]  artifact   the artifact.
- * @param[in]  expression a name expression of the request, not empty.
- * @param[out] buf        destination, may be NULL when `capacity` is 0.
- * @param[in]  capacity   bytes available at `buf`.
- * @param[out] needed     optional: bytes the name needs, with its NUL.
- * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
- *         #T4A_ERROR_INVALID_ARGUMENT (NULL or empty `expression`; `buf`
- *         NULL with `capacity` not 0; an expression that two name
- *         expressions with different lowered names match at one stage,
- *         both named); #T4A_ERROR_UNKNOWN_ENTRY_POINT (the status of an
- *         absent kernel name: no name expression matches, or the artifact
- *         has none; the message names `expression`). No driver or NVRTC
- *         call. Thread-safe.
- * @since 0.1.0
- */
-T4A_API t4a_status t4a_artifact_lowered_name_of(t4a_artifact artifact,
-                                                const char *expression,
-                                                char *buf, size_t capacity,
-                                                size_t *needed);
-
  * @brief Loads an artifact's image as a module of `runtime`.
  *
  * Goes through the runtime's module cache, keyed by the artifact's identity
@@ -1899,6 +1899,47 @@ T4A_API t4a_status t4a_kernel_get(t4a_module module, const char *name,
                                   t4a_kernel *kernel);
 
 /**
+ * @brief A `__device__` or `__constant__` variable of a module, as a
+ *        buffer view (`cuModuleGetGlobal`).
+ *
+ * `name` is matched like t4a_kernel_get()'s: a name expression of the
+ * module's artifact (`"&counter"`, or `"counter"`, `"&ns::table"`), else
+ * the variable's lowered name (a variable at namespace scope outside any
+ * namespace is not mangled: `"counter"`).
+ *
+ * The view is a ::t4a_buffer over the variable's device memory (its
+ * address and size in bytes; ::t4a_buffer_info::flags has
+ * #T4A_BUFFER_INFO_VIEW) and is used wherever a buffer is: upload,
+ * download, fill, copy (either side, with offsets, range-checked against
+ * the variable's size), as a launch argument (buffer and offset), in
+ * DLPack export. It belongs to the module's runtime. It does not own the
+ * memory: its release never frees it. The view holds its module (and so
+ * the runtime) loaded: releasing the module, its kernels and the cache
+ * entry while the view lives unloads nothing. After the view's last
+ * release the module is kept until the runtime's work enqueued before
+ * that release has completed (an event recorded on the runtime's stream),
+ * then dropped at the next t4a_runtime_synchronize(), t4a_module_global()
+ * or DLPack call of the runtime whose event is complete, or by
+ * t4a_runtime_destroy() after its drain. A `__constant__` variable is
+ * writable this way (from the host); kernels only read it.
+ * @param[in]  module the module.
+ * @param[in]  name   a name expression or the variable's name, not empty.
+ * @param[out] view   a new buffer reference; release with
+ *                    t4a_buffer_release().
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE (also a runtime whose
+ *         destroy has begun); #T4A_ERROR_INVALID_ARGUMENT (NULL or empty
+ *         `name`, NULL `view`, an ambiguous name: both expressions named);
+ *         #T4A_ERROR_UNKNOWN_ENTRY_POINT (the status of an absent kernel
+ *         name: the module has no such variable; the message names `name`
+ *         and the expression it matched, if any);
+ *         #T4A_ERROR_DEVICE_FAULT; #T4A_ERROR_REENTRANT;
+ *         #T4A_ERROR_DRIVER. Never waits on the host. Thread-safe.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_module_global(t4a_module module, const char *name,
+                                     t4a_buffer *view);
+
+/**
  * @brief Adds a reference to a kernel.
  * @param[in] kernel the kernel.
  * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE.
@@ -1957,47 +1998,6 @@ T4A_API t4a_status t4a_kernel_info_get(t4a_kernel kernel,
 
 /**
  * @brief One parameter's offset and size in the kernel's parameter block.
-/**
- * @brief A `__device__` or `__constant__` variable of a module, as a
- *        buffer view (`cuModuleGetGlobal`).
- *
- * `name` is matched like t4a_kernel_get()'s: a name expression of the
- * module's artifact (`"&counter"`, or `"counter"`, `"&ns::table"`), else
- * the variable's lowered name (a variable at namespace scope outside any
- * namespace is not mangled: `"counter"`).
- *
- * The view is a ::t4a_buffer over the variable's device memory (its
- * address and size in bytes; ::t4a_buffer_info::flags has
- * #T4A_BUFFER_INFO_VIEW) and is used wherever a buffer is: upload,
- * download, fill, copy (either side, with offsets, range-checked against
- * the variable's size), as a launch argument (buffer and offset), in
- * DLPack export. It belongs to the module's runtime. It does not own the
- * memory: its release never frees it. The view holds its module (and so
- * the runtime) loaded: releasing the module, its kernels and the cache
- * entry while the view lives unloads nothing. After the view's last
- * release the module is kept until the runtime's work enqueued before
- * that release has completed (an event recorded on the runtime's stream),
- * then dropped at the next t4a_runtime_synchronize(), t4a_module_global()
- * or DLPack call of the runtime whose event is complete, or by
- * t4a_runtime_destroy() after its drain. A `__constant__` variable is
- * writable this way (from the host); kernels only read it.
- * @param[in]  module the module.
- * @param[in]  name   a name expression or the variable's name, not empty.
- * @param[out] view   a new buffer reference; release with
- *                    t4a_buffer_release().
- * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE (also a runtime whose
- *         destroy has begun); #T4A_ERROR_INVALID_ARGUMENT (NULL or empty
- *         `name`, NULL `view`, an ambiguous name: both expressions named);
- *         #T4A_ERROR_UNKNOWN_ENTRY_POINT (the status of an absent kernel
- *         name: the module has no such variable; the message names `name`
- *         and the expression it matched, if any);
- *         #T4A_ERROR_DEVICE_FAULT; #T4A_ERROR_REENTRANT;
- *         #T4A_ERROR_DRIVER. Never waits on the host. Thread-safe.
- * @since 0.1.0
- */
-T4A_API t4a_status t4a_module_global(t4a_module module, const char *name,
-                                     t4a_buffer *view);
-
  * @param[in]  kernel the kernel.
  * @param[in]  index  0 .. param_count-1.
  * @param[out] offset byte offset (may be NULL).

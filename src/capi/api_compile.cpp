@@ -174,22 +174,6 @@ T4A_API t4a_status t4a_artifact_lowered_name(t4a_artifact artifact,
   });
 }
 
-T4A_API t4a_status t4a_artifact_key(t4a_artifact artifact, char *buf,
-                                    size_t capacity, size_t *needed) {
-  return T4A_ENTRY({
-    return capi::call(
-        in(artifact, "artifact"), [&](Ref<compile::Artifact> &a) -> t4a_status {
-          return copy_out(core::to_hex(a->key()), buf, capacity, needed, true);
-        });
-  });
-}
-
-T4A_API t4a_status t4a_compile_stats_get(t4a_compile_stats *stats) {
-  return T4A_ENTRY({
-    return capi::call(capi::out_struct(stats, "stats"), [&]() -> t4a_status {
-      t4a_compile_stats full;
-      std::memset(&full, 0, sizeof full);
-      full.struct_size = sizeof full;
 T4A_API t4a_status t4a_artifact_lowered_name_of(t4a_artifact artifact,
                                                 const char *expression,
                                                 char *buf, size_t capacity,
@@ -237,6 +221,22 @@ T4A_API t4a_status t4a_artifact_lowered_name_of(t4a_artifact artifact,
   });
 }
 
+T4A_API t4a_status t4a_artifact_key(t4a_artifact artifact, char *buf,
+                                    size_t capacity, size_t *needed) {
+  return T4A_ENTRY({
+    return capi::call(
+        in(artifact, "artifact"), [&](Ref<compile::Artifact> &a) -> t4a_status {
+          return copy_out(core::to_hex(a->key()), buf, capacity, needed, true);
+        });
+  });
+}
+
+T4A_API t4a_status t4a_compile_stats_get(t4a_compile_stats *stats) {
+  return T4A_ENTRY({
+    return capi::call(capi::out_struct(stats, "stats"), [&]() -> t4a_status {
+      t4a_compile_stats full;
+      std::memset(&full, 0, sizeof full);
+      full.struct_size = sizeof full;
       compile::compile_stats().fill(&full);
       core::write_struct(stats, full);
       return T4A_SUCCESS;
