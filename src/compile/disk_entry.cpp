@@ -11,6 +11,9 @@ namespace {
 constexpr char k_magic[8] = {'T', '4', 'A', 'C', 'A', 'C', 'H', 'E'};
 constexpr uint32_t k_format = 1;
 constexpr size_t k_header = k_disk_entry_header;
+constexpr char k_manifest_magic[8] = {'T', '4', 'A', 'M', 'A', 'N', 'I', 'F'};
+constexpr uint32_t k_manifest_format = 1;
+constexpr size_t k_manifest_header = k_disk_manifest_header;
 
 void put32(uint8_t *p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
@@ -113,6 +116,47 @@ DiskRead disk_entry_parse(const uint8_t *data, size_t size,
   }
   if (q != end) return corrupt("trailing bytes after the lowered names");
   *out = std::move(e);
+  return DiskRead::Hit;
+}
+
+std::array<uint8_t, k_disk_manifest_header>
+disk_manifest_encode(const core::Digest &key, const std::string &payload) {
+  std::array<uint8_t, k_disk_manifest_header> h{};
+  core::Digest sum = core::Sha256::of(payload.data(), payload.size());
+  std::memcpy(h.data(), k_manifest_magic, sizeof k_manifest_magic);
+  put32(h.data() + 8, k_manifest_format);
+  put32(h.data() + 12, k_manifest_header);
+  std::memcpy(h.data() + 16, key.data(), key.size());
+  put64(h.data() + 48, payload.size());
+  std::memcpy(h.data() + 56, sum.data(), sum.size());
+  return h;
+}
+
+DiskRead disk_manifest_parse(const uint8_t *data, size_t size,
+                             const core::Digest &key, const uint8_t **payload,
+                             size_t *payload_bytes, const char **why) {
+  auto corrupt = [&](const char *what) {
+    *why = what;
+    return DiskRead::Corrupt;
+  };
+  if (size < k_manifest_header) return corrupt("truncated header");
+  const uint8_t *h = data;
+  if (std::memcmp(h, k_manifest_magic, sizeof k_manifest_magic) != 0)
+    return corrupt("bad magic");
+  if (get32(h + 8) != k_manifest_format)
+    return corrupt("unknown format version");
+  if (get32(h + 12) != k_manifest_header) return corrupt("bad header size");
+  if (get64(h + 88) != 0) return corrupt("reserved header bytes are not zero");
+  if (std::memcmp(h + 16, key.data(), key.size()) != 0)
+    return corrupt("key differs from the file name's");
+  if (get64(h + 48) != size - k_manifest_header)
+    return corrupt("payload size does not match the file size (truncated?)");
+  const uint8_t *p = h + k_manifest_header;
+  core::Digest sum = core::Sha256::of(p, size - k_manifest_header);
+  if (std::memcmp(sum.data(), h + 56, sum.size()) != 0)
+    return corrupt("payload checksum mismatch");
+  *payload = p;
+  *payload_bytes = size - k_manifest_header;
   return DiskRead::Hit;
 }
 

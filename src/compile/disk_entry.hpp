@@ -7,6 +7,12 @@
 //  64  u64 image bytes           72  u64 log bytes   80 u64 names bytes
 //  88  SHA-256 of the payload (32 bytes)            120 u64 zero
 // 128  payload: image, log, names (each: u32 length, bytes)
+// A manifest record (an opaque payload its caller serializes), same
+// conventions, a 96-byte header:
+//   0  magic "T4AMANIF"          8  u32 format version   12 u32 header size
+//  16  key (32 bytes)            48  u64 payload bytes
+//  56  SHA-256 of the payload (32 bytes)              88  u64 zero
+//  96  payload
 #pragma once
 
 #include <array>
@@ -49,5 +55,19 @@ EncodedEntry disk_entry_encode(const core::Digest &key, Target target,
 DiskRead disk_entry_parse(const uint8_t *data, size_t size,
                           const core::Digest &key, DiskEntry *out,
                           const char **why);
+
+constexpr size_t k_disk_manifest_header = 96;
+
+// A manifest's header for `payload` (the file is the header, then the
+// payload).
+std::array<uint8_t, k_disk_manifest_header>
+disk_manifest_encode(const core::Digest &key, const std::string &payload);
+
+// Verifies a manifest file's bytes: Hit sets *payload to the payload (a
+// view into data); Corrupt sets *why (static text). Never Miss; any bytes
+// are safe.
+DiskRead disk_manifest_parse(const uint8_t *data, size_t size,
+                             const core::Digest &key, const uint8_t **payload,
+                             size_t *payload_bytes, const char **why);
 
 } // namespace t4a::compile

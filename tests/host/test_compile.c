@@ -89,51 +89,75 @@ static void unique_tag(char *buf, size_t capacity, const char *what) {
            (long)time(NULL));
 }
 
+/* Removes what `dir` holds; with `depth` 1, the files of its
+ * subdirectories (the cache's shard directories) and those too. */
+static void empty_dir(const char *dir, int depth) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  char path[1400];
+  struct stat st;
+  assert_non_null(d);
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (depth > 0 && lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+      empty_dir(path, depth - 1);
+      assert_int_equal(rmdir(path), 0);
+    } else {
+      assert_int_equal(unlink(path), 0);
+    }
+  }
+  closedir(d);
+}
+
 /* A fresh, empty cache directory for one case, made T4A_CACHE_DIR. */
 static void fresh_cache_dir(char *dir, size_t capacity, const char *name) {
-  DIR *d;
-  struct dirent *e;
   char path[1024];
   snprintf(path, sizeof path, "%s/compile-cache", T4A_TEST_BINARY_DIR);
   (void)mkdir(path, 0700);
   snprintf(dir, capacity, "%s/compile-cache/%s", T4A_TEST_BINARY_DIR, name);
   (void)mkdir(dir, 0700);
-  d = opendir(dir);
-  assert_non_null(d);
-  while ((e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.' &&
-        (e->d_name[1] == '\0' || strcmp(e->d_name, "..") == 0))
-      continue;
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    assert_int_equal(unlink(path), 0);
-  }
-  closedir(d);
+  empty_dir(dir, 1);
   assert_int_equal(setenv("T4A_CACHE_DIR", dir, 1), 0);
 }
 
-/* Counts entry files (*.t4ac) and temporary files (.*.tmp) in `dir`. */
-static void count_files(const char *dir, int *entries, int *temps) {
+/* Counts entry files (*.t4ac) and temporary files (.*.tmp) in `dir` and
+ * in its shard directories (`dir`/00 .. `dir`/ff). */
+static void count_files_in(const char *dir, int depth, int *entries,
+                           int *temps) {
   DIR *d = opendir(dir);
   struct dirent *e;
-  *entries = 0;
-  *temps = 0;
+  char path[1400];
+  struct stat st;
   assert_non_null(d);
   while ((e = readdir(d)) != NULL) {
     size_t n = strlen(e->d_name);
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     if (n > 5 && strcmp(e->d_name + n - 5, ".t4ac") == 0)
       ++*entries;
     else if (n > 4 && e->d_name[0] == '.' &&
              strcmp(e->d_name + n - 4, ".tmp") == 0)
       ++*temps;
+    else if (depth > 0 && n == 2 && lstat(path, &st) == 0 &&
+             S_ISDIR(st.st_mode))
+      count_files_in(path, depth - 1, entries, temps);
   }
   closedir(d);
 }
 
+static void count_files(const char *dir, int *entries, int *temps) {
+  *entries = 0;
+  *temps = 0;
+  count_files_in(dir, 1, entries, temps);
+}
+
+/* `dir`/<first two hex digits of the key>/<key>.t4ac (the sharded
+ * layout, docs/compilation.md). */
 static void entry_path(char *buf, size_t capacity, const char *dir,
                        t4a_artifact a) {
   char key[T4A_ARTIFACT_KEY_CAPACITY];
   ASSERT_OK(t4a_artifact_key(a, key, sizeof key, NULL));
-  snprintf(buf, capacity, "%s/%s.t4ac", dir, key);
+  snprintf(buf, capacity, "%s/%.2s/%s.t4ac", dir, key, key);
 }
 
 static long file_size(const char *path) {
@@ -751,9 +775,9 @@ static void test_bad_requests(void **state) {
   r.output = 7;
   expect_rejected(&r, T4A_ERROR_INVALID_ARGUMENT, "request->output is 7");
   RESET();
-  r.flags = 0x84;
+  r.flags = 0x88;
   expect_rejected(&r, T4A_ERROR_INVALID_ARGUMENT,
-                  "request->flags is 0x84; unknown bits 0x84");
+                  "request->flags is 0x88; unknown bits 0x88");
   RESET();
   r.struct_size = 3;
   expect_rejected(&r, T4A_ERROR_INVALID_ARGUMENT, "request->struct_size is 3");

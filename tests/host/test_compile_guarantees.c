@@ -65,6 +65,22 @@ static void unique_tag(char *buf, size_t capacity, const char *what) {
            (long)time(NULL));
 }
 
+/* Removes a shard directory of the cache and its files. */
+static void empty_shard(const char *shard) {
+  DIR *d = opendir(shard);
+  struct dirent *e;
+  char path[1700];
+  assert_non_null(d);
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    snprintf(path, sizeof path, "%s/%s", shard, e->d_name);
+    assert_int_equal(unlink(path), 0);
+  }
+  closedir(d);
+  assert_int_equal(chmod(shard, 0700), 0);
+  assert_int_equal(rmdir(shard), 0);
+}
+
 /* A fresh, empty (mode 0700) cache directory, made T4A_CACHE_DIR. */
 static void fresh_cache_dir(char *dir, size_t capacity, const char *name) {
   DIR *d;
@@ -78,9 +94,13 @@ static void fresh_cache_dir(char *dir, size_t capacity, const char *name) {
   d = opendir(dir);
   assert_non_null(d);
   while ((e = readdir(d)) != NULL) {
+    struct stat st;
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    assert_int_equal(unlink(path), 0);
+    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+      empty_shard(path); /* a shard directory, removed with its files */
+    else
+      assert_int_equal(unlink(path), 0);
   }
   closedir(d);
   assert_int_equal(setenv("T4A_CACHE_DIR", dir, 1), 0);
@@ -103,7 +123,8 @@ static void entry_path(char *buf, size_t capacity, const char *dir,
                        t4a_artifact a) {
   char key[T4A_ARTIFACT_KEY_CAPACITY];
   ASSERT_OK(t4a_artifact_key(a, key, sizeof key, NULL));
-  snprintf(buf, capacity, "%s/%s.t4ac", dir, key);
+  /* The sharded layout: <dir>/<first two hex digits>/<key>.t4ac. */
+  snprintf(buf, capacity, "%s/%.2s/%s.t4ac", dir, key, key);
 }
 
 /* Compiles `source` bypassing the memory cache (as a new process would)
