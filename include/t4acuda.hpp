@@ -553,6 +553,9 @@ public:
   uint64_t size() const { return info().bytes; }
   /** The device pointer, for interop. @throws Error */
   uint64_t device_pointer() const { return info().device_pointer; }
+  /** Whether this is a view of a module global (Module::global(),
+   *  #T4A_BUFFER_INFO_VIEW). @throws Error */
+  bool is_view() const { return (info().flags & T4A_BUFFER_INFO_VIEW) != 0; }
 #endif
 };
 
@@ -1374,6 +1377,20 @@ public:
         out));
     return out;
   }
+  /** The lowered name of the name expression `expression`, matched
+   *  exactly, then with whitespace and a leading `&` ignored
+   *  (t4a_artifact_lowered_name_of()). @throws Error
+   *  (#T4A_ERROR_UNKNOWN_ENTRY_POINT for an expression the request lacked) */
+  std::string lowered_name_of(const char *expression) const {
+    t4a_artifact h = get();
+    std::string out;
+    check(detail::read_string(
+        [h, expression](char *b, size_t c, size_t *n) {
+          return t4a_artifact_lowered_name_of(h, expression, b, c, n);
+        },
+        out));
+    return out;
+  }
   /** The identity key, 64 hex digits (t4a_artifact_key()). @throws Error */
   std::string key() const {
     char buf[T4A_ARTIFACT_KEY_CAPACITY];
@@ -1870,13 +1887,25 @@ public:
     if (s == T4A_SUCCESS) out = Module(h);
     return s;
   }
-  /** Looks up a kernel by its (lowered or `extern "C"`) name
+  /** Looks up a kernel by a name expression of the module's artifact
+   *  (`"reduce<128, true>"`) or its (lowered or `extern "C"`) name
    *  (t4a_kernel_get()); non-throwing; `out` is written only on success. */
   t4a_status kernel(const char *name, Kernel &out,
                     std::nothrow_t) const noexcept {
     t4a_kernel h{T4A_NULL_ID};
     t4a_status s = t4a_kernel_get(get(), name, &h);
     if (s == T4A_SUCCESS) out = Kernel(h);
+    return s;
+  }
+  /** A `__device__` or `__constant__` variable, by name expression
+   *  (`"&counter"`) or name, as a buffer view that keeps this module loaded
+   *  and never frees its memory (t4a_module_global()); non-throwing; `out`
+   *  is written only on success. */
+  t4a_status global(const char *name, Buffer &out,
+                    std::nothrow_t) const noexcept {
+    t4a_buffer h{T4A_NULL_ID};
+    t4a_status s = t4a_module_global(get(), name, &h);
+    if (s == T4A_SUCCESS) out = Buffer(h);
     return s;
   }
 #if T4A_HPP_EXCEPTIONS
@@ -1893,12 +1922,22 @@ public:
     check(t4a_module_load_data(rt.get(), image, bytes, &h));
     *this = Module(h);
   }
-  /** Looks up a kernel by name (t4a_kernel_get()). @throws Error
-   *  (#T4A_ERROR_UNKNOWN_ENTRY_POINT for a name the module lacks) */
+  /** Looks up a kernel by name expression or name (t4a_kernel_get()).
+   *  @throws Error (#T4A_ERROR_UNKNOWN_ENTRY_POINT for a name the module
+   *  lacks) */
   Kernel kernel(const char *name) const {
     t4a_kernel h{T4A_NULL_ID};
     check(t4a_kernel_get(get(), name, &h));
     return Kernel(h);
+  }
+  /** A `__device__` or `__constant__` variable as a buffer view
+   *  (t4a_module_global()): upload, download, fill, copy and launch with
+   *  it like any buffer. @throws Error (#T4A_ERROR_UNKNOWN_ENTRY_POINT for
+   *  a name the module lacks) */
+  Buffer global(const char *name) const {
+    t4a_buffer h{T4A_NULL_ID};
+    check(t4a_module_global(get(), name, &h));
+    return Buffer(h);
   }
 #endif
 };

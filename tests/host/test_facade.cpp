@@ -1547,6 +1547,55 @@ static void test_versions(void **) {
   assert_int_equal(t4a_version(), T4A_VERSION_NUMBER);
 }
 
+// Module globals and name expressions through the facade: a view of a
+// global is a Buffer (both forms), kernels and lowered names by expression.
+static void test_fake_module_global(void **) {
+  t4a::Runtime rt(t4a::RuntimeOptions{});
+  t4a::Artifact a = t4a::compile(
+      t4a::CompileRequest("__constant__ float table[16];\n"
+                          "__device__ unsigned counter;\n"
+                          "template <int N> __global__ void k(float *x) {}\n")
+          .for_cc(9, 0)
+          .with_flags(T4A_COMPILE_NO_DISK_CACHE)
+          .with_name_expression("table")
+          .with_name_expression("&counter")
+          .with_name_expression("k<4>"));
+  assert_string_equal(a.lowered_name_of("&table").c_str(), "table");
+  assert_true(a.lowered_name_of("k< 4 >") == a.lowered_name(2));
+  expect_contains(error_of([&] { (void)a.lowered_name_of("k<5>"); },
+                           T4A_ERROR_UNKNOWN_ENTRY_POINT),
+                  "'k<5>'");
+  t4a::Buffer view;
+  t4a::Kernel kernel;
+  {
+    t4a::Module m(rt, a);
+    kernel = m.kernel("k<4>");
+    view = m.global("table");
+    t4a::Buffer other;
+    assert_int_equal(m.global("no_such_x", other, std::nothrow),
+                     T4A_ERROR_UNKNOWN_ENTRY_POINT);
+    assert_false(static_cast<bool>(other));
+    assert_int_equal(m.global("counter", other, std::nothrow), T4A_SUCCESS);
+    assert_true(other.is_view());
+    assert_int_equal(other.size(), 4);
+    expect_contains(error_of([&] { (void)m.global("no_such_y"); },
+                             T4A_ERROR_UNKNOWN_ENTRY_POINT),
+                    "'no_such_y'");
+  } // the module's handle goes; the view keeps it loaded
+  assert_true(view.is_view());
+  assert_int_equal(view.size(), 64);
+  std::vector<float> in(16), out(16);
+  for (int i = 0; i < 16; ++i) in[i] = static_cast<float>(i) / 4;
+  t4a::upload(rt, view, 0, in.data(), 64);
+  t4a::download(rt, view, 0, out.data(), 64);
+  assert_true(in == out);
+  t4a::launch(rt, kernel, {1}, {16}, 0, {t4a::arg_buffer(view, 4)});
+  expect_contains(error_of([&] { t4a::fill(rt, view, 60, 8, 0); },
+                           T4A_ERROR_INVALID_ARGUMENT),
+                  "(64 bytes)");
+  rt.synchronize();
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && std::strcmp(argv[1], "fake") == 0) {
 #if defined(T4A_FAKE_CUDA_PATH)
@@ -1557,6 +1606,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_fake_cross_runtime_copy),
         cmocka_unit_test(test_fake_variadic_launch),
         cmocka_unit_test(test_fake_graph_and_cooperative),
+        cmocka_unit_test(test_fake_module_global),
     };
     return cmocka_run_group_tests(fake, nullptr, nullptr);
 #else

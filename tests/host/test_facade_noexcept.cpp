@@ -83,6 +83,10 @@ t4a_status facade_noexcept_launch(t4a::Module &module, t4a::Kernel &kernel,
     if (copy || m.get().id != forged_module) return T4A_ERROR_INTERNAL;
     if (m.kernel("k", kernel, std::nothrow) != T4A_ERROR_INVALID_HANDLE)
       return T4A_ERROR_INTERNAL;
+    t4a::Buffer view;
+    if (m.global("counter", view, std::nothrow) != T4A_ERROR_INVALID_HANDLE ||
+        view)
+      return T4A_ERROR_INTERNAL;
   } // m releases (fails silently)
   {
     const t4a::Kernel k(t4a_kernel{forged_kernel});
