@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "t4acuda.h"
 
@@ -25,6 +26,40 @@ static int fail(const char *what, t4a_status s) {
   return 1;
 }
 
+/* The toolkit include directories a compile gets without options. */
+static void print_toolkit_headers(void) {
+  size_t needed = 0;
+  t4a_status s = t4a_toolkit_headers(NULL, 0, &needed);
+  char *text = s == T4A_SUCCESS ? malloc(needed) : NULL;
+  if (text == NULL ||
+      t4a_toolkit_headers(text, needed, NULL) != T4A_SUCCESS) {
+    char *m = last_message();
+    printf("CUDA toolkit headers: not usable (%s): %s\n", t4a_status_name(s),
+           m != NULL ? m : "");
+    free(m);
+    free(text);
+    return;
+  }
+  int found = 0;
+  for (char *line = strtok(text, "\n"); line != NULL;
+       line = strtok(NULL, "\n")) {
+    if (strncmp(line, "include ", 8) == 0) {
+      printf("CUDA toolkit include directory: %s\n", line + 8);
+      found = 1;
+    } else if (strncmp(line, "version ", 8) == 0) {
+      printf("CUDA toolkit headers: CUDA %s", line + 8);
+    } else if (strncmp(line, "from ", 5) == 0) {
+      printf(" (found through %s)\n", line + 5);
+    } else if (strncmp(line, "passed-over ", 12) == 0) {
+      printf("CUDA toolkit directories passed over: %s\n", line + 12);
+    }
+  }
+  if (!found)
+    printf("CUDA toolkit headers: none found (set T4A_CUDA_INCLUDE); "
+           "compiles get no cuda_fp16.h or cooperative_groups.h\n");
+  free(text);
+}
+
 int main(void) {
   printf("t4acuda %s (built against CUDA %d.%d)\n", t4a_version_string(),
          t4a_built_cuda_version() / 1000,
@@ -34,6 +69,7 @@ int main(void) {
   t4a_status s = t4a_nvrtc_version(&nv_major, &nv_minor);
   if (s == T4A_SUCCESS) {
     printf("NVRTC %d.%d\n", nv_major, nv_minor);
+    print_toolkit_headers();
   } else {
     char *m = last_message();
     printf("NVRTC: not available (%s): %s\n", t4a_status_name(s),

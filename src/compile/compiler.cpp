@@ -310,4 +310,23 @@ t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
                          started, id);
 }
 
+t4a_status describe_toolkit(std::string *out) {
+  core::LogDefer defer; // the first NVRTC load logs past its call_once
+  const NvrtcFacts *nv = nullptr;
+  if (t4a_status s = nvrtc_loaded_facts(&nv); s != T4A_SUCCESS) return s;
+  Toolkit tk;
+  if (t4a_status s = find_toolkit(nullptr, nv->major, nv->minor, nv->file, &tk);
+      s != T4A_SUCCESS)
+    return s;
+  std::string text = "nvrtc " + std::to_string(nv->major) + "." +
+                     std::to_string(nv->minor) + " " + nv->file + "\n";
+  for (const std::string &d : tk.dirs) text += "include " + d + "\n";
+  if (tk.found)
+    text += "version " + std::to_string(tk.major) + "." +
+            std::to_string(tk.minor) + "\nfrom " + tk.from + "\n";
+  if (!tk.passed_over.empty()) text += "passed-over " + tk.passed_over + "\n";
+  *out = std::move(text);
+  return T4A_SUCCESS;
+}
+
 } // namespace t4a::compile

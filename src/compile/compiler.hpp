@@ -24,6 +24,11 @@ struct DeviceTarget {
 // sets last_compile_log().
 t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id);
 
+// What t4a_toolkit_headers reports: the toolkit headers a request without
+// toolkit_include would get, as "key value" lines (include, version,
+// from, passed-over, nvrtc). Loads NVRTC (its version decides).
+t4a_status describe_toolkit(std::string *out);
+
 // The complete NVRTC log of the calling thread's last compile that failed
 // with T4A_ERROR_COMPILE.
 const std::string &last_compile_log();

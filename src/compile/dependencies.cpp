@@ -118,20 +118,30 @@ ToolkitMemo &toolkit_memo() {
   return *m;
 }
 
-// The process's state of a toolkit path: present (and its stamp) or not.
-bool toolkit_state(const std::string &path, FileStamp *stamp) {
+// Whether `path` is a directory now; *stamp when it is.
+bool directory(const std::string &path, FileStamp *stamp) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  *stamp = stamp_of(st);
+  return true;
+}
+
+// The process's state of a toolkit path: a regular file (`dir` false) or
+// a directory (`dir` true) and its stamp, or not.
+bool toolkit_state(const std::string &path, bool dir, FileStamp *stamp) {
   ToolkitMemo &m = toolkit_memo();
+  const std::string key = dir ? path + "/" : path;
   {
     std::lock_guard<std::mutex> lock(m.mu);
-    if (auto it = m.state.find(path); it != m.state.end()) {
+    if (auto it = m.state.find(key); it != m.state.end()) {
       *stamp = it->second.second;
       return it->second.first;
     }
   }
   FileStamp s;
-  bool present = regular_file(path, &s);
+  bool present = dir ? directory(path, &s) : regular_file(path, &s);
   std::lock_guard<std::mutex> lock(m.mu);
-  auto [it, inserted] = m.state.emplace(path, std::make_pair(present, s));
+  auto [it, inserted] = m.state.emplace(key, std::make_pair(present, s));
   *stamp = it->second.second;
   return it->second.first;
 }
@@ -223,8 +233,23 @@ private:
     for (const std::string &d : dirs_) record(join(d, name), read);
   }
 
+  // An absent toolkit path: a dependency on the nearest directory above
+  // it that exists (the toolkit's own directory at the latest).
+  void record_toolkit_absent(const std::string &path) {
+    if (!absent_toolkit_.insert(path).second) return;
+    std::string dir = normalized(path);
+    Dependency d;
+    d.state = Dependency::ToolkitDir;
+    do {
+      dir = dirname_of(dir);
+    } while (dir.size() > 1 && !toolkit_state(dir, true, &d.stamp));
+    d.path = dir;
+    deps_.emplace(dir, d); // kept when already there
+  }
+
   void record(const std::string &path, bool read) {
     if (!out_.provable) return;
+    if (absent_toolkit_.count(path) != 0) return;
     auto it = deps_.find(path);
     if (it != deps_.end()) {
       if (read && !scanned_.count(path) &&
@@ -237,8 +262,9 @@ private:
     d.path = path;
     bool toolkit = is_toolkit(path);
     if (toolkit) {
-      d.state = toolkit_state(path, &d.stamp) ? Dependency::Toolkit
-                                              : Dependency::ToolkitAbsent;
+      if (!toolkit_state(path, false, &d.stamp))
+        return record_toolkit_absent(path);
+      d.state = Dependency::Toolkit;
     } else if (!regular_file(path, &d.stamp)) {
       d.state = Dependency::Absent;
     } else {
@@ -251,9 +277,7 @@ private:
       d.digest = core::Sha256::of(text.data(), text.size());
     }
     deps_.emplace(path, d);
-    if (read && d.state != Dependency::Absent &&
-        d.state != Dependency::ToolkitAbsent)
-      scan_file(path, toolkit);
+    if (read && d.state != Dependency::Absent) scan_file(path, toolkit);
   }
 
   void scan_file(const std::string &path, bool toolkit) {
@@ -333,7 +357,7 @@ private:
       memory_dirs_;
   std::deque<FileScan> scans_;
   std::map<std::string, Dependency> deps_; // sorted by path
-  std::set<std::string> scanned_;
+  std::set<std::string> scanned_, absent_toolkit_;
   ScanOutcome out_;
 };
 
@@ -382,7 +406,7 @@ constexpr uint64_t k_max_path = 4096, k_max_deps = 1000000;
 
 bool parse_dep(Reader &rd, Dependency *d) {
   uint64_t state = 0, len = 0;
-  if (!rd.u64(&state) || state > Dependency::ToolkitAbsent || !rd.u64(&len) ||
+  if (!rd.u64(&state) || state > Dependency::ToolkitDir || !rd.u64(&len) ||
       len == 0 || len > k_max_path || !rd.bytes(len, &d->path) ||
       d->path.find('\0') != std::string::npos)
     return false;
@@ -392,8 +416,7 @@ bool parse_dep(Reader &rd, Dependency *d) {
     if (!rd.bytes(d->digest.size(), &dg)) return false;
     std::memcpy(d->digest.data(), dg.data(), d->digest.size());
   }
-  if (d->state == Dependency::Content || d->state == Dependency::Toolkit)
-    return rd.stamp(&d->stamp);
+  if (d->state != Dependency::Absent) return rd.stamp(&d->stamp);
   return true;
 }
 
@@ -437,9 +460,11 @@ bool validate(const DependencySet &s, std::string *changed) {
     bool same = true;
     switch (d.state) {
     case Dependency::Absent: same = !regular_file(d.path, &now); break;
-    case Dependency::ToolkitAbsent: same = !toolkit_state(d.path, &now); break;
+    case Dependency::ToolkitDir:
+      same = toolkit_state(d.path, true, &now) && now == d.stamp;
+      break;
     case Dependency::Toolkit:
-      same = toolkit_state(d.path, &now) && now == d.stamp;
+      same = toolkit_state(d.path, false, &now) && now == d.stamp;
       break;
     case Dependency::Content: {
       std::string text, why;
@@ -485,7 +510,8 @@ core::Digest final_key(const core::Digest &base, const DependencySet &s) {
     if (d.state == Dependency::Content)
       b.append(reinterpret_cast<const char *>(d.digest.data()),
                d.digest.size());
-    if (d.state == Dependency::Toolkit) put_stamp(&b, d.stamp);
+    if (d.state == Dependency::Toolkit || d.state == Dependency::ToolkitDir)
+      put_stamp(&b, d.stamp);
   }
   return core::Sha256::of(b.data(), b.size());
 }
@@ -502,8 +528,7 @@ std::string encode_manifest(const std::vector<DependencySet> &sets) {
       if (d.state == Dependency::Content)
         b.append(reinterpret_cast<const char *>(d.digest.data()),
                  d.digest.size());
-      if (d.state == Dependency::Content || d.state == Dependency::Toolkit)
-        put_stamp(&b, d.stamp);
+      if (d.state != Dependency::Absent) put_stamp(&b, d.stamp);
     }
   }
   return b;

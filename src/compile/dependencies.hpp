@@ -12,10 +12,11 @@
 // directory of the options, then the toolkit's directories
 // (toolkit.hpp). Every candidate path becomes a dependency: absent, or a
 // file (its content's SHA-256; a file under a toolkit directory by its
-// stamp instead: device, inode, size, modification and change times), and
-// every file found is scanned in turn. Pre-included files (-include) are
-// roots too. What cannot be proven — an include named by a macro, a
-// wrapper macro of an existence test whose uses cannot be followed, an
+// stamp instead: device, inode, size, modification and change times; an
+// absent toolkit path by the stamp of the nearest directory above it that
+// exists), and every file found is scanned in turn. Pre-included files
+// (-include) are roots too. What cannot be proven — an include named by a
+// macro, a wrapper macro of an existence test whose uses cannot be followed, an
 // unreadable file, more than k_max_files files — makes the compile
 // uncacheable, with the reason.
 //
@@ -42,14 +43,14 @@ struct FileStamp {
 };
 
 struct Dependency {
-  // Absent: no regular file at the path. Toolkit and ToolkitAbsent: the
-  // same, under a toolkit directory (checked once per process).
-  enum State : uint8_t {
-    Absent = 0,
-    Content = 1,
-    Toolkit = 2,
-    ToolkitAbsent = 3
-  };
+  // Absent: no regular file at the path. Content: a file, by its bytes.
+  // Toolkit: a file under a toolkit directory, by its stamp. ToolkitDir: a
+  // directory under (or of) the toolkit, by its stamp: the nearest existing
+  // directory above toolkit paths found absent (creating, removing or
+  // renaming an entry in a directory changes its modification and change
+  // times, so one directory stands for every absent path below it).
+  // Toolkit states are checked once per process.
+  enum State : uint8_t { Absent = 0, Content = 1, Toolkit = 2, ToolkitDir = 3 };
   std::string path;
   State state = Absent;
   core::Digest digest{}; // Content: SHA-256 of the file

@@ -458,14 +458,28 @@ void scan_includes_variant(std::string_view text, const LexVariant &v,
 
 ScanResult scan_includes(std::string_view text) {
   ScanResult all;
-  // A choice the text gives no occasion for (no "??", no backslash, no
-  // 'R"', no apostrophe) lexes it the same either way: only the variants
-  // of the choices that can matter are run.
-  const bool trigraphs = text.find("??") != std::string_view::npos;
-  const bool splices = text.find('\\') != std::string_view::npos;
-  const bool raw = text.find("R\"") != std::string_view::npos ||
-                   (splices && text.find('R') != std::string_view::npos);
-  const bool apostrophes = text.find('\'') != std::string_view::npos;
+  // A choice the text gives no occasion for lexes it the same either way:
+  // only the variants of the choices that can matter are run. Trigraphs
+  // need "??" before a trigraph character; lax splices a backslash, blanks
+  // and a line end; raw strings an 'R' before '"' (or a splice between);
+  // digit separators an apostrophe right after a digit or letter.
+  bool trigraphs = false, lax = false, raw = false, separators = false;
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    char c = text[i], n = text[i + 1];
+    if (c == '?' && n == '?' && i + 2 < text.size() && trigraph(text[i + 2]))
+      trigraphs = true;
+    if (c == '\\' && is_blank(n)) {
+      size_t j = i + 1;
+      while (j < text.size() && is_blank(text[j])) ++j;
+      if (j < text.size() && (text[j] == '\n' || text[j] == '\r')) lax = true;
+    }
+    if (c == 'R' && (n == '"' || n == '\\' || n == '?')) raw = true;
+    if (n == '\'' && (is_ident_char(c) || c == '.' || c == '\n' || c == '\r'))
+      separators = true; // a line end: a splice may join a number and it
+  }
+  // "??/" is a backslash once trigraphs are replaced: blanks after it.
+  if (trigraphs && text.find("?\?/") != std::string_view::npos) lax = true;
+  const bool splices = lax, apostrophes = separators;
   for (unsigned bits = 0; bits < 16; ++bits) {
     if (((bits & 1) != 0 && !trigraphs) || ((bits & 2) != 0 && !splices) ||
         ((bits & 4) != 0 && !raw) || ((bits & 8) != 0 && !apostrophes))

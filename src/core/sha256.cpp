@@ -2,6 +2,11 @@
 
 #include <cstring>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define T4A_SHA256_NI 1
+#endif
+
 namespace t4a::core {
 
 namespace {
@@ -29,7 +34,72 @@ constexpr uint32_t k_initial[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372,
 
 inline uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
+#ifdef T4A_SHA256_NI
+// The x86 SHA extensions (SHA-NI: sha256rnds2, sha256msg1, sha256msg2),
+// chosen at run time where the CPU has them: `count` blocks into `h`. The
+// instructions keep the state as two registers, ABEF and CDGH (lane 3
+// first), and do two rounds per sha256rnds2 with W+K in the low 64 bits.
+__attribute__((target("sha,sse4.1,ssse3"))) void
+blocks_sha_ni(uint32_t h[8], const uint8_t *p, size_t count) {
+  // Bytes of each 32-bit word reversed: the message is big-endian.
+  const __m128i swap =
+      _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+  __m128i dcba = _mm_loadu_si128(reinterpret_cast<const __m128i *>(h));
+  __m128i hgfe = _mm_loadu_si128(reinterpret_cast<const __m128i *>(h + 4));
+  __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1);
+  __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+  __m128i abef = _mm_alignr_epi8(cdab, efgh, 8);
+  __m128i cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+  for (; count > 0; --count, p += 64) {
+    const __m128i abef_in = abef, cdgh_in = cdgh;
+    __m128i w[4];
+    for (int i = 0; i < 16; ++i) {
+      __m128i m;
+      if (i < 4) {
+        m = _mm_shuffle_epi8(
+            _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 16 * i)),
+            swap);
+      } else {
+        // W[i] = msg2(msg1(W[i-4], W[i-3]) + (W[i-2]:W[i-1] >> 32), W[i-1])
+        __m128i t = _mm_sha256msg1_epu32(w[i % 4], w[(i + 1) % 4]);
+        t = _mm_add_epi32(t,
+                          _mm_alignr_epi8(w[(i + 3) % 4], w[(i + 2) % 4], 4));
+        m = _mm_sha256msg2_epu32(t, w[(i + 3) % 4]);
+      }
+      w[i % 4] = m;
+      __m128i wk = _mm_add_epi32(
+          m,
+          _mm_loadu_si128(reinterpret_cast<const __m128i *>(k_round + 4 * i)));
+      cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk);
+      abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(wk, 0x0E));
+    }
+    abef = _mm_add_epi32(abef, abef_in);
+    cdgh = _mm_add_epi32(cdgh, cdgh_in);
+  }
+  __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+  __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+  dcba = _mm_blend_epi16(feba, dchg, 0xF0);
+  hgfe = _mm_alignr_epi8(dchg, feba, 8);
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(h), dcba);
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(h + 4), hgfe);
+}
+
+bool have_sha_ni() {
+  static const bool yes = __builtin_cpu_supports("sha") != 0 &&
+                          __builtin_cpu_supports("sse4.1") != 0 &&
+                          __builtin_cpu_supports("ssse3") != 0;
+  return yes;
+}
+#endif
+
 } // namespace
+
+void Sha256::blocks(const uint8_t *p, size_t count) {
+#ifdef T4A_SHA256_NI
+  if (have_sha_ni()) return blocks_sha_ni(h_, p, count);
+#endif
+  for (; count > 0; --count, p += 64) block(p);
+}
 
 Sha256::Sha256() { std::memcpy(h_, k_initial, sizeof h_); }
 
@@ -85,10 +155,14 @@ void Sha256::update(const void *data, size_t bytes) {
     p += take;
     bytes -= take;
     if (used_ < 64) return;
-    block(buf_);
+    blocks(buf_, 1);
     used_ = 0;
   }
-  for (; bytes >= 64; p += 64, bytes -= 64) block(p);
+  if (bytes >= 64) {
+    blocks(p, bytes / 64);
+    p += bytes / 64 * 64;
+    bytes %= 64;
+  }
   if (bytes > 0) {
     std::memcpy(buf_, p, bytes);
     used_ = bytes;

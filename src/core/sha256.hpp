@@ -22,7 +22,10 @@ public:
   static Digest of(const void *data, size_t bytes);
 
 private:
+  // One block with the portable code; `count` blocks with the fastest
+  // code this CPU runs (the x86 SHA extensions where present).
   void block(const uint8_t *p);
+  void blocks(const uint8_t *p, size_t count);
 
   uint32_t h_[8];
   uint8_t buf_[64];

@@ -291,7 +291,10 @@ static void compile_with_include(const char *option, const char *inc_dir,
   ASSERT_OK(t4a_artifact_release(a));
 }
 
-static void test_include_path_not_cached_on_disk(void **state) {
+/* Headers found through an include path are dependencies of the key
+ * (issue 23 item 2): an unchanged header is served from disk, a changed
+ * one compiles again, and its old content is found again on disk. */
+static void test_include_path_cached_by_content(void **state) {
   static const char *const spellings[] = {"-I", "--include-path="};
   char dir[1024], inc[1200], header[1300];
   size_t k;
@@ -310,9 +313,11 @@ static void test_include_path_not_cached_on_disk(void **state) {
     write_header(header, first + 1);
     compile_with_include(spellings[k], inc, first + 1,
                          T4A_COMPILE_NO_MEMORY_CACHE);
+    write_header(header, first);
+    compile_with_include(spellings[k], inc, first, T4A_COMPILE_NO_MEMORY_CACHE);
     after = stats_now();
-    assert_int_equal(after.disk_hits - before.disk_hits, 0);
-    assert_int_equal(after.disk_writes - before.disk_writes, 0);
+    assert_int_equal(after.disk_hits - before.disk_hits, 1);
+    assert_int_equal(after.disk_writes - before.disk_writes, 2);
     assert_int_equal(after.nvrtc_invocations - before.nvrtc_invocations, 2);
     assert_int_equal(unlink(header), 0);
     assert_int_equal(rmdir(inc), 0);
@@ -513,7 +518,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_untrusted_entry_replaced),
       cmocka_unit_test(test_fifo_entry_does_not_hang),
       cmocka_unit_test(test_huge_sparse_entry_is_corrupt),
-      cmocka_unit_test(test_include_path_not_cached_on_disk),
+      cmocka_unit_test(test_include_path_cached_by_content),
       cmocka_unit_test(test_entry_without_name_expressions),
       cmocka_unit_test(test_release_too_many_is_invalid_handle),
   };
