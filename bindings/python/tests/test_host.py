@@ -492,3 +492,48 @@ def test_host_buffer_view_outlives_close(rt):
         o.close()
     del view
     gc.collect()
+
+
+# ---- module globals and name expressions on the fake driver (SPEC R-SRC 4, 5)
+
+GLOBALS = r"""
+__constant__ float table[16];
+__device__ unsigned counter;
+template <int N, bool Add> __global__ void apply(float *out) {
+  out[threadIdx.x] = Add ? table[threadIdx.x % N] : 0.0f;
+}
+"""
+
+
+@needs_fake
+def test_module_global_is_a_buffer_view(rt):
+    art = t4acuda.compile(GLOBALS, cc=(9, 0), cache_dir="",
+                          name_expressions=["table", "&counter", "apply<4, true>"])
+    assert art.lowered_name_of("&table") == "table"
+    assert art.lowered_name_of("apply<4,true>") == art.lowered_name(2)
+    with pytest.raises(t4acuda.UnknownEntryPoint, match="'apply<8, true>'"):
+        art.lowered_name_of("apply<8, true>")
+    mod = rt.load(art)
+    k = mod.kernel("apply< 4, true >")  # by expression, whitespace ignored
+    table = mod.get_global("table", np.float32)
+    counter = mod.get_global("counter")
+    assert table.is_view and counter.is_view
+    assert table.nbytes == 64 and table.shape == (16,) and counter.nbytes == 4
+    assert not rt.alloc(4).is_view
+    with pytest.raises(t4acuda.UnknownEntryPoint, match="no_such_thing"):
+        mod.get_global("no_such_thing")
+    mod.close()  # the views keep the module loaded
+    values = np.linspace(-1, 1, 16, dtype=np.float32)
+    table.upload(values)
+    assert np.array_equal(table.download(), values)
+    counter.fill(0x11)
+    assert counter.download(np.uint32)[0] == 0x11111111
+    with pytest.raises(t4acuda.InvalidArgument, match="64 bytes"):
+        table.upload(np.zeros(17, np.float32))
+    out = rt.alloc(64)
+    out.copy_from(table)
+    assert np.array_equal(out.download(np.float32), values)
+    k.launch(1, 16, table)
+    rt.synchronize()
+    for b in (table, counter, out, k, art):
+        b.close()

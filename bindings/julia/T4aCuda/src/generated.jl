@@ -532,6 +532,7 @@ const T4A_PEER_ACCESS_AUTO = UInt32(1)
 const T4A_BUFFER_ZERO = UInt32(1)
 const T4A_BUFFER_INFO_READ_ONLY = UInt32(1)
 const T4A_BUFFER_INFO_IMPORTED = UInt32(2)
+const T4A_BUFFER_INFO_VIEW = UInt32(4)
 const T4A_COMPILE_CUBIN = UInt32(0)
 const T4A_COMPILE_PTX = UInt32(1)
 const T4A_COMPILE_NO_MEMORY_CACHE = UInt32(1)
@@ -754,6 +755,10 @@ t4a_artifact_log(artifact, buf, capacity, needed) =
 t4a_artifact_lowered_name(artifact, index, buf, capacity, needed) =
     ccall((:t4a_artifact_lowered_name, libt4acuda), Int32, (Artifact, UInt32, Ptr{Cchar}, Csize_t, Ptr{Csize_t}), artifact, index, buf, capacity, needed)
 
+# t4a_status t4a_artifact_lowered_name_of(t4a_artifact artifact, const char * expression, char * buf, size_t capacity, size_t * needed)
+t4a_artifact_lowered_name_of(artifact, expression, buf, capacity, needed) =
+    ccall((:t4a_artifact_lowered_name_of, libt4acuda), Int32, (Artifact, Cstring, Ptr{Cchar}, Csize_t, Ptr{Csize_t}), artifact, expression, buf, capacity, needed)
+
 # t4a_status t4a_artifact_key(t4a_artifact artifact, char * buf, size_t capacity, size_t * needed)
 t4a_artifact_key(artifact, buf, capacity, needed) =
     ccall((:t4a_artifact_key, libt4acuda), Int32, (Artifact, Ptr{Cchar}, Csize_t, Ptr{Csize_t}), artifact, buf, capacity, needed)
@@ -781,6 +786,10 @@ t4a_module_release(module_) =
 # t4a_status t4a_kernel_get(t4a_module module, const char * name, t4a_kernel * kernel)
 t4a_kernel_get(module_, name, kernel) =
     ccall((:t4a_kernel_get, libt4acuda), Int32, (T4aModule, Cstring, Ptr{Kernel}), module_, name, kernel)
+
+# t4a_status t4a_module_global(t4a_module module, const char * name, t4a_buffer * view)
+t4a_module_global(module_, name, view) =
+    ccall((:t4a_module_global, libt4acuda), Int32, (T4aModule, Cstring, Ptr{Buffer}), module_, name, view)
 
 # t4a_status t4a_kernel_retain(t4a_kernel kernel)
 t4a_kernel_retain(kernel) =

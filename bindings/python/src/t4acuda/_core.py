@@ -478,6 +478,11 @@ class Buffer(_Owned):
     def device_pointer(self):
         return self.info()["device_pointer"]
 
+    @property
+    def is_view(self):
+        """True for a view of a module global (Module.get_global)."""
+        return bool(self.info()["flags"] & _ffi.CONSTANTS["T4A_BUFFER_INFO_VIEW"])
+
     def info(self):
         info = _ffi.new("t4a_buffer_info")
         check(C.t4a_buffer_info_get(self._live(), _byref(info)))
@@ -690,6 +695,12 @@ class Artifact(_Owned):
         return _get_string(C.t4a_artifact_lowered_name, self._live(), index).rstrip(
             b"\0").decode()
 
+    def lowered_name_of(self, expression):
+        """The lowered name of the request's name expression `expression`
+        (matched exactly, then with whitespace and a leading '&' ignored)."""
+        return _get_string(C.t4a_artifact_lowered_name_of, self._live(),
+                           expression.encode()).rstrip(b"\0").decode()
+
     def retain(self):
         h = self._live()
         check(C.t4a_artifact_retain(h))
@@ -762,11 +773,32 @@ class Module(_Owned):
         self.runtime = runtime
 
     def kernel(self, name):
+        """A kernel by name expression of the module's artifact
+        ("reduce<128, true>"; whitespace and a leading '&' ignored) or by its
+        lowered or extern "C" name."""
         h = S["t4a_kernel"]()
         check(C.t4a_kernel_get(self._live(), name.encode(), _byref(h)))
         return Kernel(self, h, name)
 
     __getitem__ = kernel
+
+    def get_global(self, name, dtype=None, shape=None):
+        """A __device__ or __constant__ variable (a name expression such as
+        "&counter", or its name) as a Buffer view of its memory: it keeps
+        this module loaded, never frees the memory, and is used like any
+        Buffer (upload, download, fill, copy, launch argument). dtype and
+        shape describe it, as for Runtime.alloc (default: bytes)."""
+        h = S["t4a_buffer"]()
+        check(C.t4a_module_global(self._live(), name.encode(), _byref(h)))
+        info = _ffi.new("t4a_buffer_info")
+        s = C.t4a_buffer_info_get(h, _byref(info))
+        if s != 0:
+            C.t4a_buffer_release(h)
+            check(s)
+        nbytes = info.bytes
+        if dtype is not None and shape is None and _np is not None:
+            shape = (nbytes // _np.dtype(dtype).itemsize,)
+        return Buffer(self.runtime, h, nbytes, dtype, shape)
 
     def retain(self):
         h = self._live()

@@ -130,6 +130,9 @@ c_consts! {
     /// t4a_buffer_info::flags: the buffer wraps memory imported through
     /// DLPack.
     pub const T4A_BUFFER_INFO_IMPORTED: u32 = 0x2;
+    /// t4a_buffer_info::flags: a view of a module global
+    /// (t4a_module_global): holds its module, never frees its memory.
+    pub const T4A_BUFFER_INFO_VIEW: u32 = 0x4;
 }
 
 c_structs! {
@@ -509,6 +512,7 @@ c_functions! {
         fn t4a_artifact_image(artifact: t4a_artifact, buf: *mut c_void, capacity: usize, needed: *mut usize) -> t4a_status;
         fn t4a_artifact_log(artifact: t4a_artifact, buf: *mut c_char, capacity: usize, needed: *mut usize) -> t4a_status;
         fn t4a_artifact_lowered_name(artifact: t4a_artifact, index: u32, buf: *mut c_char, capacity: usize, needed: *mut usize) -> t4a_status;
+        fn t4a_artifact_lowered_name_of(artifact: t4a_artifact, expression: *const c_char, buf: *mut c_char, capacity: usize, needed: *mut usize) -> t4a_status;
         fn t4a_artifact_key(artifact: t4a_artifact, buf: *mut c_char, capacity: usize, needed: *mut usize) -> t4a_status;
         fn t4a_compile_stats_get(stats: *mut t4a_compile_stats) -> t4a_status;
         fn t4a_module_load(runtime: t4a_runtime, artifact: t4a_artifact, module: *mut t4a_module) -> t4a_status;
@@ -516,6 +520,7 @@ c_functions! {
         fn t4a_module_retain(module: t4a_module) -> t4a_status;
         fn t4a_module_release(module: t4a_module) -> t4a_status;
         fn t4a_kernel_get(module: t4a_module, name: *const c_char, kernel: *mut t4a_kernel) -> t4a_status;
+        fn t4a_module_global(module: t4a_module, name: *const c_char, view: *mut t4a_buffer) -> t4a_status;
         fn t4a_kernel_retain(kernel: t4a_kernel) -> t4a_status;
         fn t4a_kernel_release(kernel: t4a_kernel) -> t4a_status;
         fn t4a_kernel_info_get(kernel: t4a_kernel, info: *mut t4a_kernel_info) -> t4a_status;

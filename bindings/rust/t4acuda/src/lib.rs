@@ -496,6 +496,10 @@ impl Buffer {
         check(unsafe { sys::t4a_buffer_info_get(self.h, &mut i) })?;
         Ok(i)
     }
+    /// Whether this is a view of a module global ([`Module::global`]).
+    pub fn is_view(&self) -> Result<bool> {
+        Ok(self.info()?.flags & sys::T4A_BUFFER_INFO_VIEW != 0)
+    }
 }
 
 /// A byte range of a [`Buffer`], passed to kernels as the address of its
@@ -627,6 +631,16 @@ impl Artifact {
     pub fn lowered_name(&self, index: u32) -> Result<String> {
         read_string(|b, c, n| unsafe { sys::t4a_artifact_lowered_name(self.h, index, b, c, n) })
     }
+    /// The lowered name of the name expression `expression`, matched
+    /// exactly, then with whitespace and a leading `&` ignored.
+    pub fn lowered_name_of(&self, expression: &str) -> Result<String> {
+        let c = CString::new(expression).map_err(|_| {
+            Error::invalid(format!("expression {expression:?} contains a NUL byte"))
+        })?;
+        read_string(|b, n, needed| unsafe {
+            sys::t4a_artifact_lowered_name_of(self.h, c.as_ptr(), b, n, needed)
+        })
+    }
     /// The identity key (hex SHA-256).
     pub fn key(&self) -> Result<String> {
         read_string(|b, c, n| unsafe { sys::t4a_artifact_key(self.h, b, c, n) })
@@ -634,13 +648,28 @@ impl Artifact {
 }
 
 impl Module {
-    /// The kernel named `name` (a lowered name for templates).
+    /// The kernel named `name`: a name expression of the module's artifact
+    /// (`"reduce<128, true>"`, whitespace and a leading `&` ignored), else
+    /// its lowered or `extern "C"` name.
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         let c = CString::new(name)
             .map_err(|_| Error::invalid(format!("kernel name {name:?} contains a NUL byte")))?;
         let mut h = sys::t4a_kernel::NULL;
         check(unsafe { sys::t4a_kernel_get(self.h, c.as_ptr(), &mut h) })?;
         Ok(Kernel { h })
+    }
+    /// The `__device__` or `__constant__` variable `name` (a name
+    /// expression such as `"&counter"`, or its name) as a buffer view: it
+    /// keeps this module loaded and never frees its memory; upload,
+    /// download, fill, copy and launch with it like any [`Buffer`].
+    pub fn global(&self, name: &str) -> Result<Buffer> {
+        let c = CString::new(name)
+            .map_err(|_| Error::invalid(format!("global name {name:?} contains a NUL byte")))?;
+        let mut h = sys::t4a_buffer::NULL;
+        check(unsafe { sys::t4a_module_global(self.h, c.as_ptr(), &mut h) })?;
+        let mut b = Buffer { h, bytes: 0 };
+        b.bytes = b.info()?.bytes;
+        Ok(b)
     }
 }
 

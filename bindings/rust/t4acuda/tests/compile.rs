@@ -96,3 +96,23 @@ fn artifacts_are_send_sync_and_clone() {
     let key = std::thread::spawn(move || b.key().unwrap()).join().unwrap();
     assert_eq!(key, a.key().unwrap());
 }
+
+#[test]
+fn lowered_names_by_expression() {
+    let a = compile(SRC)
+        .name_expression("&scale<float>")
+        .name_expression("scale<double>")
+        .cc(9, 0)
+        .cache_dir("")
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let f = a.lowered_name(0).unwrap();
+    // Exact, whitespace ignored, a leading '&' ignored either way.
+    assert_eq!(a.lowered_name_of("&scale<float>").unwrap(), f);
+    assert_eq!(a.lowered_name_of(" scale < float > ").unwrap(), f);
+    assert_eq!(a.lowered_name_of("&scale<double>").unwrap(), a.lowered_name(1).unwrap());
+    let e = a.lowered_name_of("scale<int>").unwrap_err();
+    assert_eq!(e.status, Status::UnknownEntryPoint, "{e}");
+    assert!(e.message.contains("'scale<int>'"), "{e}");
+    assert!(a.lowered_name_of("a\0b").is_err());
+}
