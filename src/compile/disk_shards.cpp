@@ -443,6 +443,8 @@ bool commit(StatsFile &st, int top, int sfd, int s, int from_dir,
   Record r;
   if (locked) st.get(s, 1, &r);
   time_t now = std::time(nullptr);
+  // A failed scan leaves the record invalid: not written back, recounted
+  // by a later write.
   if (locked && !r.valid) (void)scan_shard(top, s, now, &r, nullptr);
   struct stat old;
   bool replaced =
