@@ -137,7 +137,7 @@ _Static_assert((T4A_COMPILE_NO_MEMORY_CACHE & T4A_COMPILE_NO_DISK_CACHE) == 0,
 _Static_assert(T4A_DEFAULT_DISK_CACHE_BYTES == ((uint64_t)1 << 30),
                "1 GiB disk cache by default");
 _Static_assert(T4A_ARTIFACT_KEY_CAPACITY == 65, "64 hex digits and a NUL");
-_Static_assert(sizeof(t4a_compile_request) == 104, "no implicit padding");
+_Static_assert(sizeof(t4a_compile_request) == 112, "no implicit padding");
 /* Launch layer: handles, argument and descriptor layout. */
 _Static_assert(sizeof(t4a_module) == 8 && sizeof(t4a_kernel) == 8 &&
                    sizeof(t4a_completion) == 8,

@@ -677,6 +677,22 @@ static void check_last_compile_log(void) {
                    T4A_ERROR_INVALID_ARGUMENT);
 }
 
+static void check_toolkit_headers(void) {
+  /* Needs NVRTC, never the driver: SUCCESS with "nvrtc ..." first, or
+   * NO_COMPILER; a NULL buffer with a capacity is refused. */
+  char text[4096] = "sentinel";
+  size_t needed = 0;
+  t4a_status s = t4a_toolkit_headers(text, sizeof text, &needed);
+  if (s == T4A_SUCCESS) {
+    assert_true(needed > 6 && needed <= sizeof text);
+    assert_int_equal(strncmp(text, "nvrtc ", 6), 0);
+  } else {
+    assert_int_equal(s, T4A_ERROR_NO_COMPILER);
+  }
+  assert_int_equal(t4a_toolkit_headers(NULL, 4, &needed),
+                   T4A_ERROR_INVALID_ARGUMENT);
+}
+
 static void check_compile_stats_get(void) {
   /* Nothing was compiled in this process (argument errors are not
    * requests): all zeros. */
@@ -1254,6 +1270,7 @@ static const row k_rows[] = {
     /* compile and artifacts */
     ROW(t4a_compile, CONTEXT_FREE, check_compile),
     ROW(t4a_last_compile_log, CONTEXT_FREE, check_last_compile_log),
+    ROW(t4a_toolkit_headers, CONTEXT_FREE, check_toolkit_headers),
     ROW(t4a_compile_stats_get, CONTEXT_FREE, check_compile_stats_get),
     HANDLE_ROW(artifact_retain, KIND_ARTIFACT, "artifact", 0),
     HANDLE_ROW(artifact_release, KIND_ARTIFACT, "artifact", 1),
