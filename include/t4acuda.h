@@ -1436,6 +1436,16 @@ T4A_API t4a_status t4a_buffer_download_host(t4a_runtime runtime, t4a_buffer src,
 #define T4A_COMPILE_NO_MEMORY_CACHE 0x1u
 /** t4a_compile_request::flags: do not read or write the disk cache. */
 #define T4A_COMPILE_NO_DISK_CACHE 0x2u
+/** t4a_compile_request::flags: do not add the CUDA toolkit's include
+ *  directories (see t4a_compile_request::toolkit_include). */
+#define T4A_COMPILE_NO_TOOLKIT_HEADERS 0x4u
+
+/** ::t4a_artifact_info::origin: NVRTC compiled it in this call. */
+#define T4A_ARTIFACT_FROM_NVRTC 1u
+/** ::t4a_artifact_info::origin: found in the process's in-memory cache. */
+#define T4A_ARTIFACT_FROM_MEMORY 2u
+/** ::t4a_artifact_info::origin: read from the disk cache. */
+#define T4A_ARTIFACT_FROM_DISK 3u
 
 /** Default bound of the disk cache in bytes (1 GiB). */
 #define T4A_DEFAULT_DISK_CACHE_BYTES (UINT64_C(1) << 30)
@@ -1499,6 +1509,19 @@ typedef struct t4a_compile_request {
    *  `$HOME/.cache/t4acuda`; "": no disk cache. `T4A_CACHE_DIR`, when
    *  set, overrides it. */
   const char *cache_dir;
+  /** The CUDA toolkit include directory (holding cuda.h, cuda_fp16.h and
+   *  cccl/) added after `options`, so that `cuda_fp16.h`,
+   *  `cooperative_groups.h` and `cuda/std/...` need no option. NULL or "":
+   *  found automatically, first match of `T4A_CUDA_INCLUDE` (an include
+   *  directory), `CUDA_HOME`/include, `CUDA_PATH`/include, the toolkit of
+   *  the NVRTC in use, `/usr/local/cuda/include`; a found directory whose
+   *  cuda.h is not NVRTC's major.minor is passed over. A directory named
+   *  here or in `T4A_CUDA_INCLUDE` must match: otherwise
+   *  #T4A_ERROR_VERSION_MISMATCH naming both versions (no cuda.h:
+   *  #T4A_ERROR_INVALID_ARGUMENT). Its `cccl` subdirectory is added too.
+   *  #T4A_COMPILE_NO_TOOLKIT_HEADERS in `flags` adds nothing.
+   *  @since 0.1.0 (added after `cache_dir`) */
+  const char *toolkit_include;
 } t4a_compile_request;
 
 /** Initializer for ::t4a_compile_request: CUBIN, no target yet, caches
@@ -1506,7 +1529,7 @@ typedef struct t4a_compile_request {
 #define T4A_COMPILE_REQUEST_INIT                                               \
   {                                                                            \
     sizeof(t4a_compile_request), T4A_COMPILE_CUBIN, NULL, NULL, NULL, NULL, 0, \
-        0, NULL, NULL, 0, 0, 0, 0, {0}, 0, NULL                                \
+        0, NULL, NULL, 0, 0, 0, 0, {0}, 0, NULL, NULL                          \
   }
 
 /**
@@ -1616,6 +1639,32 @@ T4A_API t4a_status t4a_last_compile_log(char *buf, size_t capacity,
                                         size_t *needed);
 
 /**
+ * @brief Describes the CUDA toolkit headers a compile gets without any
+ *        option (query-then-copy, as t4a_artifact_log()).
+ *
+ * The text has one fact per line, "key value": `nvrtc <major.minor>
+ * <file>`, then `include <dir>` for each directory added after a
+ * request's options (the toolkit's include directory, then its `cccl`),
+ * `version <major.minor>` of its cuda.h, `from <step>` (which step of the
+ * search of t4a_compile_request::toolkit_include found it) and
+ * `passed-over <dir (step): why; ...>` for directories not taken. No
+ * `include` line: none was found (compiles get no toolkit headers). Loads
+ * NVRTC: the toolkit must match its version. `t4acuda-info` prints it.
+ * @param[out] buf      NULL with `capacity` 0 to query the size.
+ * @param[in]  capacity bytes at `buf`.
+ * @param[out] needed   if not NULL: bytes needed, NUL included.
+ * @return #T4A_SUCCESS; #T4A_ERROR_NO_COMPILER;
+ *         #T4A_ERROR_VERSION_MISMATCH or #T4A_ERROR_INVALID_ARGUMENT when
+ *         `T4A_CUDA_INCLUDE` names a directory that is not a toolkit of
+ *         NVRTC's version; #T4A_ERROR_INVALID_ARGUMENT (NULL `buf` with a
+ *         capacity).
+ * Thread-safe.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_toolkit_headers(char *buf, size_t capacity,
+                                       size_t *needed);
+
+/**
  * @brief Adds a reference to an artifact.
  * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
  *         #T4A_ERROR_INVALID_ARGUMENT (the reference count is saturated).
@@ -1650,12 +1699,22 @@ typedef struct t4a_artifact_info {
   uint64_t log_bytes;   /**< bytes of the log, without the NUL. */
   /** lowered names available (the request's name expressions). */
   uint32_t name_expression_count;
-  uint32_t reserved0; /**< zero. */
+  /** where the last t4a_compile() that returned this artifact got it:
+   *  #T4A_ARTIFACT_FROM_NVRTC, #T4A_ARTIFACT_FROM_MEMORY or
+   *  #T4A_ARTIFACT_FROM_DISK (a memory hit returns the same artifact, so
+   *  this changes with the calls that return it). */
+  uint32_t origin;
+  /** nanoseconds that t4a_compile() call took, from its start to the
+   *  artifact (NVRTC included when `origin` is NVRTC). */
+  uint64_t compile_ns;
+  /** nanoseconds NVRTC took when this process compiled it; 0 when it came
+   *  from the disk cache. */
+  uint64_t nvrtc_ns;
 } t4a_artifact_info;
 
 /** Initializer for ::t4a_artifact_info. */
 #define T4A_ARTIFACT_INFO_INIT                                                 \
-  { sizeof(t4a_artifact_info), 0, 0, 0, 0, 0, 0, 0 }
+  { sizeof(t4a_artifact_info), 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /**
  * @brief Target, sizes and name count of an artifact.
@@ -1730,7 +1789,7 @@ T4A_API t4a_status t4a_artifact_lowered_name(t4a_artifact artifact,
  * `unsigned int`); then the same with one leading `&` ignored on either
  * side (`"counter"` finds `"&counter"`, `"&k<float>"` finds `"k<float>"`).
  * The expressions are remembered by the process for the artifacts its
- * t4a_compile() calls returned (by identity key: see docs/compilation.md);
+ *  t4a_compile() calls returned (by identity key: see docs/launch.md);
  * t4a_kernel_get() and t4a_module_global() on a module loaded from the
  * artifact match the same way.
  * @param[in]  artifact   the artifact.

@@ -1243,6 +1243,15 @@ struct CompileRequest : t4a_compile_request {
     sync();
     return *this;
   }
+  /** Names the CUDA toolkit include directory added after the options
+   *  (t4a_compile_request::toolkit_include; "" finds it automatically).
+   *  Opt out with `with_flags(T4A_COMPILE_NO_TOOLKIT_HEADERS)`. */
+  CompileRequest &with_toolkit_include(std::string directory) {
+    owned_.toolkit_include = std::move(directory);
+    owned_.has_toolkit_include = true;
+    sync();
+    return *this;
+  }
   /** Sets the disk cache bound in bytes (0: the default). */
   CompileRequest &with_disk_cache_max_bytes(uint64_t bytes) noexcept {
     disk_cache_max_bytes = bytes;
@@ -1253,7 +1262,8 @@ struct CompileRequest : t4a_compile_request {
 
 private:
   struct Owned {
-    std::string source, program_name, cache_dir;
+    std::string source, program_name, cache_dir, toolkit_include;
+    bool has_toolkit_include = false;
     bool has_source = false, has_program_name = false, has_cache_dir = false,
          has_options = false, has_headers = false, has_names = false;
     std::vector<std::string> options, header_names, header_sources,
@@ -1276,6 +1286,7 @@ private:
     if (o.has_source) source = o.source.c_str();
     if (o.has_program_name) program_name = o.program_name.c_str();
     if (o.has_cache_dir) cache_dir = o.cache_dir.c_str();
+    if (o.has_toolkit_include) toolkit_include = o.toolkit_include.c_str();
     if (o.has_options) {
       point(o.options, o.option_ptrs);
       options = o.option_ptrs.data();
@@ -1302,6 +1313,7 @@ private:
     if (o.has_source) source = nullptr;
     if (o.has_program_name) program_name = nullptr;
     if (o.has_cache_dir) cache_dir = nullptr;
+    if (o.has_toolkit_include) toolkit_include = nullptr;
     if (o.has_options) {
       options = nullptr;
       option_count = 0;

@@ -109,6 +109,19 @@ T4A_API t4a_status t4a_last_compile_log(char *buf, size_t capacity,
   return T4A_SUCCESS;
 }
 
+T4A_API t4a_status t4a_toolkit_headers(char *buf, size_t capacity,
+                                       size_t *needed) {
+  return T4A_ENTRY({
+    if (buf == nullptr && capacity != 0)
+      return core::fail(T4A_ERROR_INVALID_ARGUMENT,
+                        "buf is NULL but capacity is %zu", capacity);
+    std::string text;
+    if (t4a_status s = compile::describe_toolkit(&text); s != T4A_SUCCESS)
+      return s;
+    return copy_out(text, buf, capacity, needed, true);
+  });
+}
+
 T4A_API t4a_status t4a_artifact_retain(t4a_artifact artifact) {
   return T4A_ENTRY({ return capi::retain(artifact, "artifact"); });
 }
@@ -132,6 +145,9 @@ T4A_API t4a_status t4a_artifact_info_get(t4a_artifact artifact,
                         full.log_bytes = a->log().size();
                         full.name_expression_count =
                             static_cast<uint32_t>(a->lowered_names().size());
+                        full.origin = a->origin();
+                        full.compile_ns = a->call_ns();
+                        full.nvrtc_ns = a->nvrtc_ns;
                         core::write_struct(info, full);
                         return T4A_SUCCESS;
                       });

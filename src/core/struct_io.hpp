@@ -55,7 +55,8 @@ T4A_FIELD_STARTS(t4a_compile_request, T4A_AT(t4a_compile_request, output),
                  T4A_AT(t4a_compile_request, flags),
                  T4A_AT(t4a_compile_request, runtime),
                  T4A_AT(t4a_compile_request, disk_cache_max_bytes),
-                 T4A_AT(t4a_compile_request, cache_dir));
+                 T4A_AT(t4a_compile_request, cache_dir),
+                 T4A_AT(t4a_compile_request, toolkit_include));
 T4A_FIELD_STARTS(t4a_launch_desc, T4A_AT(t4a_launch_desc, flags),
                  T4A_AT(t4a_launch_desc, kernel), T4A_AT(t4a_launch_desc, grid),
                  T4A_AT(t4a_launch_desc, block),
@@ -71,7 +72,7 @@ T4A_FIELD_STARTS(t4a_launch_desc, T4A_AT(t4a_launch_desc, flags),
 static_assert(offsetof(t4a_runtime_options, reserved2) + sizeof(uint32_t) ==
                   sizeof(t4a_runtime_options),
               "t4a_runtime_options grew: add the new field to FieldStarts");
-static_assert(offsetof(t4a_compile_request, cache_dir) + sizeof(void *) ==
+static_assert(offsetof(t4a_compile_request, toolkit_include) + sizeof(void *) ==
                   sizeof(t4a_compile_request),
               "t4a_compile_request grew: add the new field to FieldStarts");
 static_assert(offsetof(t4a_launch_desc, args) + sizeof(void *) ==

@@ -229,6 +229,24 @@ def test_compile_without_gpu(tmp_path):
     ptx.close()
 
 
+def test_toolkit_headers_and_origin(tmp_path):
+    """cuda_fp16.h without options; where each artifact came from."""
+    tk = t4acuda.toolkit_headers()
+    assert tk["nvrtc"] and tk["include"], tk
+    src = ('#include <cuda_fp16.h>\n'
+           'extern "C" __global__ void h(__half *p) { p[0] = __hadd(p[0], p[1]); }\n')
+    a = t4acuda.compile(src, cc=(9, 0), cache_dir=tmp_path)
+    assert a.info()["origin"] == 1 and a.info()["nvrtc_ns"] > 0
+    b = t4acuda.compile(src, cc=(9, 0), cache_dir=tmp_path)
+    assert b.info()["origin"] == 2
+    c = t4acuda.compile(src, cc=(9, 0), cache_dir=tmp_path, flags=1)  # no memory cache
+    assert c.info()["origin"] == 3 and c.info()["nvrtc_ns"] == 0
+    with pytest.raises(t4acuda.Compile):
+        t4acuda.compile(src, cc=(9, 0), cache_dir=tmp_path, flags=4)
+    for x in (a, b, c):
+        x.close()
+
+
 def test_compile_error_carries_the_log(tmp_path):
     with pytest.raises(t4acuda.Compile) as e:
         t4acuda.compile("__global__ void k() { undeclared_thing(); }", cc=(8, 0),

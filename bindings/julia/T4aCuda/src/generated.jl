@@ -189,7 +189,7 @@ end
 BufferInfo(; struct_size = UInt32(48), reserved0 = UInt32(0), bytes = UInt64(0), device_pointer = UInt64(0), runtime = Runtime(0), device_ordinal = Int32(0), reserved1 = UInt32(0), flags = UInt32(0), reserved2 = UInt32(0)) =
     BufferInfo(struct_size, reserved0, bytes, device_pointer, runtime, device_ordinal, reserved1, flags, reserved2)
 
-# C t4a_compile_request: 104 bytes, align 8; t4acuda.h
+# C t4a_compile_request: 112 bytes, align 8; t4acuda.h
 struct CompileRequest
     struct_size::UInt32  # offset 0, C uint32_t
     output::UInt32  # offset 4, C uint32_t
@@ -208,11 +208,12 @@ struct CompileRequest
     runtime::Runtime  # offset 80, C t4a_runtime
     disk_cache_max_bytes::UInt64  # offset 88, C uint64_t
     cache_dir::Ptr{Cchar}  # offset 96, C const char *
+    toolkit_include::Ptr{Cchar}  # offset 104, C const char *
 end
-CompileRequest(; struct_size = UInt32(104), output = UInt32(0), source = Ptr{Cchar}(0), program_name = Ptr{Cchar}(0), header_names = Ptr{Ptr{Cchar}}(0), header_sources = Ptr{Ptr{Cchar}}(0), header_count = UInt32(0), option_count = UInt32(0), options = Ptr{Ptr{Cchar}}(0), name_expressions = Ptr{Ptr{Cchar}}(0), name_expression_count = UInt32(0), cc_major = Int32(0), cc_minor = Int32(0), flags = UInt32(0), runtime = Runtime(0), disk_cache_max_bytes = UInt64(0), cache_dir = Ptr{Cchar}(0)) =
-    CompileRequest(struct_size, output, source, program_name, header_names, header_sources, header_count, option_count, options, name_expressions, name_expression_count, cc_major, cc_minor, flags, runtime, disk_cache_max_bytes, cache_dir)
+CompileRequest(; struct_size = UInt32(112), output = UInt32(0), source = Ptr{Cchar}(0), program_name = Ptr{Cchar}(0), header_names = Ptr{Ptr{Cchar}}(0), header_sources = Ptr{Ptr{Cchar}}(0), header_count = UInt32(0), option_count = UInt32(0), options = Ptr{Ptr{Cchar}}(0), name_expressions = Ptr{Ptr{Cchar}}(0), name_expression_count = UInt32(0), cc_major = Int32(0), cc_minor = Int32(0), flags = UInt32(0), runtime = Runtime(0), disk_cache_max_bytes = UInt64(0), cache_dir = Ptr{Cchar}(0), toolkit_include = Ptr{Cchar}(0)) =
+    CompileRequest(struct_size, output, source, program_name, header_names, header_sources, header_count, option_count, options, name_expressions, name_expression_count, cc_major, cc_minor, flags, runtime, disk_cache_max_bytes, cache_dir, toolkit_include)
 
-# C t4a_artifact_info: 40 bytes, align 8; t4acuda.h
+# C t4a_artifact_info: 56 bytes, align 8; t4acuda.h
 struct ArtifactInfo
     struct_size::UInt32  # offset 0, C uint32_t
     output::UInt32  # offset 4, C uint32_t
@@ -221,10 +222,12 @@ struct ArtifactInfo
     image_bytes::UInt64  # offset 16, C uint64_t
     log_bytes::UInt64  # offset 24, C uint64_t
     name_expression_count::UInt32  # offset 32, C uint32_t
-    reserved0::UInt32  # offset 36, C uint32_t
+    origin::UInt32  # offset 36, C uint32_t
+    compile_ns::UInt64  # offset 40, C uint64_t
+    nvrtc_ns::UInt64  # offset 48, C uint64_t
 end
-ArtifactInfo(; struct_size = UInt32(40), output = UInt32(0), cc_major = Int32(0), cc_minor = Int32(0), image_bytes = UInt64(0), log_bytes = UInt64(0), name_expression_count = UInt32(0), reserved0 = UInt32(0)) =
-    ArtifactInfo(struct_size, output, cc_major, cc_minor, image_bytes, log_bytes, name_expression_count, reserved0)
+ArtifactInfo(; struct_size = UInt32(56), output = UInt32(0), cc_major = Int32(0), cc_minor = Int32(0), image_bytes = UInt64(0), log_bytes = UInt64(0), name_expression_count = UInt32(0), origin = UInt32(0), compile_ns = UInt64(0), nvrtc_ns = UInt64(0)) =
+    ArtifactInfo(struct_size, output, cc_major, cc_minor, image_bytes, log_bytes, name_expression_count, origin, compile_ns, nvrtc_ns)
 
 # C t4a_compile_stats: 80 bytes, align 8; t4acuda.h
 struct CompileStats
@@ -537,6 +540,10 @@ const T4A_COMPILE_CUBIN = UInt32(0)
 const T4A_COMPILE_PTX = UInt32(1)
 const T4A_COMPILE_NO_MEMORY_CACHE = UInt32(1)
 const T4A_COMPILE_NO_DISK_CACHE = UInt32(2)
+const T4A_COMPILE_NO_TOOLKIT_HEADERS = UInt32(4)
+const T4A_ARTIFACT_FROM_NVRTC = UInt32(1)
+const T4A_ARTIFACT_FROM_MEMORY = UInt32(2)
+const T4A_ARTIFACT_FROM_DISK = UInt32(3)
 const T4A_DEFAULT_DISK_CACHE_BYTES = UInt64(1073741824)
 const T4A_MEMORY_CACHE_ENTRIES = Int32(256)
 const T4A_MEMORY_CACHE_BYTES = UInt64(268435456)
@@ -730,6 +737,10 @@ t4a_compile(request, artifact) =
 # t4a_status t4a_last_compile_log(char * buf, size_t capacity, size_t * needed)
 t4a_last_compile_log(buf, capacity, needed) =
     ccall((:t4a_last_compile_log, libt4acuda), Int32, (Ptr{Cchar}, Csize_t, Ptr{Csize_t}), buf, capacity, needed)
+
+# t4a_status t4a_toolkit_headers(char * buf, size_t capacity, size_t * needed)
+t4a_toolkit_headers(buf, capacity, needed) =
+    ccall((:t4a_toolkit_headers, libt4acuda), Int32, (Ptr{Cchar}, Csize_t, Ptr{Csize_t}), buf, capacity, needed)
 
 # t4a_status t4a_artifact_retain(t4a_artifact artifact)
 t4a_artifact_retain(artifact) =

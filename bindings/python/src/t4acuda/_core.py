@@ -717,11 +717,30 @@ def last_compile_log():
     return _get_string(C.t4a_last_compile_log).rstrip(b"\0").decode("utf-8", "replace")
 
 
+def toolkit_headers():
+    """The CUDA toolkit headers a compile gets without options, as a dict:
+    'nvrtc', 'include' (a list of directories, empty when none was found),
+    'version', 'from', 'passed-over' (t4a_toolkit_headers)."""
+    text = _get_string(C.t4a_toolkit_headers).rstrip(b"\0").decode("utf-8", "replace")
+    out = {"include": []}
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "include":
+            out["include"].append(value)
+        else:
+            out[key] = value
+    return out
+
+
 def compile(source, options=(), name_expressions=(), headers=None, program_name=None,
             output="cubin", runtime=None, cc=None, flags=0, cache_dir=None,
-            disk_cache_max_bytes=0):
+            disk_cache_max_bytes=0, toolkit_include=None):
     """Compiles CUDA C++ with NVRTC (through both caches) into an Artifact.
-    A failed compile raises t4acuda.Compile with .log holding the full log."""
+    The CUDA toolkit's headers (cuda_fp16.h, cooperative_groups.h, CCCL) are
+    found without options; `toolkit_include` names the include directory,
+    flags T4A_COMPILE_NO_TOOLKIT_HEADERS opts out. A failed compile raises
+    t4acuda.Compile with .log holding the full log. Artifact.info()
+    ['origin'] says where it came from (1 NVRTC, 2 memory, 3 disk)."""
     req = _ffi.new("t4a_compile_request")
     keep = []
     req.source = source.encode() if isinstance(source, str) else source
@@ -756,6 +775,8 @@ def compile(source, options=(), name_expressions=(), headers=None, program_name=
     req.disk_cache_max_bytes = disk_cache_max_bytes
     if cache_dir is not None:
         req.cache_dir = str(cache_dir).encode()
+    if toolkit_include is not None:
+        req.toolkit_include = str(toolkit_include).encode()
     h = S["t4a_artifact"]()
     st = C.t4a_compile(_byref(req), _byref(h))
     if st != 0:

@@ -48,6 +48,10 @@ c_consts! {
     pub const T4A_COMPILE_PTX: u32 = 1;
     pub const T4A_COMPILE_NO_MEMORY_CACHE: u32 = 1;
     pub const T4A_COMPILE_NO_DISK_CACHE: u32 = 2;
+    pub const T4A_COMPILE_NO_TOOLKIT_HEADERS: u32 = 4;
+    pub const T4A_ARTIFACT_FROM_NVRTC: u32 = 1;
+    pub const T4A_ARTIFACT_FROM_MEMORY: u32 = 2;
+    pub const T4A_ARTIFACT_FROM_DISK: u32 = 3;
     pub const T4A_DEFAULT_DISK_CACHE_BYTES: u64 = 1 << 30;
     pub const T4A_MEMORY_CACHE_ENTRIES: i32 = 256;
     pub const T4A_MEMORY_CACHE_BYTES: u64 = 256 << 20;
@@ -288,6 +292,7 @@ c_structs! {
         pub runtime: t4a_runtime,
         pub disk_cache_max_bytes: u64,
         pub cache_dir: *const c_char,
+        pub toolkit_include: *const c_char,
     }
 
     pub struct t4a_artifact_info {
@@ -298,7 +303,9 @@ c_structs! {
         pub image_bytes: u64,
         pub log_bytes: u64,
         pub name_expression_count: u32,
-        pub reserved0: u32,
+        pub origin: u32,
+        pub compile_ns: u64,
+        pub nvrtc_ns: u64,
     }
 
     pub struct t4a_compile_stats {
@@ -506,6 +513,7 @@ c_functions! {
         fn t4a_buffer_download_host(runtime: t4a_runtime, src: t4a_buffer, src_offset: u64, dst: t4a_host_buffer, dst_offset: u64, bytes: u64) -> t4a_status;
         fn t4a_compile(request: *const t4a_compile_request, artifact: *mut t4a_artifact) -> t4a_status;
         fn t4a_last_compile_log(buf: *mut c_char, capacity: usize, needed: *mut usize) -> t4a_status;
+        fn t4a_toolkit_headers(buf: *mut c_char, capacity: usize, needed: *mut usize) -> t4a_status;
         fn t4a_artifact_retain(artifact: t4a_artifact) -> t4a_status;
         fn t4a_artifact_release(artifact: t4a_artifact) -> t4a_status;
         fn t4a_artifact_info_get(artifact: t4a_artifact, info: *mut t4a_artifact_info) -> t4a_status;

@@ -905,6 +905,7 @@ pub fn compile(source: &str) -> Compile<'_> {
         flags: 0,
         runtime: None,
         cache_dir: None,
+        toolkit_include: None,
     }
 }
 
@@ -921,6 +922,7 @@ pub struct Compile<'rt> {
     flags: u32,
     runtime: Option<&'rt Runtime>,
     cache_dir: Option<String>,
+    toolkit_include: Option<String>,
 }
 
 impl<'rt> Compile<'rt> {
@@ -970,6 +972,13 @@ impl<'rt> Compile<'rt> {
         self.cache_dir = Some(dir.to_string());
         self
     }
+    /// The CUDA toolkit include directory added after the options (by
+    /// default found automatically; `T4A_COMPILE_NO_TOOLKIT_HEADERS` in
+    /// [`Compile::flags`] adds none).
+    pub fn toolkit_include(mut self, dir: &str) -> Self {
+        self.toolkit_include = Some(dir.to_string());
+        self
+    }
 
     /// Compiles (or finds the result in a cache). A compile error is
     /// `Status::Compile` with the log's first lines in the message (the
@@ -982,6 +991,8 @@ impl<'rt> Compile<'rt> {
         let source = c(&self.source, "source")?;
         let name = self.program_name.as_deref().map(|n| c(n, "program name")).transpose()?;
         let cache_dir = self.cache_dir.as_deref().map(|n| c(n, "cache dir")).transpose()?;
+        let toolkit =
+            self.toolkit_include.as_deref().map(|n| c(n, "toolkit include")).transpose()?;
         let options = self.options.iter().map(|o| c(o, "option")).collect::<Result<Vec<_>>>()?;
         let exprs = self
             .name_expressions
@@ -1012,6 +1023,7 @@ impl<'rt> Compile<'rt> {
         r.flags = self.flags;
         r.runtime = self.runtime.map_or(sys::t4a_runtime::NULL, |rt| rt.h);
         r.cache_dir = cache_dir.as_ref().map_or(std::ptr::null(), |d| d.as_ptr());
+        r.toolkit_include = toolkit.as_ref().map_or(std::ptr::null(), |d| d.as_ptr());
         let mut h = sys::t4a_artifact::NULL;
         check(unsafe { sys::t4a_compile(&r, &mut h) })?;
         Ok(Artifact { h })
@@ -1021,6 +1033,13 @@ impl<'rt> Compile<'rt> {
 /// The full NVRTC log of this thread's last failing compile.
 pub fn last_compile_log() -> Result<String> {
     read_string(|b, c, n| unsafe { sys::t4a_last_compile_log(b, c, n) })
+}
+
+/// The CUDA toolkit headers a compile gets without options, one
+/// "key value" fact per line (`t4a_toolkit_headers`): `nvrtc`, `include`
+/// (each directory), `version`, `from`, `passed-over`.
+pub fn toolkit_headers() -> Result<String> {
+    read_string(|b, c, n| unsafe { sys::t4a_toolkit_headers(b, c, n) })
 }
 
 // --------------------------------------------------------------- raw seam

@@ -116,3 +116,23 @@ fn lowered_names_by_expression() {
     assert!(e.message.contains("'scale<int>'"), "{e}");
     assert!(a.lowered_name_of("a\0b").is_err());
 }
+
+#[test]
+fn toolkit_headers_are_found_without_options() {
+    let facts = t4acuda::toolkit_headers().unwrap_or_else(|e| panic!("{e}"));
+    assert!(facts.starts_with("nvrtc "), "{facts}");
+    assert!(facts.lines().any(|l| l.starts_with("include ")), "{facts}");
+    let src = "#include <cuda_fp16.h>\nextern \"C\" __global__ void h(__half *p) { p[0] = __hadd(p[0], p[1]); }\n";
+    let a = compile(src).cc(9, 0).cache_dir("").build().unwrap_or_else(|e| panic!("{e}"));
+    let info = a.info().unwrap();
+    assert!(
+        info.origin == t4acuda_sys::T4A_ARTIFACT_FROM_NVRTC
+            || info.origin == t4acuda_sys::T4A_ARTIFACT_FROM_MEMORY
+    );
+    let no = compile(src)
+        .cc(9, 0)
+        .cache_dir("")
+        .flags(t4acuda_sys::T4A_COMPILE_NO_TOOLKIT_HEADERS)
+        .build();
+    assert_eq!(no.err().map(|e| e.status), Some(Status::Compile));
+}
