@@ -1,4 +1,4 @@
-// The name expressions of compiled artifacts (SPEC R-SRC 5), for the
+// The name expressions of compiled artifacts (issue 23 item 6), for the
 // entry points that find a kernel, a global or a lowered name by the
 // expression itself.
 //

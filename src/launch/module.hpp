@@ -9,8 +9,8 @@
 //
 // A module loaded from a compiled artifact keeps that artifact's name
 // expressions with their lowered names (launch/names.hpp), so that a
-// kernel or a global is found by the expression itself (R-SRC 5). A
-// module global is a non-owning buffer view (global(), R-SRC 4) that
+// kernel or a global is found by the expression itself (issue 23 item 6). A
+// module global is a non-owning buffer view (global(), issue 23 item 5) that
 // holds the module: see memory/buffer.hpp for how its last release keeps
 // the module until the work enqueued before it is complete.
 #pragma once

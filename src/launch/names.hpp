@@ -1,4 +1,4 @@
-// Name expressions (SPEC R-SRC 5): the name expressions an artifact was
+// Name expressions (issue 23 item 6): the name expressions an artifact was
 // compiled with (t4a_compile_request::name_expressions), each with its
 // lowered name, and how a name given by a caller finds one of them.
 //

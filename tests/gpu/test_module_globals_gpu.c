@@ -1,6 +1,6 @@
 /*
  * GPU lane (label gpu): module globals and name expressions on a real
- * device (SPEC R-SRC 4 and 5). A program of this file, compiled through
+ * device (issue 23 items 5 and 6). A program of this file, compiled through
  * NVRTC for the runtime's device, has a `__constant__ float table[16]`, a
  * `__device__ unsigned counter` and a template kernel
  * `template <int N, bool Add> __global__ void apply(...)`, found by the

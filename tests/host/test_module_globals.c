@@ -1,6 +1,6 @@
 /*
  * Host lane (fake driver, real NVRTC): module globals as buffer views and
- * name expressions by string (SPEC R-SRC 4 and 5).
+ * name expressions by string (issue 23 items 5 and 6).
  *   - t4a_artifact_lowered_name_of: exact, whitespace-insensitive and
  *     '&'-insensitive matching, query-then-copy, absent expressions, an
  *     artifact without expressions, argument checks;

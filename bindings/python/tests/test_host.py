@@ -512,7 +512,7 @@ def test_host_buffer_view_outlives_close(rt):
     gc.collect()
 
 
-# ---- module globals and name expressions on the fake driver (SPEC R-SRC 4, 5)
+# ---- module globals and name expressions on the fake driver (issue 23 items 5, 6)
 
 GLOBALS = r"""
 __constant__ float table[16];
