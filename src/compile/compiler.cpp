@@ -173,6 +173,29 @@ Looked look_up(const Request &r, const KeyPlan &kp, const DiskConfig &disk,
   return out;
 }
 
+// Whether NVRTC runs with automatic precompiled headers (-pch, NVRTC
+// 12.8+): only for a compile whose every dependency is a toolkit file or
+// directory, and that has no given headers. NVRTC 13.0 reuses a PCH
+// without checking a given header's content (a changed "v.h" of the same
+// name compiled to the old value) and checks files by timestamp only, so
+// a PCH is allowed only over files taken as unchanging for the process
+// (the toolkit's). It checks the options itself. Not part of the key: it
+// changes how fast NVRTC is, not what it makes (test_pch_same_output).
+bool use_pch(const Request &r, const KeyPlan &kp, const Toolkit &tk,
+             const NvrtcFacts &nv) {
+  if ((r.flags & T4A_COMPILE_NO_PCH) != 0 || !tk.found || !kp.cacheable ||
+      !kp.has_files || !r.header_names.empty())
+    return false;
+  if (nv.major * 100 + nv.minor < 1208) return false;
+  bool toolkit_file = false;
+  for (const Dependency &d : kp.deps.deps) {
+    if (d.state != Dependency::Toolkit && d.state != Dependency::ToolkitDir)
+      return false;
+    toolkit_file = toolkit_file || d.state == Dependency::Toolkit;
+  }
+  return toolkit_file;
+}
+
 // NVRTC's failure as the call's error.
 t4a_status nvrtc_failed(const NvrtcRun &run, const std::string &what,
                         const std::string &note) {
@@ -192,11 +215,19 @@ t4a_status run_and_publish(const Request &r, const KeyPlan &kp,
                            const core::Digest &base,
                            std::vector<std::string> options,
                            const Target &target, bool arch_given,
-                           const Toolkit &tk, const DiskConfig &disk,
-                           Clock::time_point started, uint64_t *id) {
+                           const Toolkit &tk, const NvrtcFacts &nv,
+                           const DiskConfig &disk, Clock::time_point started,
+                           uint64_t *id) {
   CompileStats &stats = compile_stats();
   if (!arch_given)
     options.push_back("-arch=" + arch_name(target.output, target.arch));
+  if (use_pch(r, kp, tk, nv)) {
+    options.push_back("-pch");
+    // "the command line options do not match those used when precompiled
+    // header file ... was created": NVRTC then makes another; not the
+    // caller's concern, so not in the artifact's log.
+    options.push_back("--diag-suppress=629");
+  }
   const std::string what = "compiling '" + r.program_name + "' for " +
                            (arch_given ? std::string("the -arch option")
                                        : arch_name(target.output, target.arch));
@@ -306,8 +337,8 @@ t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
                real->major, real->minor);
     nvrtc_remember(disk);
   }
-  return run_and_publish(r, kp, base, options, target, arch_given, tk, disk,
-                         started, id);
+  return run_and_publish(r, kp, base, options, target, arch_given, tk, *nv,
+                         disk, started, id);
 }
 
 t4a_status describe_toolkit(std::string *out) {

@@ -11,9 +11,9 @@ namespace {
 
 using core::fail;
 
-constexpr uint32_t k_known_flags = T4A_COMPILE_NO_MEMORY_CACHE |
-                                   T4A_COMPILE_NO_DISK_CACHE |
-                                   T4A_COMPILE_NO_TOOLKIT_HEADERS;
+constexpr uint32_t k_known_flags =
+    T4A_COMPILE_NO_MEMORY_CACHE | T4A_COMPILE_NO_DISK_CACHE |
+    T4A_COMPILE_NO_TOOLKIT_HEADERS | T4A_COMPILE_NO_PCH;
 
 // Copies `count` strings of `array` ("request->field") into *out; rejects
 // a NULL array with a count, a NULL or (when `check_text`) empty entry,

@@ -775,9 +775,9 @@ static void test_bad_requests(void **state) {
   r.output = 7;
   expect_rejected(&r, T4A_ERROR_INVALID_ARGUMENT, "request->output is 7");
   RESET();
-  r.flags = 0x88;
+  r.flags = 0x90;
   expect_rejected(&r, T4A_ERROR_INVALID_ARGUMENT,
-                  "request->flags is 0x88; unknown bits 0x88");
+                  "request->flags is 0x90; unknown bits 0x90");
   RESET();
   r.struct_size = 3;
   expect_rejected(&r, T4A_ERROR_INVALID_ARGUMENT, "request->struct_size is 3");

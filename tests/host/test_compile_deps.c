@@ -50,8 +50,8 @@ static t4a_compile_stats stats_now(void) {
 /* A fresh private directory under the build tree. */
 static void fresh_dir(char *buf, size_t capacity, const char *what) {
   static int serial;
-  snprintf(buf, capacity, "%s/compile-deps/%s-%d-%d", T4A_TEST_BINARY_DIR,
-           what, (int)getpid(), serial++);
+  snprintf(buf, capacity, "%s/compile-deps/%s-%d-%d", T4A_TEST_BINARY_DIR, what,
+           (int)getpid(), serial++);
   char parent[1024];
   snprintf(parent, sizeof parent, "%s/compile-deps", T4A_TEST_BINARY_DIR);
   (void)mkdir(parent, 0700); /* may exist */
@@ -193,8 +193,8 @@ static pid_t spawn_child(const char *dir, int value, int origin) {
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    char *const argv[] = {(char *)"test_compile_deps", (char *)"child",
-                          (char *)dir, v, o, NULL};
+    char *const argv[] = {
+        (char *)"test_compile_deps", (char *)"child", (char *)dir, v, o, NULL};
     execv("/proc/self/exe", argv);
     _exit(127);
   }
@@ -320,6 +320,35 @@ static void test_toolkit_of_another_version_refused(void **state) {
   ASSERT_OK(t4a_artifact_release(a));
 }
 
+/* Automatic precompiled headers change how fast NVRTC is, never what it
+ * makes: a cooperative-groups program with and without them (caches off,
+ * so both run NVRTC; the second program in the process uses the PCH). */
+static void test_pch_same_output(void **state) {
+  (void)state;
+  const char *src = "#include <cooperative_groups.h>\n"
+                    "namespace cg = cooperative_groups;\n"
+                    "extern \"C\" __global__ void k(int *p) {\n"
+                    "  cg::grid_group g = cg::this_grid();\n"
+                    "  p[g.thread_rank()] = 1; g.sync(); }\n";
+  const uint32_t off = T4A_COMPILE_NO_MEMORY_CACHE | T4A_COMPILE_NO_DISK_CACHE;
+  t4a_compile_request r = ptx_request(src);
+  t4a_artifact plain = {0}, first = {0}, second = {0};
+  r.flags = off | T4A_COMPILE_NO_PCH;
+  ASSERT_OK(t4a_compile(&r, &plain));
+  r.flags = off;
+  ASSERT_OK(t4a_compile(&r, &first));  /* creates the PCH */
+  ASSERT_OK(t4a_compile(&r, &second)); /* uses it */
+  char *a = ptx_of(plain), *b = ptx_of(first), *c = ptx_of(second);
+  assert_string_equal(a, b);
+  assert_string_equal(a, c);
+  free(a);
+  free(b);
+  free(c);
+  ASSERT_OK(t4a_artifact_release(plain));
+  ASSERT_OK(t4a_artifact_release(first));
+  ASSERT_OK(t4a_artifact_release(second));
+}
+
 /* ---- what cannot be proven is not cached --------------------------------- */
 
 static void test_computed_include_not_cached(void **state) {
@@ -357,16 +386,25 @@ static unsigned next_rand(void) {
   return (unsigned)(g_rng >> 11);
 }
 
-/* The spelling of an include of `name`, chosen at random. */
-static void random_include(char *out, size_t capacity, const char *name) {
+/* The spelling of an include of `name`, chosen at random; #include_next
+ * only where `next` (in the source, where it acts as #include: a header's
+ * #include_next would skip its own directory, which the generator's
+ * __has_include guard does not model). */
+static void random_include(char *out, size_t capacity, const char *name,
+                           int next) {
   static const char *const forms[] = {
-      "#include \"%s\"\n",           "%%:include \"%s\"\n",
-      "#inc\\\nlude \"%s\"\n",       "#\\\r\ninclude \"%s\"\n",
-      "  # /* c */ include <%s>\r\n", "#if __has_include(<%s>)\n#include "
-                                     "<%s>\n#endif\n",
-      "/*\n*/ #include \"%s\"\n",    "#include_next <%s>\n",
+      "#include \"%s\"\n",
+      "%%:include \"%s\"\n",
+      "#inc\\\nlude \"%s\"\n",
+      "#\\\r\ninclude \"%s\"\n",
+      "  # /* c */ include <%s>\r\n",
+      "#if __has_include(<%s>)\n#include "
+      "<%s>\n#endif\n",
+      "/*\n*/ #include \"%s\"\n",
+      "#include_next <%s>\n",
   };
-  const char *f = forms[next_rand() % (sizeof forms / sizeof forms[0])];
+  size_t count = sizeof forms / sizeof forms[0] - (next ? 0 : 1);
+  const char *f = forms[next_rand() % count];
   snprintf(out, capacity, f, name, name);
 }
 
@@ -405,7 +443,7 @@ static void test_property_cache_equals_nvrtc(void **state) {
       } else {
         char text[512], inc[256] = "";
         if (h == 0 && next_rand() % 2 == 0)
-          random_include(inc, sizeof inc, "h1.h");
+          random_include(inc, sizeof inc, "h1.h", 0);
         snprintf(text, sizeof text,
                  "#pragma once\n#if __has_include(<h1.h>)\n%s#endif\n"
                  "#define V%d_%s %u\n",
@@ -414,8 +452,8 @@ static void test_property_cache_equals_nvrtc(void **state) {
       }
     }
     char inc0[256], inc1[256];
-    random_include(inc0, sizeof inc0, "h0.h");
-    random_include(inc1, sizeof inc1, "h1.h");
+    random_include(inc0, sizeof inc0, "h0.h", 1);
+    random_include(inc1, sizeof inc1, "h1.h", 1);
     snprintf(source, sizeof source,
              "#if __has_include(<h0.h>)\n%s#endif\n"
              "#if __has_include(<h1.h>)\n%s#endif\n"
@@ -470,6 +508,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_include_path_cached_by_content),
       cmocka_unit_test(test_toolkit_headers_without_options),
       cmocka_unit_test(test_toolkit_of_another_version_refused),
+      cmocka_unit_test(test_pch_same_output),
       cmocka_unit_test(test_computed_include_not_cached),
       cmocka_unit_test(test_property_cache_equals_nvrtc),
   };

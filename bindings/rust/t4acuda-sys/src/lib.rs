@@ -49,6 +49,7 @@ c_consts! {
     pub const T4A_COMPILE_NO_MEMORY_CACHE: u32 = 1;
     pub const T4A_COMPILE_NO_DISK_CACHE: u32 = 2;
     pub const T4A_COMPILE_NO_TOOLKIT_HEADERS: u32 = 4;
+    pub const T4A_COMPILE_NO_PCH: u32 = 8;
     pub const T4A_ARTIFACT_FROM_NVRTC: u32 = 1;
     pub const T4A_ARTIFACT_FROM_MEMORY: u32 = 2;
     pub const T4A_ARTIFACT_FROM_DISK: u32 = 3;
