@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -53,19 +54,28 @@ bool read_file(const std::string &path, std::string *out, FileStamp *stamp,
   }
   struct stat st;
   bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  // Read to the end, one byte past the size the file claims: a file whose
+  // content is not its size (procfs, or one growing meanwhile) cannot be
+  // identified by what was read.
   if (ok) {
     *stamp = stamp_of(st);
-    out->resize(static_cast<size_t>(st.st_size));
+    out->resize(static_cast<size_t>(st.st_size) + 1);
     size_t done = 0;
-    while (ok && done < out->size()) {
+    for (;;) {
       ssize_t n = ::read(fd, out->data() + done, out->size() - done);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) ok = false;
-      done += n > 0 ? static_cast<size_t>(n) : 0;
+      if (n < 0) ok = false;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+      if (done == out->size()) break; // more than its size: refused below
     }
+    ok = ok && done == static_cast<size_t>(st.st_size);
+    out->resize(done);
   }
   ::close(fd);
-  if (!ok) *why = "cannot read '" + path + "' in full";
+  if (!ok)
+    *why = "'" + path + "' cannot be read in full, or holds other than its " +
+           "size (" + std::to_string(st.st_size) + " bytes) says";
   return ok;
 }
 
@@ -92,6 +102,20 @@ std::string normalized(const std::string &p) {
   for (size_t k = 0; k < parts.size(); ++k)
     out += (k == 0 ? "" : "/") + parts[k];
   return out;
+}
+
+// No "." or ".." component and no doubled slash: the path names what its
+// text says, component by component.
+bool lexically_plain(const std::string &p) {
+  size_t i = 0;
+  while (i < p.size()) {
+    size_t j = p.find('/', i);
+    if (j == std::string::npos) j = p.size();
+    std::string part = p.substr(i, j - i);
+    if (part == "." || part == ".." || (part.empty() && i != 0)) return false;
+    i = j + 1;
+  }
+  return true;
 }
 
 std::string dirname_of(const std::string &p) {
@@ -166,10 +190,21 @@ public:
   }
 
   ScanOutcome run() {
+    for (const std::string &v : dirs_) // how NVRTC reads these is unknown
+      if (v.find_first_of("\v\f\r") != std::string::npos)
+        return unprovable("the include directory '" + v +
+                          "' holds a form feed or vertical tab");
     add_text("the source ('" + r_.program_name + "')", memory_dirs_, r_.source);
-    for (size_t i = 0; i < r_.header_sources.size(); ++i)
-      add_text("the header '" + r_.header_names[i] + "'", memory_dirs_,
+    for (size_t i = 0; i < r_.header_sources.size(); ++i) {
+      // NVRTC resolves a given header's quoted includes in the directory
+      // of its name ("sub/h.h": sub/, from the current directory).
+      std::vector<std::string> dirs = memory_dirs_;
+      std::string own = dirname_of(r_.header_names[i]);
+      if (std::find(dirs.begin(), dirs.end(), own) == dirs.end())
+        dirs.push_back(own);
+      add_text("the header '" + r_.header_names[i] + "'", std::move(dirs),
                r_.header_sources[i]);
+    }
     for (const std::string &f : pre_includes_)
       resolve(f, '"', IncludeKind::Include, memory_dirs_);
     for (size_t i = 0; i < scans_.size() && out_.provable; ++i) {
@@ -207,10 +242,25 @@ private:
     scans_.push_back(std::move(f));
   }
 
+  // A path under a toolkit directory that the kernel resolves as its text
+  // reads: no "." or "..", and no symbolic link (dangling or not) below
+  // the toolkit directory, whose target could be anywhere. Only such a
+  // path is a toolkit dependency (checked once per process); any other is
+  // checked on every lookup like a user's.
   bool is_toolkit(const std::string &path) const {
-    std::string n = normalized(path);
-    for (const std::string &p : toolkit_prefixes_)
-      if (n.compare(0, p.size(), p) == 0) return true;
+    if (!lexically_plain(path)) return false;
+    for (const std::string &p : toolkit_prefixes_) {
+      if (path.compare(0, p.size(), p) != 0) continue;
+      for (size_t at = path.find('/', p.size());; at = path.find('/', at + 1)) {
+        std::string part = path.substr(0, at);
+        struct stat st;
+        if (::lstat(part.c_str(), &st) != 0)
+          return errno == ENOENT; // absent: no link beyond it either
+        if (S_ISLNK(st.st_mode)) return false;
+        if (at == std::string::npos) break;
+      }
+      return true;
+    }
     return false;
   }
 
@@ -235,15 +285,29 @@ private:
 
   // An absent toolkit path: a dependency on the nearest directory above
   // it that exists (the toolkit's own directory at the latest).
+  // Only where the kernel resolves the path as its text reads: a ".."
+  // or a symbolic link on the way (even a dangling one, whose target may
+  // appear anywhere) makes it a plain absent path, checked on every lookup.
   void record_toolkit_absent(const std::string &path) {
     if (!absent_toolkit_.insert(path).second) return;
-    std::string dir = normalized(path);
     Dependency d;
-    d.state = Dependency::ToolkitDir;
+    d.path = path;
+    d.state = Dependency::Absent;
+    if (!lexically_plain(path)) {
+      deps_.emplace(path, d);
+      return;
+    }
+    std::string dir = path;
+    struct stat st;
     do {
+      if (::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+        deps_.emplace(path, d);
+        return;
+      }
       dir = dirname_of(dir);
     } while (dir.size() > 1 && !toolkit_state(dir, true, &d.stamp));
     d.path = dir;
+    d.state = Dependency::ToolkitDir;
     deps_.emplace(dir, d); // kept when already there
   }
 
@@ -348,8 +412,72 @@ private:
                      ")' tests a header named by a macro");
           return;
         }
+        if (u.delim == '<' &&
+            !stable_angle_name(u.arg, scans_[i].where, u.line))
+          return;
         resolve(u.arg, u.delim, IncludeKind::HasInclude, scans_[i].quote_dirs);
       }
+    for (size_t i = 0; i < scans_.size() && out_.provable; ++i)
+      for (const IncludeRef &inc : scans_[i].result.includes)
+        if (inc.expandable &&
+            !stable_angle_name(inc.name, scans_[i].where, inc.line))
+          return;
+  }
+
+  // Every name a macro may have: #defined in a scanned file, -D of the
+  // options, or reserved for the implementation's own ("__x", "_X") and
+  // the old unreserved "linux", "unix", "i386".
+  bool may_be_macro(const std::string &id) {
+    if (defined_.empty()) {
+      defined_.insert({"linux", "unix", "i386"});
+      for (const FileScan &f : scans_)
+        defined_.insert(f.result.defines.begin(), f.result.defines.end());
+      for (size_t i = 0; i < r_.options.size(); ++i) {
+        const std::string &o = r_.options[i];
+        std::string d;
+        if (o.compare(0, 2, "-D") == 0)
+          d = o.size() > 2
+                  ? o.substr(2)
+                  : (i + 1 < r_.options.size() ? r_.options[i + 1] : "");
+        else if (o.compare(0, 15, "--define-macro=") == 0)
+          d = o.substr(15);
+        d = d.substr(0, d.find_first_of("=("));
+        size_t b = d.find_first_not_of(" \t");
+        if (b != std::string::npos) defined_.insert(d.substr(b));
+      }
+    }
+    if (id.size() >= 2 && id[0] == '_' &&
+        (id[1] == '_' || std::isupper(static_cast<unsigned char>(id[1]))))
+      return true;
+    return defined_.count(id) != 0;
+  }
+
+  // An angle-bracket name that macro expansion reaches (an existence test
+  // in a #define body, or a wrapper's argument): usable as written only
+  // when none of its identifiers may be a macro.
+  bool stable_angle_name(const std::string &name, const std::string &where,
+                         uint32_t line) {
+    for (size_t i = 0; i < name.size();) {
+      unsigned char c = static_cast<unsigned char>(name[i]);
+      if (!(std::isalpha(c) || c == '_')) {
+        ++i;
+        continue;
+      }
+      size_t j = i;
+      while (
+          j < name.size() &&
+          (std::isalnum(static_cast<unsigned char>(name[j])) || name[j] == '_'))
+        ++j;
+      std::string id = name.substr(i, j - i);
+      if (may_be_macro(id)) {
+        unprovable(where + " line " + std::to_string(line) + ": <" + name +
+                   "> is macro-expanded where it is tested, and '" + id +
+                   "' may be a macro");
+        return false;
+      }
+      i = j;
+    }
+    return true;
   }
 
   const Request &r_;
@@ -357,7 +485,7 @@ private:
       memory_dirs_;
   std::deque<FileScan> scans_;
   std::map<std::string, Dependency> deps_; // sorted by path
-  std::set<std::string> scanned_, absent_toolkit_;
+  std::set<std::string> scanned_, absent_toolkit_, defined_;
   ScanOutcome out_;
 };
 
@@ -439,6 +567,10 @@ void include_options(const std::vector<std::string> &options,
         if (!v.empty() && v[0] == '=') v.erase(0, 1);
         if (v.empty() && o.size() == n && i + 1 < options.size())
           v = options[++i];
+        // NVRTC takes the value without the blanks around it ("-I inc").
+        size_t b = v.find_first_not_of(" \t");
+        size_t e = v.find_last_not_of(" \t");
+        v = b == std::string::npos ? std::string() : v.substr(b, e - b + 1);
         if (!v.empty()) to->push_back(v);
         return true;
       }

@@ -259,6 +259,7 @@ private:
     skip_blanks();
     if (p_ >= s_.size() || !is_ident_start(s_[p_])) return;
     std::string macro(identifier());
+    out_->defines.push_back(macro);
     std::vector<std::string> params;
     if (p_ < s_.size() && s_[p_] == '(') {
       ++p_;
@@ -286,6 +287,21 @@ private:
     }
     define_macro_.clear();
     define_params_.clear();
+  }
+
+  // Whether an identifier of `text` is a parameter of the #define.
+  bool names_a_param(const std::string &text) const {
+    for (size_t i = 0; i < text.size();) {
+      if (!is_ident_start(text[i])) {
+        ++i;
+        continue;
+      }
+      size_t j = i;
+      while (j < text.size() && is_ident_char(text[j])) ++j;
+      if (is_param(std::string_view(text).substr(i, j - i))) return true;
+      i = j;
+    }
+    return false;
   }
 
   bool is_param(std::string_view id) const {
@@ -323,7 +339,13 @@ private:
       }
     }
     if (is_existence_operator(callee)) {
+      // In a #define body an angle name is expanded where the macro is
+      // used: one naming a parameter (`__has_include(<name.h>)` in
+      // `HAS(name)`) is computed.
+      bool in_define = delim == '<' && !define_macro_.empty();
+      if (in_define && names_a_param(arg)) delim = 0;
       add_include(IncludeKind::HasInclude, delim, std::move(arg), line);
+      out_->includes.back().expandable = in_define && delim != 0;
     } else {
       MacroUse u;
       u.macro = std::string(callee);
@@ -494,6 +516,7 @@ ScanResult scan_includes(std::string_view text) {
     append_unique(&all.includes, one.includes);
     append_unique(&all.wrappers, one.wrappers);
     append_unique(&all.uses, one.uses);
+    append_unique(&all.defines, one.defines);
   }
   return all;
 }

@@ -40,9 +40,14 @@ struct IncludeRef {
   char delim = 0;
   std::string name;  // the header name, or the operand's text when computed
   uint32_t line = 0; // 1-based line of the directive (for messages)
+  // An angle-bracket name that macro expansion may rewrite: an existence
+  // test inside a #define body is expanded where the macro is used, so an
+  // identifier of `<name.h>` that is a macro changes the file tested.
+  bool expandable = false;
 
   bool operator==(const IncludeRef &o) const {
-    return kind == o.kind && delim == o.delim && name == o.name;
+    return kind == o.kind && delim == o.delim && name == o.name &&
+           expandable == o.expandable;
   }
 };
 
@@ -62,6 +67,8 @@ struct MacroUse {
   char delim = 0; // '"', '<', or 0 when the argument is not a header name
   std::string arg;
   uint32_t line = 0;
+  // A macro's arguments are expanded before they replace its parameters:
+  // an angle-bracket argument is always expandable (IncludeRef).
   bool operator==(const MacroUse &o) const {
     return macro == o.macro && delim == o.delim && arg == o.arg;
   }
@@ -70,6 +77,7 @@ struct MacroUse {
 struct ScanResult {
   std::vector<IncludeRef> includes;
   std::vector<WrapperDef> wrappers;
+  std::vector<std::string> defines; // every macro name #defined
   std::vector<MacroUse> uses;
 };
 

@@ -122,6 +122,21 @@ t4a_status read_request(const t4a_compile_request *in, Request *out) {
                                   true, true, &q.name_expressions);
       s != T4A_SUCCESS)
     return s;
+  if (!q.options.empty()) {
+    // A value-less last option would take the toolkit's include option,
+    // which the library appends, as its value.
+    static const char *const k_needs_value[] = {"-I",       "--include-path",
+                                                "-include", "--pre-include",
+                                                "-isystem", "--system-include"};
+    const std::string &last = q.options.back();
+    for (const char *o : k_needs_value)
+      if (last == o)
+        return fail(T4A_ERROR_INVALID_ARGUMENT,
+                    "request->options[%u] (\"%s\") is the last option and "
+                    "has no value (give \"%sDIR\" or the value as the next "
+                    "option)",
+                    r.option_count - 1, o, o);
+  }
   q.runtime_id = r.runtime.id;
   Target from_options;
   bool arch_given = arch_from_options(q.options, r.output, &from_options);

@@ -376,6 +376,156 @@ static void test_computed_include_not_cached(void **state) {
   }
 }
 
+/* ---- an independent review's findings ----------------------------------- */
+
+/* The cached result (memory cache bypassed: disk, or NVRTC) must equal what
+ * NVRTC makes now (both caches off). */
+static void expect_current(t4a_compile_request r, const char *what) {
+  t4a_artifact cached = {0}, fresh = {0};
+  r.flags = T4A_COMPILE_NO_MEMORY_CACHE;
+  ASSERT_OK(t4a_compile(&r, &cached));
+  r.flags = T4A_COMPILE_NO_MEMORY_CACHE | T4A_COMPILE_NO_DISK_CACHE;
+  ASSERT_OK(t4a_compile(&r, &fresh));
+  char *a = ptx_of(cached), *b = ptx_of(fresh);
+  if (strcmp(a, b) != 0) fail_msg("%s: a stale kernel from the cache", what);
+  free(a);
+  free(b);
+  ASSERT_OK(t4a_artifact_release(cached));
+  ASSERT_OK(t4a_artifact_release(fresh));
+}
+
+/* In a directory of its own as the current directory (restored after). */
+static void enter_fresh_dir(const char *what, char *old, size_t capacity) {
+  char dir[1100];
+  assert_non_null(getcwd(old, capacity));
+  fresh_dir(dir, sizeof dir, what);
+  assert_int_equal(chdir(dir), 0);
+  use_cache("review-cache");
+}
+
+static const char k_value_kernel[] =
+    "extern \"C\" __global__ void k(int *p) { *p = VALUE; }\n";
+
+/* 1: an angle name in a macro is expanded where it is tested. */
+static void test_expanded_angle_names(void **state) {
+  char old[1100], src[512];
+  (void)state;
+  enter_fresh_dir("expanded", old, sizeof old);
+  assert_int_equal(mkdir("inc", 0700), 0);
+  const char *options[1] = {"-Iinc"};
+  static const char *const forms[] = {
+      "#define HAS_HDR(name) __has_include(<name.h>)\n#if HAS_HDR(zz)\n",
+      "#define zzname zz\n#define MY_HAS_INCLUDE(x) __has_include(x)\n"
+      "#if MY_HAS_INCLUDE(<zzname.h>)\n",
+      "#define zzname zz\n#define TEST_HDR __has_include(<zzname.h>)\n"
+      "#if TEST_HDR\n"};
+  for (size_t i = 0; i < 3; ++i) {
+    snprintf(src, sizeof src,
+             "%s#define VALUE 1000002\n#else\n#define VALUE 1000001\n"
+             "#endif\n%s",
+             forms[i], k_value_kernel);
+    t4a_compile_request r = ptx_request(src);
+    r.options = options;
+    r.option_count = 1;
+    (void)unlink("inc/zz.h"); /* may not exist */
+    expect_current(r, forms[i]);
+    write_text("inc/zz.h", "\n");
+    expect_current(r, forms[i]);
+  }
+  assert_int_equal(chdir(old), 0);
+}
+
+/* 2: a given header's quoted includes are found in its name's directory. */
+static void test_given_header_in_a_directory(void **state) {
+  char old[1100];
+  (void)state;
+  enter_fresh_dir("given-dir", old, sizeof old);
+  assert_int_equal(mkdir("sub", 0700), 0);
+  const char *names[1] = {"sub/h.h"}, *sources[1] = {"#include \"x.h\"\n"};
+  char src[256];
+  snprintf(src, sizeof src, "#include \"sub/h.h\"\n%s", k_value_kernel);
+  t4a_compile_request r = ptx_request(src);
+  r.header_names = names;
+  r.header_sources = sources;
+  r.header_count = 1;
+  write_text("sub/x.h", "#define VALUE 1000001\n");
+  expect_current(r, "given sub/h.h");
+  write_text("sub/x.h", "#define VALUE 1000002\n");
+  expect_current(r, "given sub/h.h");
+  assert_int_equal(chdir(old), 0);
+}
+
+/* 3: NVRTC takes include option values without the blanks around them;
+ * a value-less last option is refused. */
+static void test_option_values_with_blanks(void **state) {
+  char old[1100], src[256];
+  (void)state;
+  enter_fresh_dir("blanks", old, sizeof old);
+  assert_int_equal(mkdir("inc", 0700), 0);
+  snprintf(src, sizeof src, "#include \"v.h\"\n%s", k_value_kernel);
+  static const char *const spellings[][2] = {{"-Iinc ", NULL},
+                                             {"-I inc", NULL},
+                                             {"-I", "  inc"},
+                                             {"--include-path", " inc"}};
+  for (size_t i = 0; i < 4; ++i) {
+    t4a_compile_request r = ptx_request(src);
+    r.options = spellings[i];
+    r.option_count = spellings[i][1] ? 2 : 1;
+    write_text("inc/v.h", "#define VALUE 1000001\n");
+    expect_current(r, spellings[i][0]);
+    write_text("inc/v.h", "#define VALUE 1000002\n");
+    expect_current(r, spellings[i][0]);
+  }
+  const char *last[1] = {"-I"};
+  t4a_compile_request r = ptx_request(src);
+  r.options = last;
+  r.option_count = 1;
+  t4a_artifact a = {0};
+  assert_int_equal(t4a_compile(&r, &a), T4A_ERROR_INVALID_ARGUMENT);
+  assert_non_null(strstr(last_message(), "has no value"));
+  assert_int_equal(chdir(old), 0);
+}
+
+/* 4: an absent toolkit path through a symbolic link (dangling, or with
+ * "..") is checked where the link leads. */
+static void test_toolkit_paths_through_links(void **state) {
+  char old[1100], cwd[1100], tk[1300], src[256];
+  (void)state;
+  enter_fresh_dir("toolkit-links", old, sizeof old);
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  snprintf(tk, sizeof tk, "%s/tk", cwd);
+  assert_int_equal(mkdir("tk", 0700), 0);
+  char cuda_h[64];
+  snprintf(cuda_h, sizeof cuda_h, "#define CUDA_VERSION %d\n",
+           0); /* replaced below by NVRTC's version */
+  int32_t major = 0, minor = 0;
+  ASSERT_OK(t4a_nvrtc_version(&major, &minor));
+  snprintf(cuda_h, sizeof cuda_h, "#define CUDA_VERSION %d\n",
+           major * 1000 + minor * 10);
+  write_text("tk/cuda.h", cuda_h);
+  assert_int_equal(symlink("../target.h", "tk/x.h"), 0);
+  assert_int_equal(symlink("../extdir", "tk/sub"), 0);
+  assert_int_equal(setenv("T4A_CUDA_INCLUDE", tk, 1), 0);
+  static const char *const names[] = {"x.h", "sub/x.h", "sub/../x.h"};
+  for (size_t i = 0; i < 3; ++i) {
+    snprintf(src, sizeof src,
+             "#if __has_include(<%s>)\n#include <%s>\n#else\n"
+             "#define VALUE 1000001\n#endif\n%s",
+             names[i], names[i], k_value_kernel);
+    t4a_compile_request r = ptx_request(src);
+    (void)unlink("target.h");   /* may not exist */
+    (void)unlink("extdir/x.h"); /* may not exist */
+    expect_current(r, names[i]);
+    write_text("target.h", "#define VALUE 1000002\n");
+    (void)mkdir("extdir", 0700); /* may exist */
+    write_text("extdir/x.h", "#define VALUE 1000003\n");
+    write_text("x.h", "#define VALUE 1000004\n");
+    expect_current(r, names[i]);
+  }
+  assert_int_equal(unsetenv("T4A_CUDA_INCLUDE"), 0);
+  assert_int_equal(chdir(old), 0);
+}
+
 /* ---- property: random programs and header edits ------------------------ */
 
 static uint64_t g_rng;
@@ -510,6 +660,10 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_toolkit_of_another_version_refused),
       cmocka_unit_test(test_pch_same_output),
       cmocka_unit_test(test_computed_include_not_cached),
+      cmocka_unit_test(test_expanded_angle_names),
+      cmocka_unit_test(test_given_header_in_a_directory),
+      cmocka_unit_test(test_option_values_with_blanks),
+      cmocka_unit_test(test_toolkit_paths_through_links),
       cmocka_unit_test(test_property_cache_equals_nvrtc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
