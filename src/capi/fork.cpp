@@ -5,9 +5,12 @@
 #include <pthread.h>
 
 #include "capi/name_expressions.hpp"
+#include "compile/dependencies.hpp"
 #include "compile/disk_cache.hpp"
 #include "compile/in_flight.hpp"
+#include "compile/key_plan.hpp"
 #include "compile/memory_cache.hpp"
+#include "compile/toolkit.hpp"
 #include "core/fork.hpp"
 #include "core/registry.hpp"
 #include "driver/cuda_api.hpp"
@@ -26,14 +29,20 @@ void prepare() {
   compile::MemoryCache::instance().at_fork(ForkPhase::Prepare); // registry
   core::Registry::instance().at_fork(ForkPhase::Prepare, false);
   core::process_fault_at_fork(ForkPhase::Prepare);
-  compile::disk_cache_at_fork(ForkPhase::Prepare); // a leaf: never logs
-  name_expressions_at_fork(ForkPhase::Prepare);    // a leaf: never logs
+  compile::disk_cache_at_fork(ForkPhase::Prepare);   // a leaf: never logs
+  compile::key_plan_at_fork(ForkPhase::Prepare);     // leaves: nothing is
+  compile::toolkit_at_fork(ForkPhase::Prepare);      // called while one
+  compile::dependencies_at_fork(ForkPhase::Prepare); // is held
+  name_expressions_at_fork(ForkPhase::Prepare);      // a leaf: never logs
   core::log_at_fork(ForkPhase::Prepare);
 }
 
 void parent() {
   core::log_at_fork(ForkPhase::Parent);
   name_expressions_at_fork(ForkPhase::Parent);
+  compile::dependencies_at_fork(ForkPhase::Parent);
+  compile::toolkit_at_fork(ForkPhase::Parent);
+  compile::key_plan_at_fork(ForkPhase::Parent);
   compile::disk_cache_at_fork(ForkPhase::Parent);
   core::process_fault_at_fork(ForkPhase::Parent);
   core::Registry::instance().at_fork(ForkPhase::Parent, false);
@@ -50,6 +59,9 @@ void child() {
   if (refuse) core::set_forked_child();
   core::log_at_fork(ForkPhase::Child);
   name_expressions_at_fork(ForkPhase::Child);
+  compile::dependencies_at_fork(ForkPhase::Child);
+  compile::toolkit_at_fork(ForkPhase::Child);
+  compile::key_plan_at_fork(ForkPhase::Child);
   compile::disk_cache_at_fork(ForkPhase::Child);
   core::process_fault_at_fork(ForkPhase::Child);
   core::Registry::instance().at_fork(ForkPhase::Child, refuse);

@@ -689,4 +689,11 @@ bool parse_manifest(const std::string &bytes, std::vector<DependencySet> *out) {
   return true;
 }
 
+void dependencies_at_fork(core::ForkPhase phase) {
+  if (phase == core::ForkPhase::Prepare)
+    toolkit_memo().mu.lock();
+  else // the child's only thread is the one that locked it
+    toolkit_memo().mu.unlock();
+}
+
 } // namespace t4a::compile

@@ -1,6 +1,6 @@
-// Dependency tracking for the compile caches (SPEC R-SRC 2, issue 23 item
-// 2), after ccache's direct mode: the identity key of a compile that can
-// read files covers every file it could read.
+// Dependency tracking for the compile caches (docs/compilation.md,
+// "Dependencies"; issue 23 item 2), after ccache's direct mode: the identity
+// key of a compile that can read files covers every file it could read.
 //
 // scan_dependencies() walks the request's source and headers and every
 // file they can reach: each include (include_lexer.hpp, every lexing
@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "compile/request.hpp"
+#include "core/fork.hpp"
 #include "core/sha256.hpp"
 
 namespace t4a::compile {
@@ -100,5 +101,9 @@ core::Digest final_key(const core::Digest &base, const DependencySet &s);
 constexpr size_t k_max_sets = 8;
 std::string encode_manifest(const std::vector<DependencySet> &sets);
 bool parse_manifest(const std::string &bytes, std::vector<DependencySet> *out);
+
+// The fork hook of this file's leaf lock, called by capi/fork.cpp in its
+// fixed order (core/fork.hpp).
+void dependencies_at_fork(core::ForkPhase phase);
 
 } // namespace t4a::compile

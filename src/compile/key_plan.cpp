@@ -132,4 +132,11 @@ bool record_key(const core::Digest &base, const KeyPlan &plan,
   return true;
 }
 
+void key_plan_at_fork(core::ForkPhase phase) {
+  if (phase == core::ForkPhase::Prepare)
+    g_mu.lock();
+  else // the child's only thread is the one that locked it
+    g_mu.unlock();
+}
+
 } // namespace t4a::compile

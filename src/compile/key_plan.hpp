@@ -11,6 +11,7 @@
 
 #include "compile/dependencies.hpp"
 #include "compile/disk_cache.hpp"
+#include "core/fork.hpp"
 
 namespace t4a::compile {
 
@@ -33,5 +34,9 @@ KeyPlan plan_key(const core::Digest &base, const Request &r,
 // recorded for `base`), false with *why.
 bool record_key(const core::Digest &base, const KeyPlan &plan,
                 const DiskConfig &disk, std::string *why);
+
+// The fork hook of this file's leaf lock, called by capi/fork.cpp in its
+// fixed order (core/fork.hpp).
+void key_plan_at_fork(core::ForkPhase phase);
 
 } // namespace t4a::compile

@@ -167,4 +167,11 @@ t4a_status find_toolkit(const char *requested, int nvrtc_major, int nvrtc_minor,
   return T4A_SUCCESS;
 }
 
+void toolkit_at_fork(core::ForkPhase phase) {
+  if (phase == core::ForkPhase::Prepare)
+    g_memo_mu.lock();
+  else // the child's only thread is the one that locked it
+    g_memo_mu.unlock();
+}
+
 } // namespace t4a::compile

@@ -1,8 +1,9 @@
-// The CUDA toolkit headers a compile gets without any option (SPEC R-SRC
-// 1, issue 23 item 1): cuda_fp16.h, cuda_bf16.h, cooperative_groups.h and
-// CCCL (cuda/std/..., in <include>/cccl) are not built into NVRTC, so the
-// library adds the toolkit's include directories after the caller's own
-// options (the caller's -I directories are searched first).
+// The CUDA toolkit headers a compile gets without any option
+// (docs/compilation.md, "Toolkit headers"; issue 23 item 1): cuda_fp16.h,
+// cuda_bf16.h, cooperative_groups.h and CCCL (cuda/std/..., in <include>/cccl)
+// are not built into NVRTC, so the library adds the toolkit's include
+// directories after the caller's own options (the caller's -I directories are
+// searched first).
 //
 // Search order, first match wins:
 //   1. t4a_compile_request::toolkit_include (an include directory);
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/fork.hpp"
 #include "t4acuda.h"
 
 namespace t4a::compile {
@@ -45,5 +47,9 @@ t4a_status find_toolkit(const char *requested, int nvrtc_major, int nvrtc_minor,
 // The CUDA_VERSION defined in the first 256 KiB of `cuda_h` (13000 for
 // 13.0), or 0 (exposed for tests).
 int cuda_version_of(const std::string &cuda_h);
+
+// The fork hook of this file's leaf lock, called by capi/fork.cpp in its
+// fixed order (core/fork.hpp).
+void toolkit_at_fork(core::ForkPhase phase);
 
 } // namespace t4a::compile

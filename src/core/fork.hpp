@@ -6,7 +6,9 @@
 // the child), then takes the process-wide locks in one fixed
 // order (compile's in-flight table, the memory cache, the registry, the
 // process fault record, the disk cache's set of untrusted directories,
-// the log sink: each before the ones it may take while holding it), the
+// compile's leaf memos (known dependency sets, toolkits found, toolkit
+// file states), the name-expression table, the log sink: each before the
+// ones it may take while holding it), the
 // parent releases them, and the child releases or re-initializes them.
 // A child forked after the parent began loading the CUDA driver cannot
 // use CUDA: its driver-needing calls return NO_DRIVER
