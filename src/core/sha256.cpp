@@ -3,6 +3,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define T4A_SHA256_NI 1
 #endif
@@ -84,10 +85,18 @@ blocks_sha_ni(uint32_t h[8], const uint8_t *p, size_t count) {
   _mm_storeu_si128(reinterpret_cast<__m128i *>(h + 4), hgfe);
 }
 
+// CPUID, not __builtin_cpu_supports: clang 14 does not know "sha". Leaf
+// 1 ECX: SSSE3 (bit 9), SSE4.1 (bit 19); leaf 7 subleaf 0 EBX: SHA (29).
+bool cpu_has_sha_ni() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return false;
+  if ((c & (1u << 9)) == 0 || (c & (1u << 19)) == 0) return false;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+  return (b & (1u << 29)) != 0;
+}
+
 bool have_sha_ni() {
-  static const bool yes = __builtin_cpu_supports("sha") != 0 &&
-                          __builtin_cpu_supports("sse4.1") != 0 &&
-                          __builtin_cpu_supports("ssse3") != 0;
+  static const bool yes = cpu_has_sha_ni();
   return yes;
 }
 #endif
@@ -96,7 +105,7 @@ bool have_sha_ni() {
 
 void Sha256::blocks(const uint8_t *p, size_t count) {
 #ifdef T4A_SHA256_NI
-  if (have_sha_ni()) return blocks_sha_ni(h_, p, count);
+  if (!portable_ && have_sha_ni()) return blocks_sha_ni(h_, p, count);
 #endif
   for (; count > 0; --count, p += 64) block(p);
 }
@@ -190,6 +199,13 @@ Digest Sha256::finish() {
 
 Digest Sha256::of(const void *data, size_t bytes) {
   Sha256 s;
+  s.update(data, bytes);
+  return s.finish();
+}
+
+Digest Sha256::of_portable(const void *data, size_t bytes) {
+  Sha256 s;
+  s.portable_ = true;
   s.update(data, bytes);
   return s.finish();
 }

@@ -20,6 +20,9 @@ public:
   Digest finish();
 
   static Digest of(const void *data, size_t bytes);
+  // The same digest computed by the portable code alone, whatever the CPU
+  // (the tests check the fast code against it).
+  static Digest of_portable(const void *data, size_t bytes);
 
 private:
   // One block with the portable code; `count` blocks with the fastest
@@ -31,6 +34,7 @@ private:
   uint8_t buf_[64];
   size_t used_ = 0;    // bytes in buf_
   uint64_t total_ = 0; // message bytes so far
+  bool portable_ = false;
 };
 
 // Lower-case hex of a digest (64 characters).
