@@ -77,7 +77,8 @@ STARTS(t4a_compile_request, offsetof(t4a_compile_request, output),
        offsetof(t4a_compile_request, flags),
        offsetof(t4a_compile_request, runtime),
        offsetof(t4a_compile_request, disk_cache_max_bytes),
-       offsetof(t4a_compile_request, cache_dir))
+       offsetof(t4a_compile_request, cache_dir),
+       offsetof(t4a_compile_request, toolkit_include))
 STARTS(t4a_launch_desc, offsetof(t4a_launch_desc, flags),
        offsetof(t4a_launch_desc, kernel), offsetof(t4a_launch_desc, grid),
        offsetof(t4a_launch_desc, block),
@@ -89,7 +90,7 @@ STARTS(t4a_launch_desc, offsetof(t4a_launch_desc, flags),
 // fuzzer report the library wrong.
 static_assert(offsetof(t4a_runtime_options, reserved2) + sizeof(uint32_t) ==
               sizeof(t4a_runtime_options));
-static_assert(offsetof(t4a_compile_request, cache_dir) + sizeof(void *) ==
+static_assert(offsetof(t4a_compile_request, toolkit_include) + sizeof(void *) ==
               sizeof(t4a_compile_request));
 static_assert(offsetof(t4a_launch_desc, args) + sizeof(void *) ==
               sizeof(t4a_launch_desc));

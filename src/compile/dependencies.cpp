@@ -142,17 +142,58 @@ ToolkitMemo &toolkit_memo() {
   return *m;
 }
 
-// Whether `path` is a directory now; *stamp when it is.
-bool directory(const std::string &path, FileStamp *stamp) {
+// Directories opened for one walk or one validation (never longer: a
+// directory renamed or replaced meanwhile is seen by the next call), so
+// that the stats of the hundreds of toolkit files a program can include
+// look up one component each instead of the whole path (measured on the
+// GPU machine: 271 cooperative-groups dependencies, 0.32-0.60 ms by
+// absolute path, 0.13-0.24 ms relative to an open directory).
+class DirFds {
+public:
+  DirFds() = default;
+  DirFds(const DirFds &) = delete;
+  DirFds &operator=(const DirFds &) = delete;
+  ~DirFds() {
+    for (auto &[dir, fd] : fds_)
+      if (fd >= 0) ::close(fd); // O_PATH: close has nothing to flush
+  }
+
+  // stat(path): through path's directory, opened once per call.
+  int stat(const std::string &path, struct stat *st) {
+    size_t slash = path.find_last_of('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == path.size() ||
+        fds_.size() >= k_max_dirs)
+      return ::stat(path.c_str(), st);
+    std::string dir = path.substr(0, slash);
+    auto it = fds_.find(dir);
+    if (it == fds_.end())
+      it = fds_.emplace(dir,
+                        ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC))
+               .first;
+    if (it->second < 0) return ::stat(path.c_str(), st); // says why it fails
+    return ::fstatat(it->second, path.c_str() + slash + 1, st, 0);
+  }
+
+private:
+  static constexpr size_t k_max_dirs = 256;
+  std::unordered_map<std::string, int> fds_;
+};
+
+// Whether `path` is a directory now (`dir`) or a regular file; *stamp
+// when it is.
+bool present_as(const std::string &path, bool dir, FileStamp *stamp,
+                DirFds *fds) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  if (fds->stat(path, &st) != 0) return false;
+  if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) return false;
   *stamp = stamp_of(st);
   return true;
 }
 
 // The process's state of a toolkit path: a regular file (`dir` false) or
 // a directory (`dir` true) and its stamp, or not.
-bool toolkit_state(const std::string &path, bool dir, FileStamp *stamp) {
+bool toolkit_state(const std::string &path, bool dir, FileStamp *stamp,
+                   DirFds *fds) {
   ToolkitMemo &m = toolkit_memo();
   const std::string key = dir ? path + "/" : path;
   {
@@ -163,7 +204,7 @@ bool toolkit_state(const std::string &path, bool dir, FileStamp *stamp) {
     }
   }
   FileStamp s;
-  bool present = dir ? directory(path, &s) : regular_file(path, &s);
+  bool present = present_as(path, dir, &s, fds);
   std::lock_guard<std::mutex> lock(m.mu);
   auto [it, inserted] = m.state.emplace(key, std::make_pair(present, s));
   *stamp = it->second.second;
@@ -305,7 +346,7 @@ private:
         return;
       }
       dir = dirname_of(dir);
-    } while (dir.size() > 1 && !toolkit_state(dir, true, &d.stamp));
+    } while (dir.size() > 1 && !toolkit_state(dir, true, &d.stamp, &fds_));
     d.path = dir;
     d.state = Dependency::ToolkitDir;
     deps_.emplace(dir, d); // kept when already there
@@ -326,7 +367,7 @@ private:
     d.path = path;
     bool toolkit = is_toolkit(path);
     if (toolkit) {
-      if (!toolkit_state(path, false, &d.stamp))
+      if (!toolkit_state(path, false, &d.stamp, &fds_))
         return record_toolkit_absent(path);
       d.state = Dependency::Toolkit;
     } else if (!regular_file(path, &d.stamp)) {
@@ -486,6 +527,7 @@ private:
   std::deque<FileScan> scans_;
   std::map<std::string, Dependency> deps_; // sorted by path
   std::set<std::string> scanned_, absent_toolkit_, defined_;
+  DirFds fds_; // for this walk's toolkit stats
   ScanOutcome out_;
 };
 
@@ -587,16 +629,17 @@ ScanOutcome scan_dependencies(const Request &r,
 }
 
 bool validate(const DependencySet &s, std::string *changed) {
+  DirFds fds;
   for (const Dependency &d : s.deps) {
     FileStamp now;
     bool same = true;
     switch (d.state) {
     case Dependency::Absent: same = !regular_file(d.path, &now); break;
     case Dependency::ToolkitDir:
-      same = toolkit_state(d.path, true, &now) && now == d.stamp;
+      same = toolkit_state(d.path, true, &now, &fds) && now == d.stamp;
       break;
     case Dependency::Toolkit:
-      same = toolkit_state(d.path, false, &now) && now == d.stamp;
+      same = toolkit_state(d.path, false, &now, &fds) && now == d.stamp;
       break;
     case Dependency::Content: {
       std::string text, why;

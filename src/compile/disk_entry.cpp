@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "compile/checksum.hpp"
 #include "t4acuda.h"
 
 namespace t4a::compile {
@@ -9,10 +10,10 @@ namespace t4a::compile {
 namespace {
 
 constexpr char k_magic[8] = {'T', '4', 'A', 'C', 'A', 'C', 'H', 'E'};
-constexpr uint32_t k_format = 1;
+constexpr uint32_t k_format = 2; // 1: a SHA-256 checksum
 constexpr size_t k_header = k_disk_entry_header;
 constexpr char k_manifest_magic[8] = {'T', '4', 'A', 'M', 'A', 'N', 'I', 'F'};
-constexpr uint32_t k_manifest_format = 1;
+constexpr uint32_t k_manifest_format = 2; // 1: a SHA-256 checksum
 constexpr size_t k_manifest_header = k_disk_manifest_header;
 
 void put32(uint8_t *p, uint32_t v) {
@@ -31,6 +32,11 @@ uint64_t get64(const uint8_t *p) {
   for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
   return v;
 }
+bool zero(const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] != 0) return false;
+  return true;
+}
 
 } // namespace
 
@@ -44,12 +50,13 @@ EncodedEntry disk_entry_encode(const core::Digest &key, Target target,
     put32(e.names.data() + at, static_cast<uint32_t>(s.size()));
     if (!s.empty()) std::memcpy(e.names.data() + at + 4, s.data(), s.size());
   }
-  // core::Sha256::update takes (NULL, 0): an empty name list (issue 8, item 9).
-  core::Sha256 sum;
-  sum.update(image.data(), image.size());
-  sum.update(log.data(), log.size());
-  sum.update(e.names.data(), e.names.size());
-  core::Digest checksum = sum.finish();
+  // One pass over the payload as the file holds it (image, log, names).
+  std::string payload;
+  payload.reserve(image.size() + log.size() + e.names.size());
+  payload.append(image).append(log);
+  payload.append(reinterpret_cast<const char *>(e.names.data()),
+                 e.names.size());
+  uint64_t checksum = xxh64(payload.data(), payload.size());
   uint8_t *h = e.header.data();
   std::memcpy(h, k_magic, sizeof k_magic);
   put32(h + 8, k_format);
@@ -61,7 +68,7 @@ EncodedEntry disk_entry_encode(const core::Digest &key, Target target,
   put64(h + 64, image.size());
   put64(h + 72, log.size());
   put64(h + 80, e.names.size());
-  std::memcpy(h + 88, checksum.data(), checksum.size());
+  put64(h + 88, checksum);
   e.total_bytes = k_header + image.size() + log.size() + e.names.size();
   return e;
 }
@@ -78,7 +85,7 @@ DiskRead disk_entry_parse(const uint8_t *data, size_t size,
   if (std::memcmp(h, k_magic, sizeof k_magic) != 0) return corrupt("bad magic");
   if (get32(h + 8) != k_format) return corrupt("unknown format version");
   if (get32(h + 12) != k_header) return corrupt("bad header size");
-  if (get32(h + 60) != 0 || get64(h + 120) != 0)
+  if (get32(h + 60) != 0 || !zero(h + 96, 32))
     return corrupt("reserved header bytes are not zero");
   if (std::memcmp(h + 16, key.data(), key.size()) != 0)
     return corrupt("key differs from the file name's");
@@ -88,8 +95,7 @@ DiskRead disk_entry_parse(const uint8_t *data, size_t size,
       names != payload - image - log)
     return corrupt("section sizes do not match the file size (truncated?)");
   const uint8_t *p = h + k_header;
-  core::Digest sum = core::Sha256::of(p, payload);
-  if (std::memcmp(sum.data(), h + 88, sum.size()) != 0)
+  if (xxh64(p, payload) != get64(h + 88))
     return corrupt("payload checksum mismatch");
   uint32_t output = get32(h + 48);
   if (output != T4A_COMPILE_CUBIN && output != T4A_COMPILE_PTX)
@@ -122,13 +128,13 @@ DiskRead disk_entry_parse(const uint8_t *data, size_t size,
 std::array<uint8_t, k_disk_manifest_header>
 disk_manifest_encode(const core::Digest &key, const std::string &payload) {
   std::array<uint8_t, k_disk_manifest_header> h{};
-  core::Digest sum = core::Sha256::of(payload.data(), payload.size());
+  uint64_t sum = xxh64(payload.data(), payload.size());
   std::memcpy(h.data(), k_manifest_magic, sizeof k_manifest_magic);
   put32(h.data() + 8, k_manifest_format);
   put32(h.data() + 12, k_manifest_header);
   std::memcpy(h.data() + 16, key.data(), key.size());
   put64(h.data() + 48, payload.size());
-  std::memcpy(h.data() + 56, sum.data(), sum.size());
+  put64(h.data() + 56, sum);
   return h;
 }
 
@@ -146,14 +152,13 @@ DiskRead disk_manifest_parse(const uint8_t *data, size_t size,
   if (get32(h + 8) != k_manifest_format)
     return corrupt("unknown format version");
   if (get32(h + 12) != k_manifest_header) return corrupt("bad header size");
-  if (get64(h + 88) != 0) return corrupt("reserved header bytes are not zero");
+  if (!zero(h + 64, 32)) return corrupt("reserved header bytes are not zero");
   if (std::memcmp(h + 16, key.data(), key.size()) != 0)
     return corrupt("key differs from the file name's");
   if (get64(h + 48) != size - k_manifest_header)
     return corrupt("payload size does not match the file size (truncated?)");
   const uint8_t *p = h + k_manifest_header;
-  core::Digest sum = core::Sha256::of(p, size - k_manifest_header);
-  if (std::memcmp(sum.data(), h + 56, sum.size()) != 0)
+  if (xxh64(p, size - k_manifest_header) != get64(h + 56))
     return corrupt("payload checksum mismatch");
   *payload = p;
   *payload_bytes = size - k_manifest_header;

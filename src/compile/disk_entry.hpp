@@ -5,13 +5,13 @@
 //  16  key (32 bytes)            48  u32 output  52 u32 arch
 //  56  u32 lowered-name count    60  u32 zero
 //  64  u64 image bytes           72  u64 log bytes   80 u64 names bytes
-//  88  SHA-256 of the payload (32 bytes)            120 u64 zero
+//  88  u64 XXH64 of the payload (compile/checksum.hpp)  96 32 bytes zero
 // 128  payload: image, log, names (each: u32 length, bytes)
 // A manifest record (an opaque payload its caller serializes), same
 // conventions, a 96-byte header:
 //   0  magic "T4AMANIF"          8  u32 format version   12 u32 header size
 //  16  key (32 bytes)            48  u64 payload bytes
-//  56  SHA-256 of the payload (32 bytes)              88  u64 zero
+//  56  u64 XXH64 of the payload                  64  32 bytes zero
 //  96  payload
 #pragma once
 

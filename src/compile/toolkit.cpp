@@ -1,5 +1,7 @@
 #include "compile/toolkit.hpp"
 
+#include <cerrno>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -115,16 +117,33 @@ std::vector<Memo> *g_memo = new std::vector<Memo>(); // never destroyed
 int cuda_version_of(const std::string &cuda_h) {
   int fd = ::open(cuda_h.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return 0;
+  static const char k_define[] = "#define CUDA_VERSION";
+  constexpr size_t k_chunk = 16 * 1024, k_limit = 256 * 1024;
   struct stat st;
   std::string text;
+  size_t at = std::string::npos;
+  // In chunks until the definition's line is complete: CUDA 13.0's is at
+  // byte 14,324 of 1.1 MB, and a fresh process reads this file on every
+  // first compile.
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    text.resize(256 * 1024);
-    ssize_t n = ::read(fd, text.data(), text.size());
-    text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    while (text.size() < k_limit) {
+      size_t had = text.size();
+      text.resize(had + k_chunk);
+      ssize_t n = ::read(fd, text.data() + had, k_chunk);
+      if (n < 0 && errno == EINTR) {
+        text.resize(had);
+        continue;
+      }
+      text.resize(had + (n > 0 ? static_cast<size_t>(n) : 0));
+      if (n <= 0) break;
+      if (at == std::string::npos)
+        at = text.find(k_define,
+                       had >= sizeof k_define ? had - sizeof k_define : 0);
+      if (at != std::string::npos && text.find('\n', at) != std::string::npos)
+        break;
+    }
   }
   ::close(fd);
-  static const char k_define[] = "#define CUDA_VERSION";
-  size_t at = text.find(k_define);
   if (at == std::string::npos) return 0;
   const char *p = text.c_str() + at + sizeof k_define - 1;
   while (*p == ' ' || *p == '\t') ++p;

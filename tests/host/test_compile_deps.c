@@ -548,8 +548,7 @@ static void random_include(char *out, size_t capacity, const char *name,
       "#inc\\\nlude \"%s\"\n",
       "#\\\r\ninclude \"%s\"\n",
       "  # /* c */ include <%s>\r\n",
-      "#if __has_include(<%s>)\n#include "
-      "<%s>\n#endif\n",
+      "#if __has_include(<%s>)\n#include <%s>\n#endif\n",
       "/*\n*/ #include \"%s\"\n",
       "#include_next <%s>\n",
   };

@@ -20,6 +20,7 @@ extern "C" {
 #include <string>
 #include <vector>
 
+#include "compile/checksum.hpp"
 #include "compile/target.hpp"
 #include "core/sha256.hpp"
 
@@ -106,6 +107,31 @@ void test_sha256_fast_equals_portable(void **) {
   assert_string_equal(
       to_hex(Sha256::of_portable(million.data(), million.size())).c_str(),
       "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+// XXH64, the disk cache's checksum: vectors from the reference
+// implementation (Python xxhash 3), seeds 0 and 0x9E3779B97F4A7C15, over
+// every code path (under 4, under 8, under 32, stripes with a tail).
+void test_xxh64_vectors(void **) {
+  using t4a::compile::xxh64;
+  std::string long_input;
+  for (int r = 0; r < 3; ++r)
+    for (int i = 0; i < 256; ++i) long_input.push_back(static_cast<char>(i));
+  long_input += "xyz1234";
+  const std::string k32 = "0123456789abcdef0123456789abcdef";
+  const uint64_t seed = 0x9E3779B97F4A7C15ull;
+  assert_true(xxh64("", 0) == 0xef46db3751d8e999ull);
+  assert_true(xxh64("a", 1) == 0xd24ec4f1a98c6e5bull);
+  assert_true(xxh64("abc", 3) == 0x44bc2cf5ad770999ull);
+  assert_true(xxh64(k32.data(), 32) == 0x642a94958e71e6c5ull);
+  assert_true(xxh64(long_input.data(), long_input.size()) ==
+              0x559ea82afe8f46c9ull);
+  assert_true(xxh64("", 0, seed) == 0xc4349fc93c010000ull);
+  assert_true(xxh64("a", 1, seed) == 0x9a7c6d2ea45568c9ull);
+  assert_true(xxh64("abc", 3, seed) == 0x2ed0f59d6b43ac8bull);
+  assert_true(xxh64(k32.data(), 32, seed) == 0x91c9c9c721ea6985ull);
+  assert_true(xxh64(long_input.data(), long_input.size(), seed) ==
+              0xdf91de6225bade9bull);
 }
 
 const std::vector<int> k_nvrtc13 = {75,  80,  86,  87,  89, 90,
@@ -203,6 +229,7 @@ int main(void) {
       cmocka_unit_test(test_sha256_vectors),
       cmocka_unit_test(test_sha256_incremental),
       cmocka_unit_test(test_sha256_fast_equals_portable),
+      cmocka_unit_test(test_xxh64_vectors),
       cmocka_unit_test(test_target_selection_table),
       cmocka_unit_test(test_arch_names),
   };
