@@ -227,3 +227,15 @@ def test_read_only_import_rejects_writes(rt):
     del producer  # only now: the library called its deleter
     backing.close()
     other.close()
+
+
+def test_porting_example(capsys):
+    """examples/porting.py (docs/porting.md): five recipes, each checked
+    against NumPy, without -I for the toolkit headers."""
+    import runpy
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..",
+                        "examples", "porting.py")
+    example = runpy.run_path(os.path.abspath(path), run_name="porting_example")
+    assert example["main"]() == 0
+    out = capsys.readouterr().out
+    assert out.count(" ok  (") == 5 and "WRONG" not in out, out
