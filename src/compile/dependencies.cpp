@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "compile/include_lexer.hpp"
@@ -115,7 +116,7 @@ bool lexically_plain(const std::string &p) {
     if (part == "." || part == ".." || (part.empty() && i != 0)) return false;
     i = j + 1;
   }
-  return true;
+  return p.empty() || p.back() != '/'; // "d/" names no file
 }
 
 std::string dirname_of(const std::string &p) {
@@ -154,29 +155,43 @@ public:
   DirFds(const DirFds &) = delete;
   DirFds &operator=(const DirFds &) = delete;
   ~DirFds() {
-    for (auto &[dir, fd] : fds_)
-      if (fd >= 0) ::close(fd); // O_PATH: close has nothing to flush
+    for (Slot &s : slots_)
+      if (s.fd >= 0) ::close(s.fd); // O_PATH: close has nothing to flush
   }
 
-  // stat(path): through path's directory, opened once per call.
+  // stat(path): through path's directory. At most k_slots directories are
+  // open at once (the oldest is closed for a new one): validation visits
+  // the paths sorted, so a directory's files come together, and the
+  // process's descriptors are never crowded.
   int stat(const std::string &path, struct stat *st) {
     size_t slash = path.find_last_of('/');
-    if (slash == std::string::npos || slash == 0 || slash + 1 == path.size() ||
-        fds_.size() >= k_max_dirs)
+    if (slash == std::string::npos || slash == 0 || slash + 1 == path.size())
       return ::stat(path.c_str(), st);
-    std::string dir = path.substr(0, slash);
-    auto it = fds_.find(dir);
-    if (it == fds_.end())
-      it = fds_.emplace(dir,
-                        ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC))
-               .first;
-    if (it->second < 0) return ::stat(path.c_str(), st); // says why it fails
-    return ::fstatat(it->second, path.c_str() + slash + 1, st, 0);
+    std::string_view dir(path.data(), slash);
+    Slot *hit = nullptr;
+    for (Slot &s : slots_)
+      if (s.fd >= 0 && s.dir == dir) hit = &s;
+    if (hit == nullptr) {
+      int fd =
+          ::open(std::string(dir).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0) return ::stat(path.c_str(), st); // says why it fails
+      Slot &s = slots_[next_++ % k_slots];
+      if (s.fd >= 0) ::close(s.fd);
+      s.fd = fd;
+      s.dir = std::string(dir);
+      hit = &s;
+    }
+    return ::fstatat(hit->fd, path.c_str() + slash + 1, st, 0);
   }
 
 private:
-  static constexpr size_t k_max_dirs = 256;
-  std::unordered_map<std::string, int> fds_;
+  struct Slot {
+    std::string dir;
+    int fd = -1;
+  };
+  static constexpr size_t k_slots = 4;
+  Slot slots_[k_slots];
+  size_t next_ = 0;
 };
 
 // Whether `path` is a directory now (`dir`) or a regular file; *stamp
@@ -195,7 +210,9 @@ bool present_as(const std::string &path, bool dir, FileStamp *stamp,
 bool toolkit_state(const std::string &path, bool dir, FileStamp *stamp,
                    DirFds *fds) {
   ToolkitMemo &m = toolkit_memo();
-  const std::string key = dir ? path + "/" : path;
+  // The kind first: "d/" as a file and "d" as a directory never share a
+  // key.
+  const std::string key = (dir ? "d:" : "f:") + path;
   {
     std::lock_guard<std::mutex> lock(m.mu);
     if (auto it = m.state.find(key); it != m.state.end()) {
@@ -224,7 +241,8 @@ public:
       : r_(r) {
     include_options(options, &dirs_, &pre_includes_);
     for (const std::string &d : toolkit_dirs)
-      toolkit_prefixes_.push_back(normalized(d) + "/");
+      if (std::string n = normalized(d); !n.empty() && n[0] == '/' && n != "/")
+        toolkit_prefixes_.push_back(n + "/"); // absolute (toolkit.cpp)
     std::string program_dir = dirname_of(r.program_name);
     memory_dirs_ = {program_dir};
     if (program_dir != ".") memory_dirs_.push_back(".");

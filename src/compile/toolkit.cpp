@@ -60,6 +60,14 @@ std::vector<Candidate> candidates(const char *requested,
     c.push_back({parent(parent(lib)) + "/include", "the NVRTC in use", false});
   }
   c.push_back({"/usr/local/cuda/include", "/usr/local/cuda", false});
+  // Relative names are taken against the current directory now: the memo
+  // below and the dependencies' toolkit memo are keyed by the path, and a
+  // later chdir must not let "tk" mean another directory's toolkit.
+  char cwd[4096];
+  bool have_cwd = ::getcwd(cwd, sizeof cwd) != nullptr;
+  for (Candidate &x : c)
+    if (!x.dir.empty() && x.dir[0] != '/' && have_cwd)
+      x.dir = std::string(cwd) + "/" + x.dir;
   return c;
 }
 
