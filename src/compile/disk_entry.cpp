@@ -10,7 +10,7 @@ namespace t4a::compile {
 namespace {
 
 constexpr char k_magic[8] = {'T', '4', 'A', 'C', 'A', 'C', 'H', 'E'};
-constexpr uint32_t k_format = 2; // 1: a SHA-256 checksum
+constexpr uint32_t k_format = 3; // 1: SHA-256; 2: payload only
 constexpr size_t k_header = k_disk_entry_header;
 constexpr char k_manifest_magic[8] = {'T', '4', 'A', 'M', 'A', 'N', 'I', 'F'};
 constexpr uint32_t k_manifest_format = 2; // 1: a SHA-256 checksum
@@ -31,6 +31,14 @@ uint64_t get64(const uint8_t *p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
   return v;
+}
+// The checksum covers the header's description of the payload (bytes
+// 48..88: output, arch, name count, sizes) as the seed of the payload's
+// hash, so that a flipped header byte is corrupt, not a hit that reports
+// the wrong target.
+constexpr size_t k_described = 48, k_described_bytes = 40;
+uint64_t entry_checksum(const uint8_t *h, const void *payload, size_t bytes) {
+  return xxh64(payload, bytes, xxh64(h + k_described, k_described_bytes));
 }
 bool zero(const uint8_t *p, size_t n) {
   for (size_t i = 0; i < n; ++i)
@@ -56,7 +64,6 @@ EncodedEntry disk_entry_encode(const core::Digest &key, Target target,
   payload.append(image).append(log);
   payload.append(reinterpret_cast<const char *>(e.names.data()),
                  e.names.size());
-  uint64_t checksum = xxh64(payload.data(), payload.size());
   uint8_t *h = e.header.data();
   std::memcpy(h, k_magic, sizeof k_magic);
   put32(h + 8, k_format);
@@ -68,7 +75,7 @@ EncodedEntry disk_entry_encode(const core::Digest &key, Target target,
   put64(h + 64, image.size());
   put64(h + 72, log.size());
   put64(h + 80, e.names.size());
-  put64(h + 88, checksum);
+  put64(h + 88, entry_checksum(h, payload.data(), payload.size()));
   e.total_bytes = k_header + image.size() + log.size() + e.names.size();
   return e;
 }
@@ -95,7 +102,7 @@ DiskRead disk_entry_parse(const uint8_t *data, size_t size,
       names != payload - image - log)
     return corrupt("section sizes do not match the file size (truncated?)");
   const uint8_t *p = h + k_header;
-  if (xxh64(p, payload) != get64(h + 88))
+  if (entry_checksum(h, p, payload) != get64(h + 88))
     return corrupt("payload checksum mismatch");
   uint32_t output = get32(h + 48);
   if (output != T4A_COMPILE_CUBIN && output != T4A_COMPILE_PTX)

@@ -5,7 +5,8 @@
 //  16  key (32 bytes)            48  u32 output  52 u32 arch
 //  56  u32 lowered-name count    60  u32 zero
 //  64  u64 image bytes           72  u64 log bytes   80 u64 names bytes
-//  88  u64 XXH64 of the payload (compile/checksum.hpp)  96 32 bytes zero
+//  88  u64 XXH64 of the payload, seeded with the XXH64 of bytes 48..88
+//      (compile/checksum.hpp)                 96  32 bytes zero
 // 128  payload: image, log, names (each: u32 length, bytes)
 // A manifest record (an opaque payload its caller serializes), same
 // conventions, a 96-byte header:

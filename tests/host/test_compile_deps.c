@@ -12,6 +12,9 @@
  *     T4A_COMPILE_NO_TOOLKIT_HEADERS opts out; a toolkit directory of
  *     another version named by T4A_CUDA_INCLUDE is refused, naming both;
  *   - an include named by a macro is never cached;
+ *   - a relative toolkit directory follows chdir; a toolkit directory of
+ *     "." is not a prefix of every path; a name ending in '/' and its
+ *     directory are told apart (a fresh process, mode `fresh FILE`);
  *   - artifact info says where an artifact came from and how long it took;
  *   - property: random programs and header edits; the cached result always
  *     equals what NVRTC makes now, and the key changes whenever it does.
@@ -526,6 +529,162 @@ static void test_toolkit_paths_through_links(void **state) {
   assert_int_equal(chdir(old), 0);
 }
 
+/* ---- toolkit directories named relative, by '.', or with a '/' ---------- */
+
+/* A toolkit directory `dir` whose cuda.h is `version` (0: NVRTC's). */
+static void make_toolkit(const char *dir, int version) {
+  char cuda_h[1200], text[64];
+  if (version == 0) {
+    int32_t major = 0, minor = 0;
+    ASSERT_OK(t4a_nvrtc_version(&major, &minor));
+    version = major * 1000 + minor * 10;
+  }
+  (void)mkdir(dir, 0700); /* may exist */
+  snprintf(cuda_h, sizeof cuda_h, "%s/cuda.h", dir);
+  snprintf(text, sizeof text, "#define CUDA_VERSION %d\n", version);
+  write_text(cuda_h, text);
+}
+
+static t4a_artifact compile_ok(const t4a_compile_request *r) {
+  t4a_artifact a = {0};
+  ASSERT_OK(t4a_compile(r, &a));
+  return a;
+}
+
+/* The toolkit named "tk" is the current directory's: after a chdir the
+ * other directory's toolkit is used (its headers and its version check),
+ * never the first one's from the memory or the disk cache. */
+static void test_relative_toolkit_follows_chdir(void **state) {
+  char old[1100];
+  (void)state;
+  enter_fresh_dir("relative-toolkit", old, sizeof old);
+  assert_int_equal(mkdir("A", 0700), 0);
+  assert_int_equal(mkdir("B", 0700), 0);
+  assert_int_equal(mkdir("C", 0700), 0);
+  make_toolkit("A/tk", 0);
+  make_toolkit("B/tk", 0);
+  make_toolkit("C/tk", 12040);
+  write_value("A/tk/mark.h", 1000001);
+  write_value("B/tk/mark.h", 1000002);
+  write_value("C/tk/mark.h", 1000003);
+  char src[256];
+  snprintf(src, sizeof src, "#include <mark.h>\n%s", k_value_kernel);
+  t4a_compile_request r = ptx_request(src);
+  r.toolkit_include = "tk";
+  for (uint32_t flags = 0; flags <= T4A_COMPILE_NO_MEMORY_CACHE;
+       flags += T4A_COMPILE_NO_MEMORY_CACHE) {
+    r.flags = flags;
+    static const char *const dirs[] = {"A", "B", "A"};
+    for (int i = 0; i < 3; ++i) {
+      assert_int_equal(chdir(dirs[i]), 0);
+      t4a_artifact a = compile_ok(&r);
+      if (!stores(a, dirs[i][0] == 'A' ? 1000001 : 1000002))
+        fail_msg("flags %u, in %s: another directory's toolkit", flags,
+                 dirs[i]);
+      ASSERT_OK(t4a_artifact_release(a));
+      assert_int_equal(chdir(".."), 0);
+    }
+    assert_int_equal(chdir("C"), 0);
+    t4a_artifact a = {0};
+    assert_int_equal(t4a_compile(&r, &a), T4A_ERROR_VERSION_MISMATCH);
+    assert_non_null(strstr(last_message(), "12.4"));
+    assert_int_equal(chdir(".."), 0);
+  }
+  assert_int_equal(chdir(old), 0);
+}
+
+/* Toolkit directory "." (the current directory holds cuda.h): it is not a
+ * prefix of every absolute path, so a user header under an absolute -I
+ * directory is still validated on a memory hit. */
+static void test_toolkit_dot_is_not_every_path(void **state) {
+  char old[1100], cwd[1100], inc[1200], opt[1300], header[1300];
+  (void)state;
+  enter_fresh_dir("toolkit-dot", old, sizeof old);
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  make_toolkit("tk", 0);
+  snprintf(inc, sizeof inc, "%s/inc", cwd);
+  assert_int_equal(mkdir(inc, 0700), 0);
+  snprintf(header, sizeof header, "%s/v.h", inc);
+  snprintf(opt, sizeof opt, "-I%s", inc);
+  const char *options[1] = {opt};
+  char src[256];
+  snprintf(src, sizeof src, "#include \"v.h\"\n%s", k_value_kernel);
+  t4a_compile_request r = ptx_request(src);
+  r.toolkit_include = ".";
+  r.options = options;
+  r.option_count = 1;
+  assert_int_equal(chdir("tk"), 0);
+  for (int value = 1000001; value <= 1000003; ++value) {
+    write_value(header, value);
+    t4a_artifact a = compile_ok(&r);
+    if (!stores(a, value)) fail_msg("toolkit '.': stale v.h %d", value);
+    ASSERT_OK(t4a_artifact_release(a));
+  }
+  assert_int_equal(chdir(old), 0);
+}
+
+/* A fresh process (this binary in mode `fresh SOURCE-FILE`, the toolkit
+ * from T4A_CUDA_INCLUDE) compiles the source with the memory cache off
+ * and checks the result against NVRTC now. */
+static int run_fresh(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return 2;
+  static char src[4096];
+  size_t n = fread(src, 1, sizeof src - 1, f);
+  src[n] = '\0';
+  fclose(f);
+  t4a_compile_request r = ptx_request(src);
+  t4a_artifact cached = {0}, fresh = {0};
+  r.flags = T4A_COMPILE_NO_MEMORY_CACHE;
+  if (t4a_compile(&r, &cached) != T4A_SUCCESS) return 3;
+  r.flags |= T4A_COMPILE_NO_DISK_CACHE;
+  if (t4a_compile(&r, &fresh) != T4A_SUCCESS) return 3;
+  char *a = ptx_of(cached), *b = ptx_of(fresh);
+  int same = strcmp(a, b) == 0;
+  if (!same) fprintf(stderr, "fresh: a stale kernel from the disk cache\n");
+  free(a);
+  free(b);
+  (void)t4a_artifact_release(cached); /* exiting */
+  (void)t4a_artifact_release(fresh);
+  return same ? 0 : 1;
+}
+
+static int fresh_process(const char *path) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    char *const argv[] = {(char *)"test_compile_deps", (char *)"fresh",
+                          (char *)path, NULL};
+    execv("/proc/self/exe", argv);
+    _exit(127);
+  }
+  return wait_child(pid);
+}
+
+/* A name with a trailing '/' (<d/>, in a dead branch, which the scan still
+ * counts) and the directory d looked up later are different questions: a
+ * header added in d reaches the next fresh process. */
+static void test_trailing_slash_name_and_its_directory(void **state) {
+  char old[1100], cwd[1100], tk[1200];
+  (void)state;
+  enter_fresh_dir("trailing-slash", old, sizeof old);
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  snprintf(tk, sizeof tk, "%s/tk", cwd);
+  make_toolkit(tk, 0);
+  assert_int_equal(mkdir("tk/d", 0700), 0);
+  write_text("k.cu",
+             "#if 0\n#include <d/>\n#endif\n"
+             "#if __has_include(<d/x.h>)\n#include <d/x.h>\n#else\n"
+             "#define VALUE 1000001\n#endif\n"
+             "extern \"C\" __global__ void k(int *p) { *p = VALUE; }\n");
+  assert_int_equal(setenv("T4A_CUDA_INCLUDE", tk, 1), 0);
+  assert_int_equal(fresh_process("k.cu"), 0);
+  write_value("tk/d/x.h", 1000002);
+  assert_int_equal(fresh_process("k.cu"), 0);
+  assert_int_equal(unsetenv("T4A_CUDA_INCLUDE"), 0);
+  assert_int_equal(chdir(old), 0);
+}
+
 /* ---- property: random programs and header edits ------------------------ */
 
 static uint64_t g_rng;
@@ -648,6 +807,7 @@ static void test_property_cache_equals_nvrtc(void **state) {
 int main(int argc, char **argv) {
   if (argc == 5 && strcmp(argv[1], "child") == 0)
     return run_child(argv[2], atoi(argv[3]), atoi(argv[4]));
+  if (argc == 3 && strcmp(argv[1], "fresh") == 0) return run_fresh(argv[2]);
   (void)unsetenv("T4A_CUDA_INCLUDE");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_digraph_include),
@@ -663,6 +823,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_given_header_in_a_directory),
       cmocka_unit_test(test_option_values_with_blanks),
       cmocka_unit_test(test_toolkit_paths_through_links),
+      cmocka_unit_test(test_relative_toolkit_follows_chdir),
+      cmocka_unit_test(test_toolkit_dot_is_not_every_path),
+      cmocka_unit_test(test_trailing_slash_name_and_its_directory),
       cmocka_unit_test(test_property_cache_equals_nvrtc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,8 @@
  *     (fork), with and without eviction;
  *   - manifests: round trip, Miss, each corruption is Corrupt (payload
  *     untouched), counted in the bound and evicted LRU with entries;
+ *   - an entry with any one bit of its header or payload flipped is
+ *     Corrupt, never a Hit (the header's output and arch included);
  *   - entries of the flat layout are moved into their shards in batches;
  *   - a shard directory that is a link or writable by others is refused.
  * SPDX-License-Identifier: MIT OR Apache-2.0
@@ -428,6 +430,42 @@ void test_flat_layout_moved_into_shards(void **) {
   expect_records_match(c);
 }
 
+// ---- entry integrity ---------------------------------------------------
+
+// Every single-bit flip of an entry's bytes is refused. Before format 3
+// the header's output and arch were outside the checksum: a flipped arch
+// byte gave a Hit reporting another target.
+void test_entry_bit_flips_are_corrupt(void **) {
+  Digest k = key_of(0x21, 7);
+  auto a = artifact_of(k, 300);
+  auto e = t4a::compile::disk_entry_encode(k, a.target(), a.image(), "log",
+                                           {"_Z1fv", "_Z1gv"});
+  std::vector<uint8_t> file(e.header.begin(), e.header.end());
+  file.insert(file.end(), a.image().begin(), a.image().end());
+  const char log[] = "log";
+  file.insert(file.end(), log, log + 3);
+  file.insert(file.end(), e.names.begin(), e.names.end());
+  assert_int_equal(file.size(), e.total_bytes);
+  DiskEntry d;
+  const char *why = nullptr;
+  assert_int_equal(
+      t4a::compile::disk_entry_parse(file.data(), file.size(), k, &d, &why),
+      DiskRead::Hit);
+  assert_int_equal(d.target.arch, a.target().arch);
+  for (size_t i = 0; i < file.size(); ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::vector<uint8_t> bad = file;
+      bad[i] ^= static_cast<uint8_t>(1u << bit);
+      why = nullptr;
+      DiskRead r =
+          t4a::compile::disk_entry_parse(bad.data(), bad.size(), k, &d, &why);
+      if (r != DiskRead::Corrupt)
+        fail_msg("byte %zu bit %d flipped: not Corrupt", i, bit);
+      assert_non_null(why);
+    }
+  }
+}
+
 // ---- shard directory trust ---------------------------------------------
 
 void test_untrusted_shard_directory(void **) {
@@ -464,6 +502,7 @@ int main(void) {
       cmocka_unit_test(test_manifest_round_trip),
       cmocka_unit_test(test_manifest_corrupt),
       cmocka_unit_test(test_manifest_in_bound_and_lru),
+      cmocka_unit_test(test_entry_bit_flips_are_corrupt),
       cmocka_unit_test(test_flat_layout_moved_into_shards),
       cmocka_unit_test(test_untrusted_shard_directory),
   };
