@@ -6,6 +6,7 @@
 #include "capi/entry.hpp"
 #include "capi/handles.hpp"
 #include "core/capture.hpp"
+#include "core/capture_options.hpp"
 #include "core/graph.hpp"
 #include "core/raw_scope.hpp"
 #include "core/struct_io.hpp"
@@ -33,15 +34,9 @@ T4A_API t4a_status t4a_capture_begin(t4a_runtime runtime,
             if (t4a_status s = core::read_struct(options, &o, "options");
                 s != T4A_SUCCESS)
               return s;
-          if (o.mode != T4A_CAPTURE_GLOBAL &&
-              o.mode != T4A_CAPTURE_THREAD_LOCAL &&
-              o.mode != T4A_CAPTURE_RELAXED)
-            return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                              "options->mode is %d; it must be "
-                              "T4A_CAPTURE_GLOBAL (0), "
-                              "T4A_CAPTURE_THREAD_LOCAL (1) or "
-                              "T4A_CAPTURE_RELAXED (2)",
-                              o.mode);
+          core::Check check; // core/capture_options.hpp
+          core::check_capture_options(o, &check);
+          if (!check.ok()) return core::fail(check.status, "%s", check.message);
           // A raw scope of this thread holds the admission below.
           if (core::raw_scope_open_here(*rt))
             return core::fail(T4A_ERROR_REENTRANT,

@@ -23,21 +23,8 @@ T4A_API t4a_status t4a_runtime_create(const t4a_runtime_options *options,
       if (t4a_status s = core::read_struct(options, &o, "options");
           s != T4A_SUCCESS)
         return s;
-      if (o.reserved0 != 0)
-        return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                          "options->reserved0 is %u; it must be 0",
-                          o.reserved0);
-      if (o.reserved2 != 0)
-        return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                          "options->reserved2 is %u; it must be 0",
-                          o.reserved2);
-      if (o.peer_access != T4A_PEER_ACCESS_EXPLICIT &&
-          o.peer_access != T4A_PEER_ACCESS_AUTO)
-        return core::fail(
-            T4A_ERROR_INVALID_ARGUMENT,
-            "options->peer_access is %u; it must be T4A_PEER_ACCESS_EXPLICIT "
-            "(0) or T4A_PEER_ACCESS_AUTO (1)",
-            o.peer_access);
+      // Reserved fields, peer_access, staging and the defaults: checked by
+      // Runtime::create (core/runtime_options.hpp).
       core::Ref<core::Runtime> rt;
       if (t4a_status s = core::Runtime::create(o, &rt); s != T4A_SUCCESS) {
         // A sticky driver result (the process's CUDA state is poisoned):

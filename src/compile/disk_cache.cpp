@@ -1,13 +1,13 @@
 #include "compile/disk_cache.hpp"
 
-#include <cerrno>
-#include <cstdlib>
 #include <mutex>
 #include <set>
+#include <string>
 
 #include "compile/disk_shards.hpp"
 #include "core/fork.hpp"
 #include "core/log.hpp"
+#include "driver/env.hpp"
 
 namespace t4a::compile {
 
@@ -35,17 +35,18 @@ void report_untrusted(const std::string &dir, const std::string &why) {
 } // namespace
 
 DiskConfig disk_config(const Request &r) {
-  // secure_getenv: the directory chooses code to load (its entries), so a
-  // set-user-ID or set-group-ID process ignores these variables.
+  // driver/env.hpp (secure_getenv: the directory chooses code to load, its
+  // entries, so a set-user-ID or set-group-ID process ignores these
+  // variables).
   DiskConfig c;
   if ((r.flags & T4A_COMPILE_NO_DISK_CACHE) != 0) return c;
-  if (const char *env = secure_getenv("T4A_CACHE_DIR")) {
-    c.dir = env;
+  if (const char *dir = env::raw(env::Var::cache_dir)) {
+    c.dir = dir;
   } else if (r.has_cache_dir) {
     c.dir = r.cache_dir;
   } else {
-    const char *xdg = secure_getenv("XDG_CACHE_HOME");
-    const char *home = secure_getenv("HOME");
+    const char *xdg = env::raw(env::Var::xdg_cache_home);
+    const char *home = env::raw(env::Var::home);
     if (xdg != nullptr && xdg[0] == '/')
       c.dir = std::string(xdg) + "/t4acuda";
     else if (home != nullptr && home[0] != '\0')
@@ -60,19 +61,15 @@ DiskConfig disk_config(const Request &r) {
   c.enabled = true;
   c.max_bytes = r.disk_cache_max_bytes != 0 ? r.disk_cache_max_bytes
                                             : T4A_DEFAULT_DISK_CACHE_BYTES;
-  if (const char *env = std::getenv("T4A_CACHE_MAX_BYTES")) {
-    char *end = nullptr;
-    errno = 0;
-    unsigned long long v = std::strtoull(env, &end, 10);
-    if (env[0] >= '0' && env[0] <= '9' && end != nullptr && *end == '\0' &&
-        errno == 0)
-      c.max_bytes = v;
-    else
-      core::logf(T4A_LOG_WARN,
-                 "T4A_CACHE_MAX_BYTES='%s' is not a decimal byte count; "
-                 "ignored",
-                 env);
-  }
+  // Read on every compile (so is the directory); a refused value is logged
+  // each time.
+  env::Setting<uint64_t> bound = env::byte_count(
+      env::Var::cache_max_bytes, c.max_bytes,
+      "the disk cache's bound stays " + std::to_string(c.max_bytes) +
+          " bytes (t4a_compile_request::disk_cache_max_bytes, else "
+          "T4A_DEFAULT_DISK_CACHE_BYTES)");
+  if (!bound.error.empty()) core::log(T4A_LOG_WARN, bound.error.c_str());
+  c.max_bytes = bound.value;
   return c;
 }
 

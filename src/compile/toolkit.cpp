@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "core/error.hpp"
+#include "driver/env.hpp"
 
 namespace t4a::compile {
 
@@ -32,13 +33,6 @@ std::string version_text(int v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
 
-// secure_getenv: the toolkit chooses code that is compiled and loaded, so
-// a set-user-ID or set-group-ID process ignores these variables.
-std::string env(const char *name) {
-  const char *v = secure_getenv(name);
-  return v != nullptr ? v : "";
-}
-
 struct Candidate {
   std::string dir, from;
   bool named; // by the caller: a mismatch is an error, not passed over
@@ -49,11 +43,14 @@ std::vector<Candidate> candidates(const char *requested,
   std::vector<Candidate> c;
   if (requested != nullptr && requested[0] != '\0')
     c.push_back({requested, "t4a_compile_request::toolkit_include", true});
-  if (std::string e = env("T4A_CUDA_INCLUDE"); !e.empty())
+  // driver/env.hpp (secure_getenv: the toolkit chooses code that is
+  // compiled and loaded, so a set-user-ID or set-group-ID process ignores
+  // these variables).
+  if (std::string e = env::text(env::Var::cuda_include); !e.empty())
     c.push_back({e, "T4A_CUDA_INCLUDE", true});
-  for (const char *root : {"CUDA_HOME", "CUDA_PATH"})
-    if (std::string e = env(root); !e.empty())
-      c.push_back({e + "/include", root, false});
+  for (env::Var root : {env::Var::cuda_home, env::Var::cuda_path})
+    if (std::string e = env::text(root); !e.empty())
+      c.push_back({e + "/include", env::name(root), false});
   if (!nvrtc_file.empty()) {
     std::string lib = parent(nvrtc_file);
     c.push_back({parent(lib) + "/include", "the NVRTC in use", false});

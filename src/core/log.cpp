@@ -3,7 +3,6 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -13,28 +12,28 @@
 
 #include "core/error.hpp"
 #include "core/fork.hpp"
+#include "driver/env.hpp"
 
 namespace t4a::core {
 
 namespace {
 
-// T4A_LOG, when set to a known level name, overrides `fallback`. An
-// unknown value is not silently ignored: it is reported once per process
-// on stderr (the sink may not exist yet), naming the accepted values.
+// T4A_LOG (driver/env.hpp), when set to a known level name, overrides
+// `fallback`. An unknown value is not silently ignored: it is reported
+// once per process on stderr (the sink may not exist yet), naming the
+// accepted values.
 int32_t level_from_env(int32_t fallback) {
-  const char *v = std::getenv("T4A_LOG");
-  if (v == nullptr) return fallback;
   static const char *const names[] = {"off", "error", "warn", "info", "debug"};
-  for (int32_t i = 0; i < 5; ++i)
-    if (std::strcmp(v, names[i]) == 0) return i;
+  if (fallback < T4A_LOG_OFF || fallback > T4A_LOG_DEBUG)
+    fallback = T4A_LOG_WARN;
+  if (env::raw(env::Var::log) == nullptr) return fallback; // the usual case
+  env::Setting<size_t> s = env::choice(
+      env::Var::log, names, 5, static_cast<size_t>(fallback), "a log level",
+      std::string("the level stays '") + names[fallback] + "'");
   static std::atomic<bool> warned{false};
-  if (!warned.exchange(true, std::memory_order_relaxed))
-    std::fprintf(stderr,
-                 "t4acuda warn: T4A_LOG='%.64s' is not a log level (accepted: "
-                 "off, error, warn, info, debug); ignored, the level stays "
-                 "'%s'\n",
-                 v, fallback >= 0 && fallback < 5 ? names[fallback] : "warn");
-  return fallback;
+  if (!s.error.empty() && !warned.exchange(true, std::memory_order_relaxed))
+    std::fprintf(stderr, "t4acuda warn: %s\n", s.error.c_str());
+  return static_cast<int32_t>(s.value);
 }
 
 struct Sink {

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/process_fault.hpp"
+#include "core/runtime_options.hpp"
 #include "core/stream_context.hpp"
 #include "core/struct_io.hpp"
 #include "driver/result_class.hpp"
@@ -38,35 +39,13 @@ Runtime::Runtime() : Object(Kind::Runtime) { events_.set_owner(this); }
 
 t4a_status Runtime::create(const t4a_runtime_options &given,
                            Ref<Runtime> *out) {
-  t4a_runtime_options o = given;
-  // Zero means "the default" in every field, so that a zero-filled struct
-  // behaves as T4A_RUNTIME_OPTIONS_INIT. The pool keeps everything by
-  // default; T4A_POOL_RELEASE_ALL asks the driver for exactly 0. options_
-  // keeps the driver's value (t4a_runtime_info reports it).
-  if (o.pool_release_threshold == 0)
-    o.pool_release_threshold = T4A_POOL_KEEP_ALL;
-  else if (o.pool_release_threshold == T4A_POOL_RELEASE_ALL)
-    o.pool_release_threshold = 0;
-  if (o.staging_bytes == 0) o.staging_bytes = T4A_DEFAULT_STAGING_BYTES;
-  if (o.staging_chunk_bytes == 0)
-    o.staging_chunk_bytes = o.staging_bytes < T4A_DEFAULT_STAGING_CHUNK_BYTES
-                                ? o.staging_bytes
-                                : T4A_DEFAULT_STAGING_CHUNK_BYTES;
-  if (o.staging_chunk_bytes < 4096 || o.staging_chunk_bytes > o.staging_bytes)
-    return fail(T4A_ERROR_INVALID_ARGUMENT,
-                "options->staging_chunk_bytes is %llu; it must be at least "
-                "4096 and at most options->staging_bytes (%llu)",
-                static_cast<unsigned long long>(o.staging_chunk_bytes),
-                static_cast<unsigned long long>(o.staging_bytes));
-  if (o.module_cache_entries == 0)
-    o.module_cache_entries = T4A_DEFAULT_MODULE_CACHE_ENTRIES;
-  if (o.module_cache_bytes == 0)
-    o.module_cache_bytes = T4A_DEFAULT_MODULE_CACHE_BYTES;
-  if (o.staging_threads < 0 || o.staging_threads > 64)
-    return fail(T4A_ERROR_INVALID_ARGUMENT,
-                "options->staging_threads is %d; it must be 0 (automatic) or "
-                "1..64",
-                o.staging_threads);
+  // The options' meaning (core/runtime_options.hpp): the defaults of the
+  // zero fields and the rejections, before the driver is needed. options_
+  // keeps the driver's pool threshold (t4a_runtime_info reports it).
+  t4a_runtime_options o;
+  Check check;
+  resolve_runtime_options(given, &o, &check);
+  if (!check.ok()) return fail(check.status, "%s", check.message);
   if (t4a_status s = require_driver(); s != T4A_SUCCESS) return s;
   Ref<Runtime> rt = Ref<Runtime>::adopt(new Runtime());
   rt->ordinal_ = o.device_ordinal;

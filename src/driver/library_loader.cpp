@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "driver/env.hpp"
+
 namespace t4a::driver {
 
 LoadedLibrary load_first(const std::vector<LibraryCandidate> &candidates) {
@@ -36,10 +38,11 @@ void *find_symbol(void *handle, const char *name) {
 }
 
 std::string env_or_empty(const char *name) {
-  // secure_getenv: these variables choose which code is loaded, so a
-  // set-user-ID or set-group-ID process ignores them.
-  const char *v = secure_getenv(name);
-  return v != nullptr ? std::string(v) : std::string();
+  // Through driver/env.hpp (secure_getenv: these variables choose which
+  // code is loaded, so a set-user-ID or set-group-ID process ignores them).
+  // A name outside its list reads as unset.
+  env::Var v;
+  return env::find(name, &v) ? env::text(v) : std::string();
 }
 
 std::string loaded_file(void *handle) {

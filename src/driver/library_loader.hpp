@@ -26,8 +26,9 @@ LoadedLibrary load_first(const std::vector<LibraryCandidate> &candidates);
 // Resolves a symbol with dlsym; nullptr when absent.
 void *find_symbol(void *handle, const char *name);
 
-// Reads an environment variable with secure_getenv (unset in a
-// set-user-ID or set-group-ID process); empty when unset.
+// Reads an environment variable of driver/env.hpp's list by its name
+// (secure_getenv: unset in a set-user-ID or set-group-ID process); empty
+// when unset or when the name is not in that list.
 std::string env_or_empty(const char *name);
 
 // The file a dlopen handle was loaded from, with symbolic links resolved;

@@ -13,6 +13,7 @@
 #include "core/log.hpp"
 #include "core/stream_context.hpp"
 #include "core/struct_io.hpp"
+#include "launch/barrier_validation.hpp"
 
 namespace t4a::core {
 // Where each field of t4a_barrier_desc begins (core/struct_io.hpp).
@@ -68,10 +69,6 @@ private:
   std::shared_ptr<AuditProgress> progress_;
   uint64_t seq_ = 0;
 };
-
-uint64_t width_mask(uint32_t width) {
-  return width == 8 ? ~uint64_t{0} : uint64_t{0xffffffffu};
-}
 
 // Compares the audits of `b` up to launch sequence `done`. A wrong value
 // is counted, remembered and logged (under admission: deferred past it).
@@ -294,37 +291,11 @@ t4a_status declare_barrier(Kernel &k, const t4a_barrier_desc *given,
   t4a_barrier_desc d = T4A_BARRIER_DESC_INIT;
   if (t4a_status s = core::read_struct(given, &d, "desc"); s != T4A_SUCCESS)
     return s;
-  if (d.global_name == nullptr)
-    return core::fail(T4A_ERROR_INVALID_ARGUMENT, "desc->global_name is NULL");
-  if (d.global_name[0] == '\0')
-    return core::fail(T4A_ERROR_INVALID_ARGUMENT, "desc->global_name is empty");
-  uint32_t width = d.width == 0 ? 4 : d.width;
-  if (width != 4 && width != 8)
-    return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                      "desc->width is %u; a barrier counter is 4 or 8 bytes "
-                      "(0 means 4)",
-                      d.width);
-  if ((d.flags &
-       ~(T4A_BARRIER_EXPECT_PER_BLOCK | T4A_BARRIER_EXPECT_AT_MOST)) != 0)
-    return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                      "desc->flags is 0x%x; the known flags are "
-                      "T4A_BARRIER_EXPECT_PER_BLOCK (0x1) and "
-                      "T4A_BARRIER_EXPECT_AT_MOST (0x2)",
-                      d.flags);
-  if (d.reserved0 != 0)
-    return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                      "desc->reserved0 is %u; it must be 0", d.reserved0);
-  uint64_t mask = width_mask(width);
-  if ((d.reset_value & ~mask) != 0)
-    return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                      "desc->reset_value is %llu; it does not fit the "
-                      "counter's %u bytes",
-                      ull(d.reset_value), width);
-  if ((d.expected_value & ~mask) != 0)
-    return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                      "desc->expected_value is %llu; it does not fit the "
-                      "counter's %u bytes",
-                      ull(d.expected_value), width);
+  // The checks themselves: launch/barrier_validation.hpp (pure, fuzzed).
+  core::Check check;
+  BarrierDecl decl;
+  check_barrier_desc(d, &decl, &check);
+  if (!check.ok()) return core::fail(check.status, "%s", check.message);
   std::string name = d.global_name; // may throw: nothing changed yet
   core::Runtime &rt = k.runtime();
   CoopState &st = k.coop_state();
@@ -332,17 +303,11 @@ t4a_status declare_barrier(Kernel &k, const t4a_barrier_desc *given,
   if (adm.status() != T4A_SUCCESS) return adm.status();
   if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
   uint32_t n = st.barrier_count.load(std::memory_order_relaxed);
-  for (uint32_t i = 0; i < n; ++i)
-    if (st.barriers[i]->name == name)
-      return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                        "desc->global_name '%s' is already barrier %u of "
-                        "kernel '%s'",
-                        name.c_str(), i, k.name().c_str());
-  if (n == k_max_barriers)
-    return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                      "kernel '%s' has %u barriers already, the most one "
-                      "kernel may declare",
-                      k.name().c_str(), n);
+  const char *declared[k_max_barriers];
+  for (uint32_t i = 0; i < n; ++i) declared[i] = st.barriers[i]->name.c_str();
+  check_barrier_room(name.c_str(), declared, n, k_max_barriers,
+                     k.name().c_str(), &check);
+  if (!check.ok()) return core::fail(check.status, "%s", check.message);
   const char *what = "declaring a grid barrier";
   core::ContextScope scope;
   if (t4a_status s = scope.enter(rt.context(), what); s != T4A_SUCCESS)
@@ -359,23 +324,15 @@ t4a_status declare_barrier(Kernel &k, const t4a_barrier_desc *given,
                       name.c_str(), k.name().c_str());
   if (!r)
     return rt.fail_op(r, "looking up a barrier counter (cuModuleGetGlobal)");
-  if (bytes != width)
-    return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                      "the global '%s' is %llu bytes; desc->width is %u (a "
-                      "barrier counter is one 4- or 8-byte integer)",
-                      name.c_str(), ull(bytes), width);
-  if (ptr % width != 0)
-    return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                      "the global '%s' at 0x%llx is not aligned to its %u "
-                      "bytes",
-                      name.c_str(), ull(ptr), width);
+  check_barrier_global(name.c_str(), bytes, ptr, decl.width, &check);
+  if (!check.ok()) return core::fail(check.status, "%s", check.message);
   auto b = std::make_unique<Barrier>();
   b->name = std::move(name);
   b->ptr = ptr;
-  b->width = width;
-  b->flags = d.flags;
-  b->reset = d.reset_value;
-  b->expected = d.expected_value;
+  b->width = decl.width;
+  b->flags = decl.flags;
+  b->reset = decl.reset;
+  b->expected = decl.expected;
   if (t4a_status s =
           memory::HostBuffer::alloc(rt, uint64_t{k_audit_slots} * 8, &b->slots);
       s != T4A_SUCCESS)

@@ -1,12 +1,12 @@
 #include "memory/staging_ring.hpp"
 
-#include <cstdlib>
 #include <mutex>
 #include <new>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "driver/env.hpp"
 #include "driver/result_class.hpp"
 
 namespace t4a::memory {
@@ -23,16 +23,18 @@ size_t align_up(size_t n) { return (n + k_align - 1) & ~(k_align - 1); }
 } // namespace
 
 TransferTuning TransferTuning::from_env() {
-  const char *v = std::getenv("T4A_TRANSFER_FORCE");
+  const char *v = env::raw(env::Var::transfer_force); // driver/env.hpp
   if (v == nullptr || *v == '\0') return {};
   TransferTuning t;
   if (!TransferTuning::parse(v, &t)) {
-    core::logf(
-        T4A_LOG_WARN,
-        "T4A_TRANSFER_FORCE=\"%s\" is malformed (expected a comma-"
-        "separated list of piece=BYTES, part=BYTES, direct=0|1, stream=0|1, "
-        "pend=event|stream, ahead=0..8); it is ignored",
-        v);
+    core::log(T4A_LOG_WARN,
+              env::rejection(env::Var::transfer_force, v,
+                             "is malformed (expected a comma-separated list "
+                             "of piece=BYTES, part=BYTES, direct=0|1, "
+                             "stream=0|1, pend=event|stream, ahead=0..8; "
+                             "BYTES may end in K or M)",
+                             "every transfer parameter is chosen by size")
+                  .c_str());
     return {};
   }
   return t;
