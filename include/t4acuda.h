@@ -527,6 +527,27 @@ typedef struct t4a_raw_scope {
 T4A_API t4a_status t4a_driver_version(int32_t *version);
 
 /**
+ * @brief Lists what the loaded CUDA driver lacks (query-then-copy, as
+ *        t4a_artifact_log()).
+ *
+ * One line per optional driver entry point that the driver does not
+ * provide, "<entry point> (CUDA <major.minor>): <what is unavailable>",
+ * the version being the one the entry point needs. Empty text (one NUL):
+ * the driver has everything t4acuda uses. Drivers of CUDA 12.0 and newer
+ * are supported; features that need a newer driver return
+ * #T4A_ERROR_UNSUPPORTED naming the entry point and both versions.
+ * `t4acuda-info` prints it.
+ * @param[out] buf      NULL with `capacity` 0 to query the size.
+ * @param[in]  capacity bytes at `buf`.
+ * @param[out] needed   if not NULL: bytes needed, NUL included.
+ * @return #T4A_SUCCESS; #T4A_ERROR_NO_DRIVER; #T4A_ERROR_INVALID_ARGUMENT
+ *         (NULL `buf` with a capacity).
+ * Thread-safe; may block while the driver loads.
+ * @since 0.1.0
+ */
+T4A_API t4a_status t4a_driver_lacks(char *buf, size_t capacity, size_t *needed);
+
+/**
  * @brief The CUDA version this library was built against (CUDA_VERSION).
  *
  * Entry points are requested from the driver at this version.

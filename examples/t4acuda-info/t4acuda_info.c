@@ -31,8 +31,7 @@ static void print_toolkit_headers(void) {
   size_t needed = 0;
   t4a_status s = t4a_toolkit_headers(NULL, 0, &needed);
   char *text = s == T4A_SUCCESS ? malloc(needed) : NULL;
-  if (text == NULL ||
-      t4a_toolkit_headers(text, needed, NULL) != T4A_SUCCESS) {
+  if (text == NULL || t4a_toolkit_headers(text, needed, NULL) != T4A_SUCCESS) {
     char *m = last_message();
     printf("CUDA toolkit headers: not usable (%s): %s\n", t4a_status_name(s),
            m != NULL ? m : "");
@@ -89,6 +88,28 @@ int main(void) {
   }
   if (s != T4A_SUCCESS) return fail("t4a_driver_version", s);
   printf("CUDA driver %d.%d\n", driver / 1000, (driver % 1000) / 10);
+  size_t lacks_bytes = 0;
+  s = t4a_driver_lacks(NULL, 0, &lacks_bytes);
+  if (s != T4A_SUCCESS) return fail("t4a_driver_lacks", s);
+  char *lacks = malloc(lacks_bytes);
+  if (lacks == NULL) {
+    fprintf(stderr, "t4acuda-info: out of memory\n");
+    return 1;
+  }
+  s = t4a_driver_lacks(lacks, lacks_bytes, NULL);
+  if (s != T4A_SUCCESS) {
+    free(lacks);
+    return fail("t4a_driver_lacks", s);
+  }
+  if (lacks[0] == '\0') {
+    printf("The driver has every entry point t4acuda uses.\n");
+  } else {
+    printf("The driver lacks (a newer driver enables these):\n");
+    for (char *line = strtok(lacks, "\n"); line != NULL;
+         line = strtok(NULL, "\n"))
+      printf("  %s\n", line);
+  }
+  free(lacks);
 
   int32_t count = 0;
   s = t4a_device_count(&count);

@@ -3,6 +3,7 @@
 // process-wide compile counters.
 #include <cstring>
 
+#include "capi/copy_out.hpp"
 #include "capi/entry.hpp"
 #include "capi/handles.hpp"
 #include "capi/name_expressions.hpp"
@@ -14,27 +15,12 @@
 #include "core/struct_io.hpp"
 
 using namespace t4a;
+using capi::copy_out;
 using capi::in;
 using core::Kind;
 using core::Ref;
 
 namespace {
-
-// Query-then-copy of bytes; `terminate` adds a NUL (text) and counts it.
-t4a_status copy_out(const std::string &s, void *buf, size_t capacity,
-                    size_t *needed, bool terminate) {
-  if (buf == nullptr && capacity != 0)
-    return core::fail(T4A_ERROR_INVALID_ARGUMENT,
-                      "buf is NULL but capacity is %zu", capacity);
-  if (needed != nullptr) *needed = s.size() + (terminate ? 1 : 0);
-  if (capacity == 0) return T4A_SUCCESS;
-  char *out = static_cast<char *>(buf);
-  size_t room = terminate ? capacity - 1 : capacity;
-  size_t n = s.size() < room ? s.size() : room;
-  std::memcpy(out, s.data(), n);
-  if (terminate) out[n] = '\0';
-  return T4A_SUCCESS;
-}
 
 // The device a request targets: its own compute capability, or its
 // runtime's device with the driver's version.

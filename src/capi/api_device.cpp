@@ -1,8 +1,10 @@
 // Driver, compiler and device discovery entry points.
+#include "capi/copy_out.hpp"
 #include "capi/entry.hpp"
 #include "capi/handles.hpp"
 #include "core/device.hpp"
 #include "core/struct_io.hpp"
+#include "driver/cuda_api.hpp"
 #include "driver/nvrtc_api.hpp"
 
 using namespace t4a;
@@ -20,6 +22,18 @@ T4A_API t4a_status t4a_driver_version(int32_t *version) {
       *version = v;
       return T4A_SUCCESS;
     });
+  });
+}
+
+T4A_API t4a_status t4a_driver_lacks(char *buf, size_t capacity,
+                                    size_t *needed) {
+  return T4A_ENTRY({
+    if (buf == nullptr && capacity != 0)
+      return core::fail(T4A_ERROR_INVALID_ARGUMENT,
+                        "buf is NULL but capacity is %zu", capacity);
+    if (t4a_status s = core::require_driver(); s != T4A_SUCCESS) return s;
+    return capi::copy_out(driver::lacking_entry_points(), buf, capacity, needed,
+                          true);
   });
 }
 

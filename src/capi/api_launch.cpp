@@ -4,6 +4,7 @@
 #include "capi/name_expressions.hpp"
 #include "compile/artifact.hpp"
 #include "core/completion.hpp"
+#include "driver/cuda_api.hpp"
 #include "launch/cooperative.hpp"
 #include "launch/kernel.hpp"
 #include "launch/launch.hpp"
@@ -140,9 +141,8 @@ T4A_API t4a_status t4a_kernel_param(t4a_kernel kernel, uint32_t index,
         in(kernel, "kernel"), [&](Ref<launch::Kernel> &k) -> t4a_status {
           if (!k->signature().params_known)
             return core::fail(
-                T4A_ERROR_UNSUPPORTED,
-                "the driver does not report kernel parameters (no "
-                "cuFuncGetParamInfo)");
+                T4A_ERROR_UNSUPPORTED, "t4a_kernel_param: %s",
+                driver::lacks_text(driver::Entry::cuFuncGetParamInfo).c_str());
           uint64_t o = 0, z = 0;
           if (!k->param(index, &o, &z))
             return core::fail(T4A_ERROR_INVALID_ARGUMENT,

@@ -48,13 +48,14 @@ t4a_status fail_capturing(Runtime &rt, const char *op) {
 }
 
 t4a_status capture_begin(Runtime &rt, int32_t mode) {
-  if (!has(Entry::cuStreamBeginCapture) || !has(Entry::cuStreamEndCapture) ||
-      !has(Entry::cuGraphInstantiateWithFlags) || !has(Entry::cuGraphLaunch) ||
-      !has(Entry::cuGraphExecDestroy) || !has(Entry::cuGraphDestroy) ||
-      !has(Entry::cuStreamIsCapturing))
-    return fail(T4A_ERROR_UNSUPPORTED,
-                "t4a_capture_begin: the driver lacks stream capture or graph "
-                "entry points (cuStreamBeginCapture, cuGraphLaunch, ...)");
+  for (Entry e :
+       {Entry::cuStreamBeginCapture, Entry::cuStreamEndCapture,
+        Entry::cuStreamIsCapturing, Entry::cuThreadExchangeStreamCaptureMode,
+        Entry::cuGraphInstantiateWithFlags, Entry::cuGraphLaunch,
+        Entry::cuGraphExecDestroy, Entry::cuGraphDestroy})
+    if (!has(e))
+      return fail(T4A_ERROR_UNSUPPORTED, "t4a_capture_begin: %s",
+                  driver::lacks_text(e).c_str());
   if (rt.destroying())
     return fail(T4A_ERROR_INVALID_HANDLE,
                 "t4a_capture_begin: runtime %#llx is being destroyed "

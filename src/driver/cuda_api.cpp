@@ -13,12 +13,53 @@ std::atomic<int> g_active_captures{0};
 namespace {
 
 constexpr bool k_required[] = {
-#define X(name, required) (required) != 0,
+#define X(name, version, required) (required) != 0,
 #include "driver/entry_points.def"
 #undef X
 };
+constexpr int k_versions[] = {
+#define X(name, version, required) version,
+#include "driver/entry_points.def"
+#undef X
+};
+// The oldest driver supported: cuGetProcAddress_v2 and every required
+// entry point's variant exist from CUDA 12.0 on.
+constexpr int k_oldest_driver = 12000;
+#define X(name, version, required)                                             \
+  static_assert(!(required) || (version) <= k_oldest_driver,                   \
+                #name " is required but newer than the oldest driver");
+#include "driver/entry_points.def"
+#undef X
+
+std::string version_text(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+// What is unavailable without an optional entry point (one place).
+const char *without(Entry e) {
+  switch (e) {
+  case Entry::cuFuncGetParamInfo:
+    return "kernel parameter sizes are not checked at launch and "
+           "t4a_kernel_param is UNSUPPORTED";
+  case Entry::cuLaunchCooperativeKernel:
+    return "cooperative launches are UNSUPPORTED";
+  case Entry::cuGraphGetNodes:
+    return "a captured graph's node count is not reported";
+  case Entry::cuStreamBeginCapture:
+  case Entry::cuStreamEndCapture:
+  case Entry::cuStreamIsCapturing:
+  case Entry::cuThreadExchangeStreamCaptureMode:
+  case Entry::cuGraphInstantiateWithFlags:
+  case Entry::cuGraphLaunch:
+  case Entry::cuGraphExecDestroy:
+  case Entry::cuGraphDestroy:
+    return "stream capture and graphs are UNSUPPORTED";
+  default: return "unavailable";
+  }
+}
 
 bool g_has[static_cast<int>(Entry::count_)] = {};
+std::atomic<int> g_driver_version{0};
 
 // Set when a load begins and when it found no usable driver (in the
 // once); read by a forked child.
@@ -74,14 +115,34 @@ void do_load(State &s) {
     return;
   }
   void **slots[] = {
-#define X(name, required) reinterpret_cast<void **>(&g_cuda.name),
+#define X(name, version, required) reinterpret_cast<void **>(&g_cuda.name),
 #include "driver/entry_points.def"
 #undef X
   };
+  // The driver's version first: it decides which lookups may be made (a
+  // lookup at a version newer than the driver is refused).
+  void *get_version = nullptr;
+  int driver = 0;
+  if (gpa("cuDriverGetVersion", &get_version,
+          k_versions[static_cast<int>(Entry::cuDriverGetVersion)],
+          CU_GET_PROC_ADDRESS_DEFAULT, nullptr) != CUDA_SUCCESS ||
+      get_version == nullptr ||
+      reinterpret_cast<PFN_cuDriverGetVersion_v2020>(get_version)(&driver) !=
+          CUDA_SUCCESS) {
+    s.reason = "'" + lib.path + "' does not report its CUDA version";
+    return;
+  }
+  if (driver < k_oldest_driver) {
+    s.reason = "the CUDA driver '" + lib.path + "' is CUDA " +
+               version_text(driver) + "; t4acuda needs CUDA " +
+               version_text(k_oldest_driver) + " or newer";
+    return;
+  }
   for (int i = 0; i < static_cast<int>(Entry::count_); ++i) {
+    if (k_versions[i] > driver) continue; // optional (asserted above)
     void *fn = nullptr;
     CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    CUresult r = gpa(k_entry_names[i], &fn, CUDA_VERSION,
+    CUresult r = gpa(k_entry_names[i], &fn, k_versions[i],
                      CU_GET_PROC_ADDRESS_DEFAULT, &found);
     if (r == CUDA_SUCCESS && found == CU_GET_PROC_ADDRESS_SUCCESS &&
         fn != nullptr) {
@@ -90,15 +151,17 @@ void do_load(State &s) {
       continue;
     }
     if (k_required[i]) {
-      s.reason = std::string("the CUDA driver '") + lib.path +
-                 "' lacks the required entry point " + k_entry_names[i] +
-                 " at CUDA version " + std::to_string(CUDA_VERSION) +
+      s.reason = std::string("the CUDA driver '") + lib.path + "' (CUDA " +
+                 version_text(driver) + ") lacks the required entry point " +
+                 k_entry_names[i] + " at CUDA version " +
+                 version_text(k_versions[i]) +
                  (found == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
-                      ? " (the driver is older than this library's CUDA)"
+                      ? " (version not sufficient)"
                       : " (symbol not found)");
       return;
     }
   }
+  g_driver_version.store(driver, std::memory_order_release);
   CUresult init = g_cuda.cuInit(0);
   s.init_result = init;
   if (init != CUDA_SUCCESS && init != CUDA_ERROR_NO_DEVICE) {
@@ -142,6 +205,30 @@ bool refuse_in_forked_child(const char *reason) {
 }
 
 bool has(Entry e) { return g_has[static_cast<int>(e)]; }
+
+int entry_version(Entry e) { return k_versions[static_cast<int>(e)]; }
+
+int loaded_driver_version() {
+  return g_driver_version.load(std::memory_order_acquire);
+}
+
+std::string lacks_text(Entry e) {
+  return "the CUDA driver (CUDA " + version_text(loaded_driver_version()) +
+         ") lacks " + k_entry_names[static_cast<int>(e)] +
+         ", which needs CUDA " + version_text(entry_version(e));
+}
+
+std::string lacking_entry_points() {
+  std::string out;
+  if (loaded_driver_version() == 0) return out;
+  for (int i = 0; i < static_cast<int>(Entry::count_); ++i) {
+    if (g_has[i] || k_required[i]) continue;
+    out += std::string(k_entry_names[i]) + " (CUDA " +
+           version_text(k_versions[i]) +
+           "): " + without(static_cast<Entry>(i)) + "\n";
+  }
+  return out;
+}
 
 const char *error_name(CUresult r) {
   const char *s = nullptr;

@@ -1,37 +1,47 @@
 // The CUDA driver: loaded with dlopen on first need, entry points resolved
-// through cuGetProcAddress at the CUDA version this library is built
-// against. This header is the only place above the driver layer's .cpp files
-// that names entry points: everything else calls the typed wrappers below,
-// which return a DrvResult carrying the CUresult and the entry point's name.
+// through cuGetProcAddress, each at the CUDA version of the ABI variant it
+// is called as (driver/entry_points.def). This header is the only place above
+// the driver layer's .cpp files that names entry points: everything else calls
+// the typed wrappers below, which return a DrvResult carrying the CUresult and
+// the entry point's name.
 #pragma once
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 
 #include <atomic>
 #include <string>
+#include <type_traits>
 
 #include "driver/fault_injection.hpp"
 
 namespace t4a::driver {
 
 enum class Entry : int {
-#define X(name, required) name,
+#define X(name, version, required) name,
 #include "driver/entry_points.def"
 #undef X
   count_
 };
 
 struct CudaTable {
-#define X(name, required) decltype(&::name) name = nullptr;
+#define X(name, version, required) PFN_##name##_v##version name = nullptr;
 #include "driver/entry_points.def"
 #undef X
 };
+// The variant requested is the one the calling code (written against
+// cuda.h) calls: a mismatch does not compile.
+#define X(name, version, required)                                             \
+  static_assert(std::is_same_v<PFN_##name##_v##version, decltype(&::name)>,    \
+                #name " at " #version " is not the variant cuda.h declares");
+#include "driver/entry_points.def"
+#undef X
 
 extern CudaTable g_cuda; // valid once loaded
 // Indexed by Entry. Visible here so that a wrapper's entry name folds to a
 // constant: a driver call reads no table for it.
 inline constexpr const char *k_entry_names[] = {
-#define X(name, required) #name,
+#define X(name, version, required) #name,
 #include "driver/entry_points.def"
 #undef X
 };
@@ -60,6 +70,17 @@ LoadOutcome load();
 bool refuse_in_forked_child(const char *reason);
 // Whether an optional entry point was resolved.
 bool has(Entry e);
+// The CUDA version an entry point is requested at (its ABI variant).
+int entry_version(Entry e);
+// The driver's cuDriverGetVersion, once loaded (0 before).
+int loaded_driver_version();
+// One line per optional entry point the loaded driver lacks: its name, the
+// CUDA version it needs and what is unavailable without it ("" if none or
+// not loaded).
+std::string lacking_entry_points();
+// "the CUDA driver (CUDA 12.0) lacks cuFuncGetParamInfo, which needs CUDA
+// 12.4": the text of an UNSUPPORTED for a missing optional entry point.
+std::string lacks_text(Entry e);
 // The driver's error name and description for a CUresult ("" if unknown).
 const char *error_name(CUresult r);
 const char *error_string(CUresult r);

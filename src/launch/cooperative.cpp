@@ -397,8 +397,9 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
   }
   if (coop) {
     if (!has(Entry::cuLaunchCooperativeKernel))
-      return core::fail(T4A_ERROR_UNSUPPORTED,
-                        "the driver has no cuLaunchCooperativeKernel");
+      return core::fail(
+          T4A_ERROR_UNSUPPORTED, "cooperative launch: %s",
+          driver::lacks_text(Entry::cuLaunchCooperativeKernel).c_str());
     CoopLimit lim;
     if (t4a_status s = cooperative_limit(
             rt, k, *st, threads, d.dynamic_shared_bytes, scope, entered, &lim);

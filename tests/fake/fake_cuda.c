@@ -10,6 +10,13 @@
  *
  * FAKE_CUDA_DEVICES: device count (default 1). Allocations above
  * FAKE_CUDA_MAX_ALLOC bytes (default 16 GiB) fail with OUT_OF_MEMORY.
+ * FAKE_CUDA_DRIVER_VERSION: the CUDA version it reports and behaves as
+ * (default the CUDA_VERSION it is built with; e.g. 12000, 12040). As the
+ * real driver: a lookup at a version newer than the driver is
+ * INVALID_VALUE; an entry point newer than the driver (cuFuncGetParamInfo,
+ * 12.4) is not found; a base name's variant is chosen by the version
+ * requested (cuStreamGetCtx at 12050 or later is the three-parameter
+ * variant). fake_cuda_lookup_version(name) is the version last requested.
  *
  * Test controls (a test dlopens this library by the same path to reach
  * them): fake_cuda_fail_next() makes the next cuStreamCreate or
@@ -164,8 +171,13 @@ static CUresult f_cuInit(unsigned flags) {
   for (int i = 0; i < 16; ++i) g_primary[i].device = i;
   return device_count() > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
 }
+static int driver_version(void) {
+  const char *e = getenv("FAKE_CUDA_DRIVER_VERSION");
+  return e != NULL && atoi(e) > 0 ? atoi(e) : CUDA_VERSION;
+}
 static CUresult f_cuDriverGetVersion(int *v) {
-  *v = CUDA_VERSION;
+  if (v == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *v = driver_version();
   return CUDA_SUCCESS;
 }
 static CUresult f_cuGetErrorName(CUresult r, const char **s) {
@@ -616,6 +628,21 @@ static CUresult f_cuStreamGetCtx(CUstream s, CUcontext *c) {
     return CUDA_SUCCESS;
   }
   *c = s->ctx;
+  return CUDA_SUCCESS;
+}
+/* cuStreamGetCtx_v2 (12.5): also the stream's green context (none here). */
+static CUresult f_cuStreamGetCtx_v2(CUstream s, CUcontext *c, CUgreenCtx *g) {
+  CUresult r = f_cuStreamGetCtx(s, c);
+  if (r == CUDA_SUCCESS && g != NULL) *g = NULL;
+  return r;
+}
+/* cuCtxGetDevice_v2 (13.0): the device of `ctx` (NULL: the current one). */
+static CUresult f_cuCtxGetDevice_v2(CUdevice *d, CUcontext ctx) {
+  if (ctx == NULL) return f_cuCtxGetDevice(d);
+  int known = 0;
+  for (int i = 0; i < 16; ++i) known |= ctx == &g_primary[i];
+  if (!known) return CUDA_ERROR_INVALID_CONTEXT;
+  *d = ctx->device;
   return CUDA_SUCCESS;
 }
 static CUresult f_cuEventCreate(CUevent *e, unsigned f) {
@@ -1159,11 +1186,18 @@ static CUresult f_cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block,
   return CUDA_SUCCESS;
 }
 
-#define E(n) {#n, (void *)f_##n},
+#define E(n) {#n, (void *)f_##n, 2000},
+/* Each row: a base name, its implementation and the CUDA version its
+ * variant appeared in (2000: as old as anything the library asks for). A
+ * name with several rows has variants; the newest not after the requested
+ * version is returned. */
 static const struct {
   const char *name;
   void *fn;
+  int since;
 } k_table[] = {
+    {"cuStreamGetCtx", (void *)f_cuStreamGetCtx_v2, 12050},
+    {"cuCtxGetDevice", (void *)f_cuCtxGetDevice_v2, 13000},
     E(cuInit) E(cuDriverGetVersion) E(cuGetErrorName) E(cuGetErrorString) E(
         cuDeviceGetCount) E(cuDeviceGet) E(cuDeviceGetName) E(cuDeviceGetUuid)
         E(cuDeviceGetAttribute) E(cuDeviceTotalMem) E(cuDeviceCanAccessPeer) E(
@@ -1199,21 +1233,62 @@ static const struct {
                                                                         E(cuGraphGetNodes)};
 #undef E
 
+#define FAKE_LOOKUPS 128
+static struct {
+  const char *name;
+  int version;
+} g_lookups[FAKE_LOOKUPS];
+
+static void record_lookup(const char *symbol, int version) {
+  pthread_mutex_lock(&g_mu);
+  int slot = -1;
+  for (int i = 0; i < FAKE_LOOKUPS && slot < 0; ++i)
+    if (g_lookups[i].name == NULL || strcmp(g_lookups[i].name, symbol) == 0)
+      slot = i;
+  if (slot >= 0) {
+    if (g_lookups[slot].name == NULL) g_lookups[slot].name = strdup(symbol);
+    g_lookups[slot].version = version;
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+
+/* The CUDA version `symbol` was last requested at (0: never). */
+FAKE_API int fake_cuda_lookup_version(const char *symbol) {
+  int v = 0;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_LOOKUPS && g_lookups[i].name != NULL; ++i)
+    if (strcmp(g_lookups[i].name, symbol) == 0) v = g_lookups[i].version;
+  pthread_mutex_unlock(&g_mu);
+  return v;
+}
+
 FAKE_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
                                       int version, cuuint64_t flags,
                                       CUdriverProcAddressQueryResult *status) {
-  (void)version;
   (void)flags;
-  for (size_t i = 0; i < sizeof k_table / sizeof k_table[0]; ++i) {
-    if (strcmp(k_table[i].name, symbol) == 0) {
-      *pfn = k_table[i].fn;
-      if (status != NULL) *status = CU_GET_PROC_ADDRESS_SUCCESS;
-      return CUDA_SUCCESS;
-    }
-  }
+  if (symbol == NULL || pfn == NULL) return CUDA_ERROR_INVALID_VALUE;
+  record_lookup(symbol, version);
   *pfn = NULL;
-  if (status != NULL) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  return CUDA_ERROR_NOT_FOUND;
+  /* As the driver documents: a version newer than the driver's. */
+  if (version > driver_version()) return CUDA_ERROR_INVALID_VALUE;
+  int best = -1, named = 0;
+  for (size_t i = 0; i < sizeof k_table / sizeof k_table[0]; ++i) {
+    if (strcmp(k_table[i].name, symbol) != 0) continue;
+    named = 1;
+    if (k_table[i].since > version || k_table[i].since > driver_version())
+      continue;
+    if (best < 0 || k_table[i].since > k_table[best].since) best = (int)i;
+  }
+  if (best >= 0) {
+    *pfn = k_table[best].fn;
+    if (status != NULL) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+    return CUDA_SUCCESS;
+  }
+  if (status != NULL)
+    *status = named ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                    : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  /* The driver documents CUDA_SUCCESS with a NULL pointer here. */
+  return CUDA_SUCCESS;
 }
 
 /* Test controls (see the file comment). */

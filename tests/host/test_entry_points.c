@@ -202,6 +202,15 @@ static void check_driver_version(void) {
   assert_int_equal(v, SENTINEL32);
 }
 
+static void check_driver_lacks(void) {
+  char text[8] = "sentinel";
+  size_t needed = 12345;
+  expect_no_driver(t4a_driver_lacks(text, sizeof text, &needed),
+                   "t4a_driver_lacks");
+  assert_int_equal(needed, 12345);
+  assert_memory_equal(text, "sentinel", 8);
+}
+
 /* -- context-free -- */
 
 static void check_version(void) {
@@ -1234,6 +1243,7 @@ static const row k_rows[] = {
     /* driver, compiler, devices */
     ROW(t4a_nvrtc_version, CONTEXT_FREE, check_nvrtc_version),
     ROW(t4a_driver_version, NEEDS_DRIVER, check_driver_version),
+    ROW(t4a_driver_lacks, NEEDS_DRIVER, check_driver_lacks),
     ROW(t4a_device_count, NEEDS_DRIVER, check_device_count),
     ROW(t4a_device_info_get, NEEDS_DRIVER, check_device_info_get),
     ROW(t4a_device_can_access_peer, NEEDS_DRIVER, check_device_can_access_peer),

@@ -775,6 +775,14 @@ int main(int argc, char **argv) {
 #ifdef T4A_FAKE_CUDA_PATH
     setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);
     g_fake = 1;
+    int32_t driver = 0, major = 0, minor = 0;
+    if (t4a_driver_version(&driver) == T4A_SUCCESS &&
+        t4a_nvrtc_version(&major, &minor) == T4A_SUCCESS &&
+        driver / 1000 < major) {
+      printf("SKIPPED: NVRTC %d.%d makes nothing a CUDA %d.%d driver loads\n",
+             major, minor, driver / 1000, driver % 1000 / 10);
+      return 77;
+    }
 #else
     printf("SKIPPED: built without the fake driver\n");
     return 77;

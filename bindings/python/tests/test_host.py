@@ -264,6 +264,14 @@ def rt():
 
 
 @needs_fake
+def test_driver_lacks_fake():
+    # The fake driver never has cuFuncGetParamInfo (CUDA 12.4).
+    lacks = t4acuda.driver_lacks()
+    assert any(line.startswith("cuFuncGetParamInfo (CUDA 12.4): ") for line in lacks)
+    assert not any("cuStreamBeginCapture" in line for line in lacks)
+
+
+@needs_fake
 def test_numpy_round_trip_fake(rt):
     a = np.arange(1000, dtype=np.float32).reshape(10, 100)
     buf = rt.upload(a)

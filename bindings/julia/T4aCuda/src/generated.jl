@@ -607,6 +607,10 @@ t4a_set_log_callback(fn, user, max_level) =
 t4a_driver_version(version) =
     ccall((:t4a_driver_version, libt4acuda), Int32, (Ptr{Int32},), version)
 
+# t4a_status t4a_driver_lacks(char * buf, size_t capacity, size_t * needed)
+t4a_driver_lacks(buf, capacity, needed) =
+    ccall((:t4a_driver_lacks, libt4acuda), Int32, (Ptr{Cchar}, Csize_t, Ptr{Csize_t}), buf, capacity, needed)
+
 # int32_t t4a_built_cuda_version(void)
 t4a_built_cuda_version() =
     ccall((:t4a_built_cuda_version, libt4acuda), Int32, ())

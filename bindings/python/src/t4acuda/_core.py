@@ -76,6 +76,14 @@ def driver_version():
     return v.value
 
 
+def driver_lacks():
+    """What the loaded CUDA driver lacks, one line per missing optional
+    entry point: "<entry point> (CUDA <major.minor>): <what is unavailable>"
+    (t4a_driver_lacks); an empty list when it has everything."""
+    text = _get_string(C.t4a_driver_lacks).rstrip(b"\0").decode("utf-8", "replace")
+    return text.splitlines()
+
+
 def nvrtc_version():
     major, minor = ctypes.c_int32(0), ctypes.c_int32(0)
     check(C.t4a_nvrtc_version(_byref(major), _byref(minor)))

@@ -481,6 +481,7 @@ c_functions! {
         fn t4a_last_error_clear();
         fn t4a_set_log_callback(fn_: Option<t4a_log_fn>, user: *mut c_void, max_level: i32) -> t4a_status;
         fn t4a_driver_version(version: *mut i32) -> t4a_status;
+        fn t4a_driver_lacks(buf: *mut c_char, capacity: usize, needed: *mut usize) -> t4a_status;
         fn t4a_built_cuda_version() -> i32;
         fn t4a_nvrtc_version(major: *mut i32, minor: *mut i32) -> t4a_status;
         fn t4a_device_count(count: *mut i32) -> t4a_status;

@@ -1035,6 +1035,14 @@ pub fn last_compile_log() -> Result<String> {
     read_string(|b, c, n| unsafe { sys::t4a_last_compile_log(b, c, n) })
 }
 
+/// What the loaded CUDA driver lacks, one line per missing optional entry
+/// point: "<entry point> (CUDA <major.minor>): <what is unavailable>"
+/// (`t4a_driver_lacks`); empty when it has everything.
+pub fn driver_lacks() -> Result<Vec<String>> {
+    let text = read_string(|b, c, n| unsafe { sys::t4a_driver_lacks(b, c, n) })?;
+    Ok(text.lines().map(str::to_owned).collect())
+}
+
 /// The CUDA toolkit headers a compile gets without options, one
 /// "key value" fact per line (`t4a_toolkit_headers`): `nvrtc`, `include`
 /// (each directory), `version`, `from`, `passed-over`.
