@@ -131,17 +131,35 @@ T4A_API t4a_status t4a_buffer_copy(t4a_runtime runtime, t4a_buffer dst,
                   memory::check_range("src", src_offset, bytes, sb->bytes());
               s != T4A_SUCCESS)
             return s;
-          if (d.get() == sb.get() && bytes > 0 &&
-              dst_offset < src_offset + bytes &&
-              src_offset < dst_offset + bytes)
-            return core::fail(
-                T4A_ERROR_INVALID_ARGUMENT,
-                "dst range [%llu, %llu) overlaps src range [%llu, %llu) of "
-                "the same buffer",
-                static_cast<unsigned long long>(dst_offset),
-                static_cast<unsigned long long>(dst_offset + bytes),
-                static_cast<unsigned long long>(src_offset),
-                static_cast<unsigned long long>(src_offset + bytes));
+          // Device address ranges, not handles: a second handle to the
+          // same memory (a DLPack import of an export, in this runtime or
+          // another of the device) overlaps like the buffer itself. Every
+          // path (same runtime, between runtimes, peer, staged) is
+          // checked: device addresses are unique in the process (unified
+          // addressing), so only memory of one device can overlap.
+          if (bytes > 0) {
+            uint64_t dlo = d->ptr() + dst_offset, slo = sb->ptr() + src_offset;
+            if (dlo < slo + bytes && slo < dlo + bytes)
+              return core::fail(
+                  T4A_ERROR_INVALID_ARGUMENT,
+                  "dst range [%llu, %llu) (device addresses [0x%llx, "
+                  "0x%llx)) overlaps src range [%llu, %llu) (device "
+                  "addresses [0x%llx, 0x%llx)) %s; CUDA leaves overlapping "
+                  "copies undefined",
+                  static_cast<unsigned long long>(dst_offset),
+                  static_cast<unsigned long long>(dst_offset + bytes),
+                  static_cast<unsigned long long>(dlo),
+                  static_cast<unsigned long long>(dlo + bytes),
+                  static_cast<unsigned long long>(src_offset),
+                  static_cast<unsigned long long>(src_offset + bytes),
+                  static_cast<unsigned long long>(slo),
+                  static_cast<unsigned long long>(slo + bytes),
+                  d.get() == sb.get()
+                      ? "of the same buffer"
+                      : "of another handle to the same memory (dst and src "
+                        "share device memory, e.g. a DLPack import of the "
+                        "other)");
+          }
           if (&sb->runtime() != rt.get()) {
             // Captured copies stay within one runtime's stream.
             if (t4a_status s = core::refuse_capturing(

@@ -286,6 +286,12 @@ inline DrvResult mem_host_alloc(void **p, size_t n, unsigned flags) {
 inline DrvResult mem_free_host(void *p) {
   return T4A_CU_RELAXED(cuMemFreeHost, p);
 }
+// The base and size of the allocation holding `d` (memory the driver does
+// not know: INVALID_VALUE or NOT_FOUND).
+inline DrvResult mem_get_address_range(CUdeviceptr *base, size_t *size,
+                                       CUdeviceptr d) {
+  return T4A_CU(cuMemGetAddressRange, base, size, d);
+}
 // Modules, kernels and launches.
 inline DrvResult module_load_data(CUmodule *m, const void *image) {
   return T4A_CU_RELAXED(cuModuleLoadData, m, image);

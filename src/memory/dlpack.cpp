@@ -19,6 +19,7 @@
 #include "core/raw_scope.hpp"
 #include "core/stream_context.hpp"
 #include "core/struct_io.hpp"
+#include "memory/dlpack_validation.hpp"
 
 namespace t4a::core {
 // Where each field of t4a_dlpack_desc begins (core/struct_io.hpp).
@@ -302,82 +303,6 @@ ForeignReleases *releases_admitted(core::Runtime &rt) {
   return releases(rt); // lives until the runtime's teardown
 }
 
-// ---- shapes ----------------------------------------------------------------
-
-// The element span of a shape and strides (in elements): the lowest and
-// highest element offsets. false on overflow (`*why` says where).
-struct Span {
-  bool empty = false;
-  int64_t lo = 0, hi = 0;
-};
-
-t4a_status span_of(const char *prefix, int32_t ndim, const int64_t *shape,
-                   const int64_t *strides, Span *out) {
-  Span s;
-  for (int32_t i = 0; i < ndim; ++i) {
-    if (shape[i] < 0)
-      return fail(T4A_ERROR_INVALID_ARGUMENT,
-                  "%sshape[%d] is %lld; extents must not be negative", prefix,
-                  i, static_cast<ll>(shape[i]));
-    if (shape[i] == 0) s.empty = true;
-  }
-  if (s.empty) {
-    *out = s;
-    return T4A_SUCCESS;
-  }
-  for (int32_t i = 0; i < ndim; ++i) {
-    int64_t reach = 0;
-    if (__builtin_mul_overflow(shape[i] - 1, strides[i], &reach))
-      return fail(T4A_ERROR_INVALID_ARGUMENT,
-                  "%sshape[%d] (%lld) times %sstrides[%d] (%lld) overflows "
-                  "64 bits",
-                  prefix, i, static_cast<ll>(shape[i]), prefix, i,
-                  static_cast<ll>(strides[i]));
-    int64_t *side = reach < 0 ? &s.lo : &s.hi;
-    if (__builtin_add_overflow(*side, reach, side))
-      return fail(T4A_ERROR_INVALID_ARGUMENT,
-                  "%sshape and %sstrides reach past 64 bits at dimension %d",
-                  prefix, prefix, i);
-  }
-  *out = s;
-  return T4A_SUCCESS;
-}
-
-// C-contiguous strides (in elements) of `shape`.
-t4a_status compact_strides(const char *prefix, int32_t ndim,
-                           const int64_t *shape, int64_t *strides) {
-  int64_t step = 1;
-  for (int32_t i = ndim - 1; i >= 0; --i) {
-    strides[i] = step;
-    if (shape[i] > 0 && __builtin_mul_overflow(step, shape[i], &step))
-      return fail(T4A_ERROR_INVALID_ARGUMENT,
-                  "%sshape: the element count overflows 64 bits at "
-                  "dimension %d (%lld)",
-                  prefix, i, static_cast<ll>(shape[i]));
-  }
-  return T4A_SUCCESS;
-}
-
-// Bytes per element of a dtype (bits * lanes, a multiple of 8).
-t4a_status element_bytes(const char *prefix, uint8_t code, uint8_t bits,
-                         uint16_t lanes, uint64_t *out) {
-  if (code > kDLBool)
-    return fail(T4A_ERROR_INVALID_ARGUMENT,
-                "%sdtype code is %u; known codes are kDLInt (0), kDLUInt (1), "
-                "kDLFloat (2), kDLOpaqueHandle (3), kDLBfloat (4), "
-                "kDLComplex (5) and kDLBool (6)",
-                prefix, code);
-  uint64_t total = static_cast<uint64_t>(bits) * lanes;
-  if (total == 0 || total % 8 != 0)
-    return fail(T4A_ERROR_INVALID_ARGUMENT,
-                "%sdtype bits (%u) times lanes (%u) is %llu; it must be a "
-                "positive multiple of 8 (sub-byte element types are not "
-                "supported)",
-                prefix, bits, lanes, static_cast<ull>(total));
-  *out = total / 8;
-  return T4A_SUCCESS;
-}
-
 // ---- export ----------------------------------------------------------------
 
 struct Exported {
@@ -476,6 +401,53 @@ t4a_status order_consumer(core::Runtime &rt, int64_t code, CUstream s) {
   return core::signal_external_stream(rt, s);
 }
 
+// The import's range against the allocation the driver says holds its
+// first byte (cuMemGetAddressRange; under the runtime's admission). Memory
+// the driver does not know (its answer INVALID_VALUE, as documented, or
+// NOT_FOUND, as drivers answer: host memory, some foreign allocators) is
+// refused: its size cannot be checked. One allocation: a tensor spanning
+// several adjacent cuMemMap mappings is refused (the driver reports the
+// mapping holding the pointer only).
+t4a_status check_allocation(core::Runtime &rt, const DLTensor &t,
+                            const ImportRange &range) {
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  // With the runtime's context current: drivers answer INVALID_CONTEXT
+  // without one and NOT_FOUND for memory of another device than the
+  // current context's.
+  core::ContextScope scope;
+  if (t4a_status s = scope.enter(rt.context(), "checking an imported "
+                                               "tensor's allocation");
+      s != T4A_SUCCESS)
+    return s;
+  DrvResult r = cu::mem_get_address_range(
+      &base, &size, static_cast<CUdeviceptr>(range.start));
+  if (r.code == CUDA_ERROR_INVALID_VALUE || r.code == CUDA_ERROR_NOT_FOUND)
+    return core::fail_message(
+        T4A_ERROR_INVALID_ARGUMENT,
+        core::format(
+            "tensor->dl_tensor: the tensor describes %llu bytes at 0x%llx "
+            "(data "
+            "%p + byte_offset %llu, with its shape and strides), but the CUDA "
+            "driver knows no allocation holding 0x%llx (cuMemGetAddressRange: "
+            "%s), so its size cannot be checked; only memory of the driver's "
+            "allocators (cuMemAlloc, memory pools, cuMemAllocManaged, "
+            "cuMemMap) "
+            "can be imported",
+            static_cast<ull>(range.bytes), static_cast<ull>(range.start),
+            t.data, static_cast<ull>(t.byte_offset),
+            static_cast<ull>(range.start), error_name(r.code)),
+        static_cast<int32_t>(r.code));
+  if (!r)
+    return rt.fail_op(r, "asking the driver for the allocation of an "
+                         "imported tensor (cuMemGetAddressRange)");
+  core::Check check;
+  check_import_allocation(range, t.data, t.byte_offset,
+                          static_cast<uint64_t>(base), size, &check);
+  if (!check.ok()) return fail(check.status, "%s", check.message);
+  return T4A_SUCCESS;
+}
+
 } // namespace
 
 core::Ref<core::Object> adopt_versioned(DLManagedTensorVersioned *t) {
@@ -493,103 +465,15 @@ t4a_status export_dlpack(core::Runtime &rt, core::Ref<Buffer> b,
   if (desc != nullptr)
     if (t4a_status s = core::read_struct(desc, &d, "desc"); s != T4A_SUCCESS)
       return s;
-  if ((d.flags & ~T4A_DLPACK_READ_ONLY) != 0)
-    return fail(T4A_ERROR_INVALID_ARGUMENT,
-                "desc->flags is 0x%x; only T4A_DLPACK_READ_ONLY (0x1) is known",
-                d.flags);
-  bool read_only = (d.flags & T4A_DLPACK_READ_ONLY) != 0 || b->read_only();
-  if (out_legacy != nullptr && read_only)
-    return fail(T4A_ERROR_INVALID_ARGUMENT,
-                "%s: a legacy DLManagedTensor has no flags to say it is "
-                "read-only; use t4a_buffer_to_dlpack",
-                b->read_only() ? "the buffer is a read-only import"
-                               : "desc->flags has T4A_DLPACK_READ_ONLY");
-  if (consumer_stream == 0)
-    return fail(T4A_ERROR_INVALID_ARGUMENT,
-                "consumer_stream is 0, which the DLPack stream coding leaves "
-                "ambiguous; pass 1 (the legacy default stream), 2 (the "
-                "per-thread default stream), -1 (no synchronization) or a "
-                "CUstream");
-  if (consumer_stream < -1)
-    return fail(T4A_ERROR_INVALID_ARGUMENT,
-                "consumer_stream is %lld; the DLPack stream coding knows -1, "
-                "1, 2 and CUstream values",
-                static_cast<ll>(consumer_stream));
-  uint8_t code = d.dtype_code;
-  uint8_t bits = d.dtype_bits != 0 ? d.dtype_bits : 8;
-  uint16_t lanes = d.dtype_lanes != 0 ? d.dtype_lanes : 1;
-  if (d.dtype_bits == 0 && d.dtype_code == 0) code = kDLUInt;
-  uint64_t elem = 0;
-  if (t4a_status s = element_bytes("desc->", code, bits, lanes, &elem);
-      s != T4A_SUCCESS)
-    return s;
-  if (d.ndim < 0 || d.ndim > T4A_DLPACK_MAX_NDIM)
-    return fail(T4A_ERROR_INVALID_ARGUMENT,
-                "desc->ndim is %d; it must be 0..%d", d.ndim,
-                T4A_DLPACK_MAX_NDIM);
-  if (d.byte_offset > b->bytes())
-    return fail(T4A_ERROR_INVALID_ARGUMENT,
-                "desc->byte_offset (%llu) is past the end of the buffer (%llu "
-                "bytes)",
-                static_cast<ull>(d.byte_offset), static_cast<ull>(b->bytes()));
-
+  ExportLayout lay;
+  core::Check check;
+  check_export_desc(d, b->bytes(), b->read_only(), out_legacy != nullptr,
+                    consumer_stream, &lay, &check);
+  if (!check.ok()) return fail(check.status, "%s", check.message);
   auto x = std::make_unique<Exported>();
-  int32_t ndim = d.ndim;
-  if (ndim == 0) {
-    uint64_t rest = b->bytes() - d.byte_offset;
-    if (rest % elem != 0)
-      return fail(T4A_ERROR_INVALID_ARGUMENT,
-                  "desc->ndim is 0 (1-D over the buffer from "
-                  "desc->byte_offset): the %llu bytes from byte_offset %llu "
-                  "are not a whole number of %llu-byte elements",
-                  static_cast<ull>(rest), static_cast<ull>(d.byte_offset),
-                  static_cast<ull>(elem));
-    ndim = 1;
-    x->shape[0] = static_cast<int64_t>(rest / elem);
-    x->strides[0] = 1;
-  } else {
-    if (d.shape == nullptr)
-      return fail(T4A_ERROR_INVALID_ARGUMENT,
-                  "desc->shape is NULL with desc->ndim %d", d.ndim);
-    for (int32_t i = 0; i < ndim; ++i) x->shape[i] = d.shape[i];
-    if (d.strides != nullptr) {
-      for (int32_t i = 0; i < ndim; ++i) x->strides[i] = d.strides[i];
-    } else if (t4a_status s =
-                   compact_strides("desc->", ndim, x->shape, x->strides);
-               s != T4A_SUCCESS) {
-      return s;
-    }
-    Span sp;
-    if (t4a_status s = span_of("desc->", ndim, x->shape, x->strides, &sp);
-        s != T4A_SUCCESS)
-      return s;
-    if (!sp.empty) {
-      // Bytes below and from the first element, checked against the
-      // buffer: [byte_offset + lo * elem, byte_offset + (hi + 1) * elem).
-      // -lo in unsigned arithmetic: lo may be INT64_MIN.
-      int64_t below = 0, above = 0;
-      if (__builtin_mul_overflow(0 - static_cast<uint64_t>(sp.lo), elem,
-                                 &below) ||
-          __builtin_add_overflow(sp.hi, 1, &above) ||
-          __builtin_mul_overflow(above, static_cast<int64_t>(elem), &above))
-        return fail(T4A_ERROR_INVALID_ARGUMENT,
-                    "desc->shape and desc->strides reach past 64 bits of "
-                    "bytes");
-      if (static_cast<uint64_t>(below) > d.byte_offset)
-        return fail(T4A_ERROR_INVALID_ARGUMENT,
-                    "desc->strides: negative strides reach %lld bytes below "
-                    "the first element, but desc->byte_offset is only %llu",
-                    static_cast<ll>(below), static_cast<ull>(d.byte_offset));
-      if (static_cast<uint64_t>(above) > b->bytes() - d.byte_offset)
-        return fail(T4A_ERROR_INVALID_ARGUMENT,
-                    "desc->shape and desc->strides reach byte %llu (%lld "
-                    "elements of %llu bytes from desc->byte_offset %llu), "
-                    "past the end of the buffer (%llu bytes)",
-                    static_cast<ull>(d.byte_offset) + static_cast<ull>(above),
-                    static_cast<ll>(sp.hi + 1), static_cast<ull>(elem),
-                    static_cast<ull>(d.byte_offset),
-                    static_cast<ull>(b->bytes()));
-    }
+  for (int32_t i = 0; i < lay.ndim; ++i) {
+    x->shape[i] = lay.shape[i];
+    x->strides[i] = lay.strides[i];
   }
 
   x->stream_code = consumer_stream;
@@ -606,10 +490,10 @@ t4a_status export_dlpack(core::Runtime &rt, core::Ref<Buffer> b,
   t.data = reinterpret_cast<void *>(static_cast<uintptr_t>(b->ptr()));
   t.device.device_type = kDLCUDA;
   t.device.device_id = rt.ordinal();
-  t.ndim = ndim;
-  t.dtype.code = code;
-  t.dtype.bits = bits;
-  t.dtype.lanes = lanes;
+  t.ndim = lay.ndim;
+  t.dtype.code = lay.code;
+  t.dtype.bits = lay.bits;
+  t.dtype.lanes = lay.lanes;
   t.shape = x->shape;
   t.strides = x->strides;
   t.byte_offset = d.byte_offset;
@@ -620,7 +504,7 @@ t4a_status export_dlpack(core::Runtime &rt, core::Ref<Buffer> b,
     p->v.version.minor = DLPACK_MINOR_VERSION;
     p->v.manager_ctx = p;
     p->v.deleter = delete_versioned;
-    p->v.flags = read_only ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;
+    p->v.flags = lay.read_only ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;
     p->v.dl_tensor = t;
     *out_v = &p->v;
   } else {
@@ -638,67 +522,10 @@ t4a_status import_dlpack(core::Ref<core::Runtime> rt, const DLTensor &t,
                          const DLPackVersion *version, uint64_t flags,
                          bool legacy, core::Ref<core::Object> owner,
                          core::Ref<Buffer> *out) {
-  if (version != nullptr && version->major != DLPACK_MAJOR_VERSION)
-    return fail(T4A_ERROR_INVALID_ARGUMENT,
-                "tensor->version is %u.%u; only DLPack major version 1 is "
-                "supported (the tensor's deleter was called)",
-                version->major, version->minor);
-  const char *pre = "tensor->dl_tensor.";
-  if (t.device.device_type != kDLCUDA && t.device.device_type != kDLCUDAManaged)
-    return fail(T4A_ERROR_INVALID_ARGUMENT,
-                "%sdevice.device_type is %d; only kDLCUDA (2) and "
-                "kDLCUDAManaged (13) tensors can be imported",
-                pre, static_cast<int>(t.device.device_type));
-  if (t.device.device_id != rt->ordinal())
-    return fail(T4A_ERROR_INVALID_ARGUMENT,
-                "%sdevice.device_id is %d, but the runtime is of device %d",
-                pre, t.device.device_id, rt->ordinal());
-  uint64_t elem = 0;
-  if (t4a_status s = element_bytes("tensor->dl_tensor.", t.dtype.code,
-                                   t.dtype.bits, t.dtype.lanes, &elem);
-      s != T4A_SUCCESS)
-    return s;
-  if (t.ndim < 0 || t.ndim > T4A_DLPACK_MAX_NDIM)
-    return fail(T4A_ERROR_INVALID_ARGUMENT, "%sndim is %d; it must be 0..%d",
-                pre, t.ndim, T4A_DLPACK_MAX_NDIM);
-  if (t.ndim > 0 && t.shape == nullptr)
-    return fail(T4A_ERROR_INVALID_ARGUMENT, "%sshape is NULL with ndim %d", pre,
-                t.ndim);
-  int64_t strides[T4A_DLPACK_MAX_NDIM] = {};
-  if (t.strides != nullptr) {
-    for (int32_t i = 0; i < t.ndim; ++i) strides[i] = t.strides[i];
-  } else if (t4a_status s = compact_strides(pre, t.ndim, t.shape, strides);
-             s != T4A_SUCCESS) {
-    return s;
-  }
-  Span sp;
-  if (t4a_status s = span_of(pre, t.ndim, t.shape, strides, &sp);
-      s != T4A_SUCCESS)
-    return s;
-  uint64_t bytes = 0;
-  CUdeviceptr start = 0;
-  if (!sp.empty) {
-    if (t.data == nullptr)
-      return fail(T4A_ERROR_INVALID_ARGUMENT,
-                  "%sdata is NULL for a tensor with elements", pre);
-    // [data + byte_offset + lo * elem, data + byte_offset + (hi+1) * elem)
-    uint64_t base = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(t.data));
-    // hi >= 0 >= lo: -lo and hi - lo fit 64 unsigned bits (lo may be
-    // INT64_MIN, hi - lo may pass INT64_MAX).
-    uint64_t first = 0, below = 0, count = 0;
-    uint64_t down = 0 - static_cast<uint64_t>(sp.lo);
-    if (__builtin_add_overflow(base, t.byte_offset, &first) ||
-        __builtin_mul_overflow(down, elem, &below) || below > first ||
-        __builtin_add_overflow(static_cast<uint64_t>(sp.hi) + down, 1,
-                               &count) ||
-        __builtin_mul_overflow(count, elem, &bytes) ||
-        first - below > UINT64_MAX - bytes)
-      return fail(T4A_ERROR_INVALID_ARGUMENT,
-                  "%sdata (%p) + byte_offset (%llu) with the shape and "
-                  "strides reaches outside the 64-bit address space",
-                  pre, t.data, static_cast<ull>(t.byte_offset));
-    start = first - below;
-  }
+  ImportRange range;
+  core::Check check;
+  check_import_tensor(t, version, rt->ordinal(), &range, &check);
+  if (!check.ok()) return fail(check.status, "%s", check.message);
   bool read_only = legacy || (flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
   {
     // The part that queues the buffer's release, made under admission
@@ -708,9 +535,12 @@ t4a_status import_dlpack(core::Ref<core::Runtime> rt, const DLTensor &t,
     if (t4a_status s = rt->check_usable(); s != T4A_SUCCESS) return s;
     if (releases(*rt) == nullptr)
       rt->set_part(k_foreign_slot, std::make_unique<ForeignReleases>(*rt));
+    if (range.bytes > 0)
+      if (t4a_status s = check_allocation(*rt, t, range); s != T4A_SUCCESS)
+        return s;
   }
-  *out = Buffer::adopt_foreign(std::move(rt), start, bytes, read_only,
-                               std::move(owner));
+  *out = Buffer::adopt_foreign(std::move(rt), range.start, range.bytes,
+                               read_only, std::move(owner));
   return T4A_SUCCESS;
 }
 

@@ -25,6 +25,10 @@
  * handle with INVALID_HANDLE. fake_cuda_live() counts live streams, pools,
  * stream-ordered allocations and loaded modules and the primary-context
  * references of device 0.
+ * cuMemGetAddressRange knows the stream-ordered allocations, module
+ * globals and memory declared with fake_cuda_foreign_add(p, bytes) (a
+ * test's host memory standing for a foreign allocator's device memory);
+ * anything else is CUDA_ERROR_NOT_FOUND.
  * Peers (issue 10): distinct devices are peers unless fake_cuda_set_peer()
  * says not; cuCtxEnablePeerAccess and cuMemPoolSetAccess are recorded
  * (fake_cuda_ctx_peer, fake_cuda_pool_access) and cuMemcpyPeerAsync
@@ -188,6 +192,7 @@ static CUresult f_cuGetErrorName(CUresult r, const char **s) {
   case CUDA_ERROR_INVALID_DEVICE: *s = "CUDA_ERROR_INVALID_DEVICE"; break;
   case CUDA_ERROR_INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
   case CUDA_ERROR_NOT_READY: *s = "CUDA_ERROR_NOT_READY"; break;
+  case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
   case CUDA_ERROR_ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
   case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
   case (CUresult)226: *s = "CUDA_ERROR_CONTAINED"; break;
@@ -997,6 +1002,83 @@ static int inside_module_global(CUdeviceptr d) {
   pthread_mutex_unlock(&g_mu);
   return inside;
 }
+/* cuMemGetAddressRange: the allocation holding `d`, as the driver answers
+ * for its own memory: a stream-ordered allocation (g_allocs; one the full
+ * table left unmodelled is unknown here), a module global (its own bytes)
+ * or memory a test declared foreign (fake_cuda_foreign_add: as memory of
+ * cuMemAlloc or another allocator of the driver). Anything else is
+ * CUDA_ERROR_NOT_FOUND, what drivers answer for a pointer they do not know
+ * (the documentation lists CUDA_ERROR_INVALID_VALUE). Counted
+ * (fake_cuda_address_range_calls). */
+#define FAKE_FOREIGN 64
+static struct {
+  uintptr_t p;
+  size_t bytes;
+} g_foreign[FAKE_FOREIGN];
+static unsigned long g_address_range_calls;
+static CUresult f_cuMemGetAddressRange(CUdeviceptr *base, size_t *size,
+                                       CUdeviceptr d) {
+  if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  __atomic_fetch_add(&g_address_range_calls, 1, __ATOMIC_RELAXED);
+  uintptr_t lo = 0;
+  size_t n = 0;
+  int found = 0;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_DMA_SLOTS && !found; ++i)
+    if (g_allocs[i].d != 0 && d >= g_allocs[i].d &&
+        d - g_allocs[i].d < g_allocs[i].bytes) {
+      lo = (uintptr_t)g_allocs[i].d;
+      n = g_allocs[i].bytes;
+      found = 1;
+    }
+  for (int i = 0; i < FAKE_MODULES && !found; ++i)
+    if (g_modules[i] != NULL)
+      for (int k = 0; k < FAKE_GLOBALS && !found; ++k) {
+        struct fake_global *g = &g_modules[i]->globals[k];
+        uintptr_t at = (uintptr_t)g->data;
+        if (g->name[0] != '\0' && d >= at && d - at < g->bytes) {
+          lo = at;
+          n = g->bytes;
+          found = 1;
+        }
+      }
+  for (int i = 0; i < FAKE_FOREIGN && !found; ++i)
+    if (g_foreign[i].p != 0 && d >= g_foreign[i].p &&
+        d - g_foreign[i].p < g_foreign[i].bytes) {
+      lo = g_foreign[i].p;
+      n = g_foreign[i].bytes;
+      found = 1;
+    }
+  pthread_mutex_unlock(&g_mu);
+  if (!found) return CUDA_ERROR_NOT_FOUND;
+  if (base != NULL) *base = (CUdeviceptr)lo;
+  if (size != NULL) *size = n;
+  return CUDA_SUCCESS;
+}
+/* Declares `bytes` at `p` (host memory here) an allocation the driver
+ * knows, until fake_cuda_foreign_remove(p). 0, or -1 when the table is
+ * full. */
+FAKE_API int fake_cuda_foreign_add(void *p, size_t bytes) {
+  int r = -1;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_FOREIGN && r < 0; ++i)
+    if (g_foreign[i].p == 0) {
+      g_foreign[i].p = (uintptr_t)p;
+      g_foreign[i].bytes = bytes;
+      r = 0;
+    }
+  pthread_mutex_unlock(&g_mu);
+  return r;
+}
+FAKE_API void fake_cuda_foreign_remove(void *p) {
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < FAKE_FOREIGN; ++i)
+    if (g_foreign[i].p == (uintptr_t)p) g_foreign[i].p = 0;
+  pthread_mutex_unlock(&g_mu);
+}
+FAKE_API unsigned long fake_cuda_address_range_calls(void) {
+  return __atomic_load_n(&g_address_range_calls, __ATOMIC_RELAXED);
+}
 /* cuMemFreeAsync calls refused for an address inside a module global. */
 FAKE_API unsigned long fake_cuda_global_frees(void) {
   return __atomic_load_n(&g_global_frees, __ATOMIC_RELAXED);
@@ -1215,18 +1297,19 @@ static const struct {
                                 E(cuMemcpyHtoDAsync) E(cuMemcpyDtoHAsync) E(
                                     cuMemcpyDtoDAsync) E(cuMemcpyPeerAsync)
                                     E(cuMemHostAlloc) E(cuMemFreeHost) E(
-                                        cuModuleLoadData) E(cuModuleUnload)
-                                        E(cuModuleGetFunction) E(cuFuncGetAttribute) E(
-                                            cuFuncSetAttribute) E(cuLaunchKernel)
-                                            E(cuOccupancyMaxActiveBlocksPerMultiprocessor) E(
-                                                cuOccupancyMaxPotentialBlockSize)
-                                                E(cuLaunchCooperativeKernel) E(
-                                                    cuModuleGetGlobal) E(cuMemsetD32Async)
-                                                    E(cuStreamBeginCapture) E(
-                                                        cuStreamEndCapture)
-                                                        E(cuStreamIsCapturing) E(
-                                                            cuThreadExchangeStreamCaptureMode)
-                                                            E(cuGraphInstantiateWithFlags)
+                                        cuMemGetAddressRange) E(cuModuleLoadData)
+                                        E(cuModuleUnload) E(cuModuleGetFunction) E(
+                                            cuFuncGetAttribute) E(cuFuncSetAttribute)
+                                            E(cuLaunchKernel) E(
+                                                cuOccupancyMaxActiveBlocksPerMultiprocessor)
+                                                E(cuOccupancyMaxPotentialBlockSize) E(
+                                                    cuLaunchCooperativeKernel)
+                                                    E(cuModuleGetGlobal) E(
+                                                        cuMemsetD32Async) E(cuStreamBeginCapture)
+                                                        E(cuStreamEndCapture) E(
+                                                            cuStreamIsCapturing)
+                                                            E(cuThreadExchangeStreamCaptureMode) E(
+                                                                cuGraphInstantiateWithFlags)
                                                                 E(cuGraphLaunch) E(
                                                                     cuGraphExecDestroy)
                                                                     E(cuGraphDestroy)

@@ -21,7 +21,17 @@
  *   - the imported memory is never freed by the library (the fake's
  *     allocation count does not move), the strided span is computed, and
  *     the deleter runs only after completion is proven: t4a_runtime_
- *     synchronize, or an event query at a later DLPack call.
+ *     synchronize, or an event query at a later DLPack call;
+ *   - an import's described range is checked against the allocation the
+ *     driver reports (cuMemGetAddressRange; the fake knows its pool
+ *     allocations and memory declared with fake_cuda_foreign_add): a
+ *     64-byte allocation described as shape [INT64_MAX] (or 65 bytes, or
+ *     past it from a byte_offset) is refused naming both sizes, memory the
+ *     driver does not know is refused, an empty tensor asks nothing;
+ *   - t4a_buffer_copy compares device address ranges, not handles: an
+ *     overlapping copy between a buffer and its DLPack import (same
+ *     runtime, or another runtime of the device) is refused, nothing
+ *     copied; adjacent ranges copy.
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
 #define _POSIX_C_SOURCE 200809L
@@ -55,6 +65,20 @@ static void *fake_symbol(const char *name) {
   void *sym = dlsym(lib, name);
   if (sym == NULL) fail_msg("the fake driver has no %s", name);
   return sym;
+}
+/* Host memory standing for a foreign allocator's device memory: the fake
+ * driver's cuMemGetAddressRange knows it from here on. */
+static void declare_foreign(void *p, size_t bytes) {
+  typedef int (*add_fn)(void *, size_t);
+  assert_int_equal(((add_fn)fake_symbol("fake_cuda_foreign_add"))(p, bytes), 0);
+}
+static void forget_foreign(void *p) {
+  typedef void (*remove_fn)(void *);
+  ((remove_fn)fake_symbol("fake_cuda_foreign_remove"))(p);
+}
+static unsigned long address_range_calls(void) {
+  typedef unsigned long (*calls_fn)(void);
+  return ((calls_fn)fake_symbol("fake_cuda_address_range_calls"))();
 }
 static int live_allocations(void) {
   return ((live_fn)fake_symbol("fake_cuda_live"))("allocations");
@@ -390,6 +414,7 @@ static void test_deleters_threads(void **state) {
 
   /* Import: one buffer, 8 handle references released concurrently. */
   static unsigned char mem[512];
+  declare_foreign(mem, sizeof mem);
   synth s;
   synth_init(&s, mem, sizeof mem);
   t4a_buffer ib;
@@ -419,6 +444,7 @@ static void test_deleters_after_destroy(void **state) {
   DLManagedTensorVersioned *t = NULL;
   ASSERT_OK(t4a_buffer_to_dlpack(rt, b, NULL, 1, &t));
   static unsigned char mem[64];
+  declare_foreign(mem, sizeof mem);
   synth s;
   synth_init(&s, mem, sizeof mem);
   t4a_buffer ib;
@@ -452,6 +478,7 @@ static void test_import_validation(void **state) {
   (void)state;
   t4a_runtime rt = make_runtime(0);
   static unsigned char mem[256];
+  declare_foreign(mem, sizeof mem);
   synth s;
   synth_init(&s, mem, sizeof mem);
 
@@ -534,6 +561,7 @@ static void test_import_read_only(void **state) {
   (void)state;
   t4a_runtime rt = make_runtime(0);
   static unsigned char mem[128];
+  declare_foreign(mem, sizeof mem);
   for (int i = 0; i < 128; ++i) mem[i] = (unsigned char)i;
   synth s;
   synth_init(&s, mem, sizeof mem);
@@ -608,6 +636,7 @@ static void test_import_released_by_the_drain(void **state) {
   ASSERT_OK(t4a_module_load_data(rt, image, sizeof image, &m));
   ASSERT_OK(t4a_kernel_get(m, "k", &k));
   static unsigned char mem[64];
+  declare_foreign(mem, sizeof mem);
   synth s;
   synth_init(&s, mem, sizeof mem);
   t4a_buffer b;
@@ -641,6 +670,7 @@ static void test_import_ownership(void **state) {
   int base = live_allocations();
   unsigned char *mem = malloc(1024);
   assert_non_null(mem);
+  declare_foreign(mem, 1024);
   memset(mem, 0, 1024);
   synth s;
   synth_init(&s, mem, 1024);
@@ -718,7 +748,142 @@ static void test_import_ownership(void **state) {
   ASSERT_OK(t4a_runtime_destroy(rt));
   assert_int_equal(atomic_load(&s.deleted), 1);
   assert_int_equal(atomic_load(&r.deleted), 1);
+  forget_foreign(mem);
   free(mem); /* the producer frees its memory */
+}
+
+/* Issue 25 finding 2: the producer's shape is checked against the
+ * allocation the driver reports, not trusted. */
+static void test_import_checked_against_allocation(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime(0);
+  t4a_buffer b;
+  ASSERT_OK(t4a_buffer_alloc(rt, 64, 0, &b));
+  void *p = (void *)(uintptr_t)buffer_info(b).device_pointer;
+  synth s;
+  synth_init(&s, p, INT64_MAX); /* 9.2e18 bytes described over 64 */
+  expect_import_error(rt, &s, "describes 9223372036854775807 bytes at");
+  ASSERT_MESSAGE_HAS("the allocation holding");
+  ASSERT_MESSAGE_HAS("is 64 bytes at");
+  ASSERT_MESSAGE_HAS("past the end of it");
+  synth_init(&s, p, 65);
+  expect_import_error(rt, &s, "describes 65 bytes at");
+  ASSERT_MESSAGE_HAS("is 64 bytes at");
+  /* From a byte offset: 56 bytes fit, 57 do not. */
+  synth_init(&s, p, 57);
+  s.t.dl_tensor.byte_offset = 8;
+  expect_import_error(rt, &s, "describes 57 bytes at");
+  ASSERT_MESSAGE_HAS("byte_offset 8");
+  /* A 2-D strided tensor whose last element ends one float past it:
+   * shape {2, 2}, strides {9, 1} floats reach elements 0..10 (44 bytes);
+   * with byte_offset 24 they end at 68. */
+  synth_init(&s, p, 2);
+  s.t.dl_tensor.ndim = 2;
+  s.shape[1] = 2;
+  s.strides[0] = 9;
+  s.strides[1] = 1;
+  s.t.dl_tensor.strides = s.strides;
+  s.t.dl_tensor.dtype.code = kDLFloat;
+  s.t.dl_tensor.dtype.bits = 32;
+  s.t.dl_tensor.byte_offset = 24;
+  expect_import_error(rt, &s, "describes 44 bytes at");
+  s.t.dl_tensor.byte_offset = 20; /* ends exactly at 64: fine */
+  atomic_store(&s.deleted, 0);
+  t4a_buffer ok;
+  ASSERT_OK(t4a_buffer_from_dlpack(rt, &s.t, &ok));
+  assert_int_equal(buffer_info(ok).bytes, 44);
+  ASSERT_OK(t4a_buffer_release(ok));
+  ASSERT_OK(t4a_runtime_synchronize(rt)); /* its deleter runs */
+  /* The exact allocation imports. */
+  synth_init(&s, p, 64);
+  ASSERT_OK(t4a_buffer_from_dlpack(rt, &s.t, &ok));
+  assert_int_equal(buffer_info(ok).bytes, 64);
+  ASSERT_OK(t4a_buffer_release(ok));
+  ASSERT_OK(t4a_runtime_synchronize(rt)); /* its deleter runs */
+  /* Memory the driver does not know: its size cannot be checked. */
+  static unsigned char unknown[64];
+  synth_init(&s, unknown, sizeof unknown);
+  expect_import_error(rt, &s, "the CUDA driver knows no allocation holding");
+  ASSERT_MESSAGE_HAS("CUDA_ERROR_NOT_FOUND");
+  /* Declared to the driver (a foreign allocator's memory), it imports. */
+  declare_foreign(unknown, sizeof unknown);
+  atomic_store(&s.deleted, 0);
+  ASSERT_OK(t4a_buffer_from_dlpack(rt, &s.t, &ok));
+  ASSERT_OK(t4a_buffer_release(ok));
+  ASSERT_OK(t4a_runtime_synchronize(rt)); /* its deleter runs */
+  forget_foreign(unknown);
+  /* An empty tensor reaches no memory: nothing asked, NULL data fine. */
+  unsigned long calls = address_range_calls();
+  synth_init(&s, NULL, 0);
+  ASSERT_OK(t4a_buffer_from_dlpack(rt, &s.t, &ok));
+  assert_int_equal(address_range_calls(), calls);
+  ASSERT_OK(t4a_buffer_release(ok));
+  ASSERT_OK(t4a_runtime_synchronize(rt)); /* its deleter runs */
+  ASSERT_OK(t4a_buffer_release(b));
+  ASSERT_OK(t4a_runtime_destroy(rt));
+}
+
+/* Issue 25 finding 1: overlap is a property of device memory, not of
+ * handles: a DLPack import of a buffer is a second handle to it. */
+static void test_copy_overlap_through_alias(void **state) {
+  (void)state;
+  t4a_runtime rt = make_runtime(0);
+  t4a_runtime rt2 = make_runtime(0); /* another runtime of the device */
+  unsigned char pattern[256], back[256];
+  for (int i = 0; i < 256; ++i) pattern[i] = (unsigned char)i;
+  t4a_buffer a, alias, alias2;
+  ASSERT_OK(t4a_buffer_alloc(rt, 256, 0, &a));
+  ASSERT_OK(t4a_buffer_upload(rt, a, 0, pattern, sizeof pattern));
+  DLManagedTensorVersioned *t = NULL;
+  ASSERT_OK(t4a_buffer_to_dlpack(rt, a, NULL, -1, &t));
+  ASSERT_OK(t4a_buffer_from_dlpack(rt, t, &alias));
+  ASSERT_OK(t4a_buffer_to_dlpack(rt, a, NULL, -1, &t));
+  ASSERT_OK(t4a_buffer_from_dlpack(rt2, t, &alias2));
+  assert_true(buffer_info(alias).device_pointer ==
+              buffer_info(a).device_pointer);
+
+  /* Same runtime, both directions. */
+  ASSERT_STATUS(t4a_buffer_copy(rt, alias, 0, a, 16, 128),
+                T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("dst range [0, 128)");
+  ASSERT_MESSAGE_HAS("overlaps src range [16, 144)");
+  ASSERT_MESSAGE_HAS("another handle to the same memory");
+  ASSERT_STATUS(t4a_buffer_copy(rt, a, 16, alias, 0, 128),
+                T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("overlaps");
+  /* Between runtimes of one device (the same-device event bracket). */
+  ASSERT_STATUS(t4a_buffer_copy(rt2, alias2, 0, a, 16, 128),
+                T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("another handle to the same memory");
+  ASSERT_STATUS(t4a_buffer_copy(rt, a, 0, alias2, 8, 16),
+                T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("overlaps");
+  /* The same buffer keeps its message. */
+  ASSERT_STATUS(t4a_buffer_copy(rt, a, 0, a, 4, 8), T4A_ERROR_INVALID_ARGUMENT);
+  ASSERT_MESSAGE_HAS("of the same buffer");
+  /* Nothing was copied. */
+  ASSERT_OK(t4a_buffer_download_sync(rt, a, 0, back, sizeof back));
+  assert_memory_equal(back, pattern, sizeof back);
+
+  /* Adjacent ranges are fine, through either handle and runtime. */
+  ASSERT_OK(t4a_buffer_copy(rt, alias, 0, a, 128, 128));
+  ASSERT_OK(t4a_buffer_download_sync(rt, a, 0, back, sizeof back));
+  assert_memory_equal(back, pattern + 128, 128);
+  assert_memory_equal(back + 128, pattern + 128, 128);
+  ASSERT_OK(t4a_buffer_copy(rt2, alias2, 128, a, 0, 128));
+  ASSERT_OK(t4a_runtime_synchronize(rt2));
+  ASSERT_OK(t4a_buffer_download_sync(rt, a, 0, back, sizeof back));
+  assert_memory_equal(back, pattern + 128, 128);
+  assert_memory_equal(back + 128, pattern + 128, 128);
+
+  ASSERT_OK(t4a_buffer_release(alias2));
+  ASSERT_OK(t4a_buffer_release(alias));
+  ASSERT_OK(t4a_buffer_release(a));
+  /* alias's owner (the export of a, holding rt) is queued in rt itself:
+   * released by a proven drain, not by destroy (which would wait for it). */
+  ASSERT_OK(t4a_runtime_synchronize(rt));
+  ASSERT_OK(t4a_runtime_destroy(rt2));
+  ASSERT_OK(t4a_runtime_destroy(rt));
 }
 
 int main(void) {
@@ -734,6 +899,8 @@ int main(void) {
       cmocka_unit_test(test_import_read_only),
       cmocka_unit_test(test_import_released_by_the_drain),
       cmocka_unit_test(test_import_ownership),
+      cmocka_unit_test(test_import_checked_against_allocation),
+      cmocka_unit_test(test_copy_overlap_through_alias),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
