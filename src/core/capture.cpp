@@ -1,9 +1,15 @@
 #include "core/capture.hpp"
 
+#include <pthread.h>
+
 #include <thread>
 #include <utility>
 
+#include "core/admission.hpp"
+#include "core/context_scope.hpp"
 #include "core/error.hpp"
+#include "core/fork.hpp"
+#include "core/log.hpp"
 #include "core/runtime.hpp"
 #include "core/stream_context.hpp"
 
@@ -11,18 +17,109 @@ namespace t4a::core {
 
 using namespace t4a::driver;
 
-void Capture::defer_free(Runtime &rt, FreeFn fn, CUdeviceptr ptr,
+bool Capture::defer_free(Runtime &rt, FreeFn fn, CUdeviceptr ptr,
                          uint64_t bytes) {
   (void)rt; // the runtime the deferred free gets is the one it ends on
   std::lock_guard<std::mutex> lock(mu_);
   try {
     deferred_.push_back({fn, ptr, bytes});
+    return true;
   } catch (...) {
-    // No room to remember it: leaked (counted by the caller's free
-    // function would be wrong: it would free); a free node in the graph
-    // or a free after the graph's use are both worse than a leak.
+    // No room to remember it: the caller counts it leaked. A free node in
+    // the graph or a free before the graph's use are both worse.
+    return false;
   }
 }
+
+namespace {
+
+// The captures this thread began and has not ended, each with the
+// generation (Capture::begun) it began as. A thread that exits with one
+// open ends it on its way out, on that thread (CUDA lets only the thread
+// that began a global or thread-local capture end it), with a warning:
+// otherwise the runtime would answer CAPTURING to destroy and synchronize
+// for the rest of the process. Heap-allocated behind a trivially
+// destructible pointer, so it is still there when the key's destructor
+// runs (after the thread's C++ thread_locals are gone).
+struct OpenCaptures {
+  std::vector<std::pair<Ref<Runtime>, uint64_t>> open;
+};
+thread_local OpenCaptures *tl_open = nullptr;
+
+// Ends one capture left by this exiting thread: the graph is discarded
+// (never instantiated), what the captured work kept is released, the
+// deferred frees run.
+void end_abandoned(Runtime &rt, uint64_t generation) {
+  Capture::Items keeps;
+  CUgraph graph = nullptr;
+  t4a_status s = T4A_SUCCESS;
+  {
+    Admission adm(rt.admission());
+    if (adm.status() != T4A_SUCCESS) return;
+    Capture &c = rt.capture();
+    if (!rt.capturing() || c.begun != generation ||
+        c.owner != std::this_thread::get_id())
+      return; // ended meanwhile (a relaxed capture, from another thread)
+    s = capture_end_graph(rt, &graph, &keeps);
+  }
+  logf(T4A_LOG_WARN,
+       "a thread exited with a capture of runtime %#llx still open; it is "
+       "ended now and its graph discarded (t4a_capture_end belongs before "
+       "the thread's exit)%s",
+       static_cast<unsigned long long>(rt.handle_id()),
+       s == T4A_SUCCESS ? "" : "; ending it failed (see the log)");
+  if (graph != nullptr) {
+    ContextScope scope;
+    // Teardown: a failure to enter is logged; the destroy is tried anyway.
+    (void)scope.enter(rt.context(), "discarding an abandoned capture", false);
+    if (DrvResult r = cu::graph_destroy(graph); !r)
+      logf(T4A_LOG_WARN, "discarding the graph of an abandoned capture: %s",
+           error_name(r.code));
+  }
+}
+
+void end_at_thread_exit(void *p) {
+  auto *open = static_cast<OpenCaptures *>(p);
+  tl_open = nullptr;
+  if (in_forked_child()) return; // the parent's objects: leaked
+  for (auto &[rt, generation] : open->open) end_abandoned(*rt, generation);
+  delete open;
+}
+
+struct ExitKey {
+  pthread_key_t key{};
+  // Without a key (PTHREAD_KEYS_MAX reached) a thread that exits while
+  // capturing leaves the runtime capturing, as before: nothing else breaks.
+  bool made = pthread_key_create(&key, end_at_thread_exit) == 0;
+};
+const ExitKey &exit_key() {
+  static const ExitKey k;
+  return k;
+}
+
+// Before the driver's begin (may throw std::bad_alloc): room for one more
+// open capture of this thread; entries of captures ended by other
+// threads are dropped.
+void reserve_open(Runtime &rt) {
+  if (tl_open == nullptr) {
+    tl_open = new OpenCaptures();
+    if (exit_key().made)
+      (void)pthread_setspecific(exit_key().key, tl_open); // ENOMEM only
+  }
+  auto &v = tl_open->open;
+  std::erase_if(v, [&](const auto &e) {
+    return &*e.first == &rt || !e.first->capturing();
+  });
+  v.reserve(v.size() + 1);
+}
+
+// After capture_end_graph on this thread: no longer open here.
+void forget_open(Runtime &rt) {
+  if (tl_open == nullptr) return;
+  std::erase_if(tl_open->open, [&](const auto &e) { return &*e.first == &rt; });
+}
+
+} // namespace
 
 void Capture::run_deferred(Runtime &rt) {
   std::vector<Deferred> frees;
@@ -83,6 +180,7 @@ t4a_status capture_begin(Runtime &rt, int32_t mode) {
     std::lock_guard<std::mutex> lock(c.mu_);
     c.deferred_.reserve(8);
   }
+  reserve_open(rt); // may throw: before the capture begins
   CUstreamCaptureMode m =
       mode == T4A_CAPTURE_THREAD_LOCAL ? CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
       : mode == T4A_CAPTURE_RELAXED    ? CU_STREAM_CAPTURE_MODE_RELAXED
@@ -112,6 +210,8 @@ t4a_status capture_begin(Runtime &rt, int32_t mode) {
   }
   c.owns_mode_count = true;
   ++c.begun;
+  c.owner = std::this_thread::get_id();
+  tl_open->open.emplace_back(Ref<Runtime>(&rt), c.begun); // reserved
   return T4A_SUCCESS;
 }
 
@@ -157,6 +257,8 @@ t4a_status capture_end_graph(Runtime &rt, CUgraph *graph,
   keeps->swap(c.items_);
   c.items_.clear();
   c.run_deferred(rt);
+  c.owner = std::thread::id();
+  forget_open(rt);
   if (!r) {
     return fail_driver(r,
                        "t4a_capture_end: the capture of runtime %#llx "

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "core/capture_gate.hpp"
@@ -61,8 +62,9 @@ public:
 
   // In a gate window that saw the gate closed: `fn(rt, ptr, bytes)` runs
   // when the capture ends (or its begin fails). Takes only the capture's
-  // leaf lock; a free that cannot be remembered (no memory) is leaked.
-  void defer_free(Runtime &rt, FreeFn fn, CUdeviceptr ptr, uint64_t bytes);
+  // leaf lock. False: it could not be remembered (no memory); the caller
+  // counts it leaked.
+  bool defer_free(Runtime &rt, FreeFn fn, CUdeviceptr ptr, uint64_t bytes);
   // Checked in a gate window around "not capturing? then enqueue" by
   // unadmitted stream work; closed by capture begin, opened by capture end
   // (see above). Nothing that logs or waits runs in a window.
@@ -71,6 +73,9 @@ public:
   // Capture state, under admission (see capture.cpp).
   bool owns_mode_count = false; // counted in driver::g_active_captures
   uint64_t begun = 0;           // captures begun (stats, tests)
+  // The thread that began the open capture (none when not capturing); a
+  // thread that exits with one open ends it (capture.cpp).
+  std::thread::id owner{};
 
 private:
   friend t4a_status capture_begin(Runtime &, int32_t);

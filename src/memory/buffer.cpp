@@ -153,15 +153,18 @@ void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
     core::GateSection window;
     // Released while the runtime captures a graph: a cuMemFreeAsync now
     // would become a free node of the graph; it runs when the capture ends
-    // (core/capture.hpp).
+    // (core/capture.hpp). One that cannot be remembered is leaked
+    // (counted below, outside the window).
     if (rt.capture().gate().closed()) [[unlikely]] {
-      rt.capture().defer_free(rt, &device_free, ptr, bytes);
-      return;
+      if (rt.capture().defer_free(rt, &device_free, ptr, bytes)) return;
+      unprovable = true;
+    } else {
+      unprovable = rt.completion_unprovable();
+      if (!unprovable) [[likely]]
+        r = call_in_window(rt, &deferring, [&] {
+          return cu::mem_free_async(ptr, rt.stream());
+        });
     }
-    unprovable = rt.completion_unprovable();
-    if (!unprovable) [[likely]]
-      r = call_in_window(rt, &deferring,
-                         [&] { return cu::mem_free_async(ptr, rt.stream()); });
   } // closed before anything below logs
   end_deferral(deferring);
   if (!unprovable && r) [[likely]] {

@@ -318,6 +318,57 @@ static void test_free_deferred_to_capture_end(void **state) {
   ASSERT_OK(t4a_runtime_destroy(rt));
 }
 
+/* A thread begins a capture (each mode), captures a fill and exits without
+ * ending it: its exit ends the capture (graph discarded), so the runtime
+ * synchronizes, its memory is as before, it captures again and is
+ * destroyed. Before, destroy and synchronize answered CAPTURING for good. */
+struct abandon_args {
+  t4a_runtime rt;
+  t4a_buffer b;
+  int32_t mode;
+  t4a_status begun, filled;
+};
+static void *abandon_thread(void *p) {
+  struct abandon_args *a = p;
+  t4a_capture_options o = T4A_CAPTURE_OPTIONS_INIT;
+  o.mode = a->mode;
+  a->begun = t4a_capture_begin(a->rt, &o);
+  a->filled = t4a_buffer_fill(a->rt, a->b, 0, 64, 0x5a); /* never runs */
+  return NULL;
+}
+static void test_capture_abandoned_by_exiting_thread(void **state) {
+  (void)state;
+  static const int32_t modes[] = {T4A_CAPTURE_GLOBAL, T4A_CAPTURE_THREAD_LOCAL,
+                                  T4A_CAPTURE_RELAXED};
+  for (size_t i = 0; i < 3; ++i) {
+    struct abandon_args a = {
+        make_runtime(), {0}, modes[i], T4A_ERROR_INTERNAL, T4A_ERROR_INTERNAL};
+    ASSERT_OK(t4a_buffer_alloc(a.rt, 64, T4A_BUFFER_ZERO, &a.b));
+    ASSERT_OK(t4a_runtime_synchronize(a.rt));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, abandon_thread, &a), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    ASSERT_OK(a.begun);
+    ASSERT_OK(a.filled);
+    ASSERT_OK(t4a_runtime_synchronize(a.rt));
+    unsigned char out[64];
+    ASSERT_OK(t4a_buffer_download_sync(a.rt, a.b, 0, out, sizeof out));
+    if (!g_fake)
+      for (size_t k = 0; k < sizeof out; ++k)
+        assert_int_equal(out[k], 0); /* the captured fill never ran */
+    ASSERT_OK(t4a_capture_begin(a.rt, NULL));
+    ASSERT_OK(t4a_buffer_fill(a.rt, a.b, 0, 64, 0x11));
+    t4a_graph g;
+    ASSERT_OK(t4a_capture_end(a.rt, &g));
+    ASSERT_OK(t4a_graph_launch(a.rt, g));
+    ASSERT_OK(t4a_buffer_download_sync(a.rt, a.b, 0, out, sizeof out));
+    if (!g_fake) assert_int_equal(out[63], 0x11);
+    ASSERT_OK(t4a_graph_release(g));
+    ASSERT_OK(t4a_buffer_release(a.b));
+    ASSERT_OK(t4a_runtime_destroy(a.rt));
+  }
+}
+
 /* Another thread works on another runtime of the same device (synchronize,
  * allocate, transfer) while this one holds a global capture: each call
  * gives a typed outcome, and both runtimes work afterwards. */
@@ -643,6 +694,7 @@ int main(int argc, char **argv) {
       T(test_release_in_flight),
       T(test_alloc_free_race_capture_begin),
       T(test_dlpack_release_during_capture),
+      T(test_capture_abandoned_by_exiting_thread),
       T(test_capture_waits_for_drain_fake),
 #if defined(T4A_GRAPH_ADMISSION_HOOK)
       T(test_refusal_under_admission),
@@ -665,6 +717,7 @@ int main(int argc, char **argv) {
       T(test_release_in_flight),
       T(test_alloc_free_race_capture_begin),
       T(test_dlpack_release_during_capture),
+      T(test_capture_abandoned_by_exiting_thread),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
