@@ -130,22 +130,12 @@
  * than it found, whether it succeeds or fails.
  *
  * @section env Environment
- * Options structs come first; these environment variables override them:
- * `T4A_CUDA_DRIVER_PATH` (the libcuda to load), `T4A_NVRTC_PATH` (the
- * libnvrtc to load), `T4A_LOG` (`off`, `error`, `warn`, `info`, `debug`:
- * the default logger's level), `T4A_CACHE_DIR` (the compile cache's disk
- * directory; set but empty disables the disk cache) and
- * `T4A_CACHE_MAX_BYTES` (the disk cache's bound); see t4a_compile(). An
- * unknown `T4A_LOG` value is reported once on stderr and ignored. The
- * variables that choose code to load (`T4A_CUDA_DRIVER_PATH`,
- * `T4A_NVRTC_PATH`, `CUDA_HOME`, `CUDA_PATH`, `T4A_CACHE_DIR`,
- * `XDG_CACHE_HOME`, `HOME`) are read with `secure_getenv`: a set-user-ID
- * or set-group-ID program ignores them.
- * `CUDA_HOME` and `CUDA_PATH`, when set and `T4A_NVRTC_PATH` is not, add
- * `$dir/lib64/libnvrtc.so.13` and `.12` to the places NVRTC is looked for
- * (after the loader's own search, before `/usr/local/cuda/lib64`); they play
- * no part in finding the driver, which comes with the NVIDIA driver, not
- * the toolkit.
+ * Options structs come first; environment variables override some of them
+ * (the libcuda and libnvrtc to load, the log level, the compile cache's
+ * directory and bound, the toolkit headers). Every variable the library
+ * reads, its accepted values, default and parsing rules are in one table:
+ * docs/environment.md. All are read with `secure_getenv`: a set-user-ID or
+ * set-group-ID program ignores them.
  */
 #ifndef T4ACUDA_H
 #define T4ACUDA_H
