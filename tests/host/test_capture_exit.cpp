@@ -56,8 +56,28 @@ void *operator new(size_t n) {
   if (void *p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
 }
+// Every unaligned form is replaced, so that each allocation and its release
+// meet in malloc/free (a sanitizer's own nothrow new paired with this
+// delete is a mismatch).
+void *operator new[](size_t n) { return ::operator new(n); }
+void *operator new(size_t n, const std::nothrow_t &) noexcept {
+  try {
+    return ::operator new(n);
+  } catch (const std::bad_alloc &) {
+    return nullptr;
+  }
+}
+void *operator new[](size_t n, const std::nothrow_t &) noexcept {
+  return ::operator new(n, std::nothrow);
+}
 void operator delete(void *p) noexcept { std::free(p); }
 void operator delete(void *p, size_t) noexcept { std::free(p); }
+void operator delete[](void *p) noexcept { std::free(p); }
+void operator delete[](void *p, size_t) noexcept { std::free(p); }
+void operator delete(void *p, const std::nothrow_t &) noexcept { std::free(p); }
+void operator delete[](void *p, const std::nothrow_t &) noexcept {
+  std::free(p);
+}
 
 // ---- the log
 
