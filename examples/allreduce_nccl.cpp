@@ -10,9 +10,7 @@
 // Ranks: every visible GPU, at most 2; T4A_NCCL_RANKS=2 asks for exactly
 // 2. Exit 0 on success, 1 on a mismatch or an error, 77 (skipped) when the
 // GPUs or NCCL are missing and T4A_REQUIRE_GPU does not ask for them.
-#include <nccl.h> // types and prototypes only
-
-#include <dlfcn.h>
+#include "nccl_dl.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -24,39 +22,7 @@
 
 namespace {
 
-int skip_or_fail(const std::string &why, int needed) {
-  const char *req = std::getenv("T4A_REQUIRE_GPU");
-  int want = req != nullptr && *req != '\0' ? std::atoi(req) : 0;
-  if (want >= needed || (want > 0 && needed == 1)) {
-    std::fprintf(stderr, "FAILED: %s (T4A_REQUIRE_GPU=%s)\n", why.c_str(), req);
-    return 1;
-  }
-  std::printf("SKIPPED: %s\n", why.c_str());
-  return 77;
-}
-
-struct Nccl {
-  decltype(&ncclCommInitAll) init_all = nullptr;
-  decltype(&ncclCommDestroy) destroy = nullptr;
-  decltype(&ncclAllReduce) all_reduce = nullptr;
-  decltype(&ncclGroupStart) group_start = nullptr;
-  decltype(&ncclGroupEnd) group_end = nullptr;
-  decltype(&ncclGetErrorString) error_string = nullptr;
-};
-
-template <class F> bool resolve(void *lib, const char *name, F &out) {
-  out = reinterpret_cast<F>(dlsym(lib, name));
-  if (out == nullptr) std::fprintf(stderr, "libnccl.so.2 lacks %s\n", name);
-  return out != nullptr;
-}
-
-Nccl g_nccl;
-
-bool ok(ncclResult_t r, const char *what) {
-  if (r == ncclSuccess) return true;
-  std::fprintf(stderr, "FAILED: %s: %s\n", what, g_nccl.error_string(r));
-  return false;
-}
+using nccl_dl::skip_or_fail;
 
 // Rank r's input element i; the sum over ranks is exact in float.
 float input(int rank, size_t i) { return float(i % 1000) + 1000.0f * rank; }
@@ -79,16 +45,9 @@ int main() {
                             std::to_string(ranks) + " GPUs; " +
                             std::to_string(devices) + " visible",
                         ranks);
-  void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) return skip_or_fail(dlerror(), ranks);
-  Nccl &nccl = g_nccl;
-  if (!resolve(lib, "ncclGetErrorString", nccl.error_string) ||
-      !resolve(lib, "ncclCommInitAll", nccl.init_all) ||
-      !resolve(lib, "ncclCommDestroy", nccl.destroy) ||
-      !resolve(lib, "ncclAllReduce", nccl.all_reduce) ||
-      !resolve(lib, "ncclGroupStart", nccl.group_start) ||
-      !resolve(lib, "ncclGroupEnd", nccl.group_end))
-    return 1;
+  nccl_dl::Nccl nccl;
+  std::string why;
+  if (!nccl.load(why)) return skip_or_fail(why, ranks);
 
   const size_t count = (size_t(1) << 22) + 3; // 16 MiB + 12 bytes per rank
   try {
@@ -104,8 +63,8 @@ int main() {
       devlist.push_back(r);
     }
     std::vector<ncclComm_t> comms(size_t(ranks), nullptr);
-    if (!ok(nccl.init_all(comms.data(), ranks, devlist.data()),
-            "ncclCommInitAll"))
+    if (!nccl.ok(nccl.init_all(comms.data(), ranks, devlist.data()),
+                 "ncclCommInitAll"))
       return 1;
     {
       // One scope per runtime, nested on this thread; scopes end in the
@@ -120,16 +79,16 @@ int main() {
       } scopes;
       scopes.v.reserve(size_t(ranks));
       for (int r = 0; r < ranks; ++r) scopes.v.emplace_back(rt[r]);
-      if (!ok(nccl.group_start(), "ncclGroupStart")) return 1;
+      if (!nccl.ok(nccl.group_start(), "ncclGroupStart")) return 1;
       for (int r = 0; r < ranks; ++r) {
         t4a::RawScope &s = scopes.v[size_t(r)];
-        if (!ok(nccl.all_reduce(s.pointer(send[r]), s.pointer(recv[r]), count,
-                                ncclFloat, ncclSum, comms[r],
-                                static_cast<cudaStream_t>(s.stream())),
-                "ncclAllReduce"))
+        if (!nccl.ok(nccl.all_reduce(s.pointer(send[r]), s.pointer(recv[r]),
+                                     count, ncclFloat, ncclSum, comms[r],
+                                     static_cast<cudaStream_t>(s.stream())),
+                     "ncclAllReduce"))
           return 1;
       }
-      if (!ok(nccl.group_end(), "ncclGroupEnd")) return 1;
+      if (!nccl.ok(nccl.group_end(), "ncclGroupEnd")) return 1;
     } // the scopes end here, last first
     // The collective may still run: allocate and upload on the same
     // runtimes meanwhile (ordered after it on each stream).
@@ -156,7 +115,7 @@ int main() {
     }
     for (int r = 0; r < ranks; ++r) {
       t4a::RawScope raw(rt[r]); // NCCL needs the device's context
-      if (!ok(nccl.destroy(comms[r]), "ncclCommDestroy")) return 1;
+      if (!nccl.ok(nccl.destroy(comms[r]), "ncclCommDestroy")) return 1;
     }
     if (bad != 0) {
       std::fprintf(stderr, "FAILED: %d mismatches\n", bad);
