@@ -11,12 +11,6 @@
 #include "core/raw_scope.hpp"
 #include "core/struct_io.hpp"
 
-namespace t4a::core {
-// Older callers' sizes of t4a_capture_options (core/struct_io.hpp).
-template <> struct FieldStarts<t4a_capture_options> {
-  static constexpr size_t at[] = {offsetof(t4a_capture_options, mode)};
-};
-} // namespace t4a::core
 
 using namespace t4a;
 using capi::in;

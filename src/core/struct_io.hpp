@@ -15,69 +15,17 @@
 
 #include "core/error.hpp"
 #include "t4acuda.h"
+#include "t4acuda_dlpack.h"
 
 namespace t4a::core {
 
 // Where each field of an input struct begins, after struct_size: the sizes
 // smaller than ours that a caller built against an older header can pass.
-// Every struct read with copy_struct/read_struct has an entry; a struct
-// without one does not compile.
+// Every versioned struct has an entry, generated from abi/layouts.json
+// (abi/gen-bindings) with static_asserts that hold the header to that file;
+// a struct without one does not compile with copy_struct/read_struct.
 template <class T> struct FieldStarts;
-#define T4A_FIELD_STARTS(T, ...)                                               \
-  template <> struct FieldStarts<T> {                                          \
-    static constexpr size_t at[] = {__VA_ARGS__};                              \
-  }
-#define T4A_AT(T, f) offsetof(T, f)
-T4A_FIELD_STARTS(t4a_runtime_options,
-                 T4A_AT(t4a_runtime_options, device_ordinal),
-                 T4A_AT(t4a_runtime_options, pool_release_threshold),
-                 T4A_AT(t4a_runtime_options, staging_bytes),
-                 T4A_AT(t4a_runtime_options, staging_chunk_bytes),
-                 T4A_AT(t4a_runtime_options, staging_threads),
-                 T4A_AT(t4a_runtime_options, reserved0),
-                 T4A_AT(t4a_runtime_options, module_cache_entries),
-                 T4A_AT(t4a_runtime_options, reserved1),
-                 T4A_AT(t4a_runtime_options, module_cache_bytes),
-                 T4A_AT(t4a_runtime_options, peer_access),
-                 T4A_AT(t4a_runtime_options, reserved2));
-T4A_FIELD_STARTS(t4a_compile_request, T4A_AT(t4a_compile_request, output),
-                 T4A_AT(t4a_compile_request, source),
-                 T4A_AT(t4a_compile_request, program_name),
-                 T4A_AT(t4a_compile_request, header_names),
-                 T4A_AT(t4a_compile_request, header_sources),
-                 T4A_AT(t4a_compile_request, header_count),
-                 T4A_AT(t4a_compile_request, option_count),
-                 T4A_AT(t4a_compile_request, options),
-                 T4A_AT(t4a_compile_request, name_expressions),
-                 T4A_AT(t4a_compile_request, name_expression_count),
-                 T4A_AT(t4a_compile_request, cc_major),
-                 T4A_AT(t4a_compile_request, cc_minor),
-                 T4A_AT(t4a_compile_request, flags),
-                 T4A_AT(t4a_compile_request, runtime),
-                 T4A_AT(t4a_compile_request, disk_cache_max_bytes),
-                 T4A_AT(t4a_compile_request, cache_dir),
-                 T4A_AT(t4a_compile_request, toolkit_include));
-T4A_FIELD_STARTS(t4a_launch_desc, T4A_AT(t4a_launch_desc, flags),
-                 T4A_AT(t4a_launch_desc, kernel), T4A_AT(t4a_launch_desc, grid),
-                 T4A_AT(t4a_launch_desc, block),
-                 T4A_AT(t4a_launch_desc, dynamic_shared_bytes),
-                 T4A_AT(t4a_launch_desc, arg_count),
-                 T4A_AT(t4a_launch_desc, args));
-#undef T4A_AT
-#undef T4A_FIELD_STARTS
-// A field appended to one of these structs must be added above too, or
-// callers built against the header before it (whose struct_size ends
-// where it begins) are refused: each list ends with the struct's last
-// field.
-static_assert(offsetof(t4a_runtime_options, reserved2) + sizeof(uint32_t) ==
-                  sizeof(t4a_runtime_options),
-              "t4a_runtime_options grew: add the new field to FieldStarts");
-static_assert(offsetof(t4a_compile_request, toolkit_include) + sizeof(void *) ==
-                  sizeof(t4a_compile_request),
-              "t4a_compile_request grew: add the new field to FieldStarts");
-static_assert(offsetof(t4a_launch_desc, args) + sizeof(void *) ==
-                  sizeof(t4a_launch_desc),
-              "t4a_launch_desc grew: add the new field to FieldStarts");
+#include "core/field_starts.inc"
 
 // Whether `size` (4 <= size < sizeof(T)) ends where a field of T begins.
 template <class T> constexpr bool ends_at_field(uint32_t size) {

@@ -15,20 +15,6 @@
 #include "core/struct_io.hpp"
 #include "launch/barrier_validation.hpp"
 
-namespace t4a::core {
-// Where each field of t4a_barrier_desc begins (core/struct_io.hpp).
-template <> struct FieldStarts<t4a_barrier_desc> {
-  static constexpr size_t at[] = {offsetof(t4a_barrier_desc, width),
-                                  offsetof(t4a_barrier_desc, global_name),
-                                  offsetof(t4a_barrier_desc, reset_value),
-                                  offsetof(t4a_barrier_desc, expected_value),
-                                  offsetof(t4a_barrier_desc, flags),
-                                  offsetof(t4a_barrier_desc, reserved0)};
-};
-static_assert(offsetof(t4a_barrier_desc, reserved0) + sizeof(uint32_t) ==
-                  sizeof(t4a_barrier_desc),
-              "t4a_barrier_desc grew: add the new field to FieldStarts");
-} // namespace t4a::core
 
 namespace t4a::launch {
 

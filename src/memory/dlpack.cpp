@@ -21,19 +21,6 @@
 #include "core/struct_io.hpp"
 #include "memory/dlpack_validation.hpp"
 
-namespace t4a::core {
-// Where each field of t4a_dlpack_desc begins (core/struct_io.hpp).
-template <> struct FieldStarts<t4a_dlpack_desc> {
-  static constexpr size_t at[] = {offsetof(t4a_dlpack_desc, flags),
-                                  offsetof(t4a_dlpack_desc, dtype_code),
-                                  offsetof(t4a_dlpack_desc, dtype_bits),
-                                  offsetof(t4a_dlpack_desc, dtype_lanes),
-                                  offsetof(t4a_dlpack_desc, ndim),
-                                  offsetof(t4a_dlpack_desc, shape),
-                                  offsetof(t4a_dlpack_desc, strides),
-                                  offsetof(t4a_dlpack_desc, byte_offset)};
-};
-} // namespace t4a::core
 
 namespace t4a::memory {
 

@@ -314,3 +314,15 @@ macro_rules! c_functions {
         }
     };
 }
+
+// The null handle of each handle type (structs.rs).
+macro_rules! handle_consts {
+    ($($h:ident),*) => {$(
+        impl $h {
+            /// The null handle (id #T4A_NULL_ID).
+            pub const NULL: $h = $h { id: T4A_NULL_ID };
+            /// True for the null handle.
+            pub const fn is_null(self) -> bool { self.id == T4A_NULL_ID }
+        }
+    )*};
+}
