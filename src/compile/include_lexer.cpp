@@ -478,33 +478,46 @@ void scan_includes_variant(std::string_view text, const LexVariant &v,
   Lexer(logical, v, out).run();
 }
 
-ScanResult scan_includes(std::string_view text) {
-  ScanResult all;
-  // A choice the text gives no occasion for lexes it the same either way:
-  // only the variants of the choices that can matter are run. Trigraphs
-  // need "??" before a trigraph character; lax splices a backslash, blanks
-  // and a line end; raw strings an 'R' before '"' (or a splice between);
-  // digit separators an apostrophe right after a digit or letter.
+namespace {
+
+// The lexing choices a text gives occasion for: a choice it does not
+// lexes it the same either way. Trigraphs need "??" before a trigraph
+// character; lax splices a backslash, blanks and a line end; raw strings
+// an 'R' before '"' (or a splice between); digit separators an apostrophe
+// right after a digit or letter.
+struct Occasions {
   bool trigraphs = false, lax = false, raw = false, separators = false;
+};
+
+Occasions occasions(std::string_view text) {
+  Occasions o;
   for (size_t i = 0; i + 1 < text.size(); ++i) {
     char c = text[i], n = text[i + 1];
     if (c == '?' && n == '?' && i + 2 < text.size() && trigraph(text[i + 2]))
-      trigraphs = true;
+      o.trigraphs = true;
     if (c == '\\' && is_blank(n)) {
       size_t j = i + 1;
       while (j < text.size() && is_blank(text[j])) ++j;
-      if (j < text.size() && (text[j] == '\n' || text[j] == '\r')) lax = true;
+      if (j < text.size() && (text[j] == '\n' || text[j] == '\r')) o.lax = true;
     }
-    if (c == 'R' && (n == '"' || n == '\\' || n == '?')) raw = true;
+    if (c == 'R' && (n == '"' || n == '\\' || n == '?')) o.raw = true;
     if (n == '\'' && (is_ident_char(c) || c == '.' || c == '\n' || c == '\r'))
-      separators = true; // a line end: a splice may join a number and it
+      o.separators = true; // a line end: a splice may join a number and it
   }
   // "??/" is a backslash once trigraphs are replaced: blanks after it.
-  if (trigraphs && text.find("?\?/") != std::string_view::npos) lax = true;
-  const bool splices = lax, apostrophes = separators;
+  if (o.trigraphs && text.find("?\?/") != std::string_view::npos) o.lax = true;
+  return o;
+}
+
+} // namespace
+
+ScanResult scan_includes(std::string_view text) {
+  ScanResult all;
+  // Only the variants of the choices that can matter are run.
+  const Occasions o = occasions(text);
   for (unsigned bits = 0; bits < 16; ++bits) {
-    if (((bits & 1) != 0 && !trigraphs) || ((bits & 2) != 0 && !splices) ||
-        ((bits & 4) != 0 && !raw) || ((bits & 8) != 0 && !apostrophes))
+    if (((bits & 1) != 0 && !o.trigraphs) || ((bits & 2) != 0 && !o.lax) ||
+        ((bits & 4) != 0 && !o.raw) || ((bits & 8) != 0 && !o.separators))
       continue;
     LexVariant v;
     v.trigraphs = (bits & 1) != 0;

@@ -84,6 +84,78 @@ int parse_arch(const std::string &v) {
   return digits >= 2 ? n : 0;
 }
 
+// read_request: the four string lists of the request.
+t4a_status read_lists(const t4a_compile_request &r, Request *q) {
+  if (t4a_status s =
+          read_strings(r.header_names, r.header_count, "header_names",
+                       "header_count", true, true, &q->header_names);
+      s != T4A_SUCCESS)
+    return s;
+  if (t4a_status s =
+          read_strings(r.header_sources, r.header_count, "header_sources",
+                       "header_count", false, false, &q->header_sources);
+      s != T4A_SUCCESS)
+    return s;
+  if (t4a_status s = read_strings(r.options, r.option_count, "options",
+                                  "option_count", true, true, &q->options);
+      s != T4A_SUCCESS)
+    return s;
+  if (t4a_status s = read_strings(r.name_expressions, r.name_expression_count,
+                                  "name_expressions", "name_expression_count",
+                                  true, true, &q->name_expressions);
+      s != T4A_SUCCESS)
+    return s;
+  if (q->options.empty()) return T4A_SUCCESS;
+  // A value-less last option would take the toolkit's include option,
+  // which the library appends, as its value.
+  static const char *const k_needs_value[] = {"-I",       "--include-path",
+                                              "-include", "--pre-include",
+                                              "-isystem", "--system-include"};
+  const std::string &last = q->options.back();
+  for (const char *o : k_needs_value)
+    if (last == o)
+      return fail(T4A_ERROR_INVALID_ARGUMENT,
+                  "request->options[%u] (\"%s\") is the last option and "
+                  "has no value (give \"%sDIR\" or the value as the next "
+                  "option)",
+                  r.option_count - 1, o, o);
+  return T4A_SUCCESS;
+}
+
+// read_request: without a runtime or an -arch option, cc_major and
+// cc_minor name the target.
+t4a_status check_target(const t4a_compile_request &r, const Request &q) {
+  Target from_options;
+  if (q.runtime_id != T4A_NULL_ID ||
+      arch_from_options(q.options, r.output, &from_options))
+    return T4A_SUCCESS;
+  if (r.cc_major == 0)
+    return fail(T4A_ERROR_INVALID_ARGUMENT,
+                "no target: request->runtime is the null handle and "
+                "request->cc_major is 0 (set cc_major and cc_minor, or "
+                "runtime)");
+  if (r.cc_major < 1 || r.cc_major > 99)
+    return fail(T4A_ERROR_INVALID_ARGUMENT,
+                "request->cc_major is %d; it must be 1..99", r.cc_major);
+  if (r.cc_minor < 0 || r.cc_minor > 9)
+    return fail(T4A_ERROR_INVALID_ARGUMENT,
+                "request->cc_minor is %d; it must be 0..9", r.cc_minor);
+  return T4A_SUCCESS;
+}
+
+// read_request: an empty toolkit_include is none; else one checked string.
+t4a_status read_toolkit_include(const char *dir, Request *q) {
+  if (dir == nullptr || dir[0] == '\0') return T4A_SUCCESS;
+  std::vector<std::string> one;
+  const char *const dirs[] = {dir};
+  if (t4a_status s =
+          read_strings(dirs, 1, "toolkit_include", "(one)", true, true, &one);
+      s != T4A_SUCCESS)
+    return s;
+  q->toolkit_include = one[0];
+  return T4A_SUCCESS;
+}
+
 } // namespace
 
 t4a_status read_request(const t4a_compile_request *in, Request *out) {
@@ -103,56 +175,9 @@ t4a_status read_request(const t4a_compile_request *in, Request *out) {
   if (r.source == nullptr)
     return fail(T4A_ERROR_INVALID_ARGUMENT, "request->source is NULL");
   Request q;
-  if (t4a_status s =
-          read_strings(r.header_names, r.header_count, "header_names",
-                       "header_count", true, true, &q.header_names);
-      s != T4A_SUCCESS)
-    return s;
-  if (t4a_status s =
-          read_strings(r.header_sources, r.header_count, "header_sources",
-                       "header_count", false, false, &q.header_sources);
-      s != T4A_SUCCESS)
-    return s;
-  if (t4a_status s = read_strings(r.options, r.option_count, "options",
-                                  "option_count", true, true, &q.options);
-      s != T4A_SUCCESS)
-    return s;
-  if (t4a_status s = read_strings(r.name_expressions, r.name_expression_count,
-                                  "name_expressions", "name_expression_count",
-                                  true, true, &q.name_expressions);
-      s != T4A_SUCCESS)
-    return s;
-  if (!q.options.empty()) {
-    // A value-less last option would take the toolkit's include option,
-    // which the library appends, as its value.
-    static const char *const k_needs_value[] = {"-I",       "--include-path",
-                                                "-include", "--pre-include",
-                                                "-isystem", "--system-include"};
-    const std::string &last = q.options.back();
-    for (const char *o : k_needs_value)
-      if (last == o)
-        return fail(T4A_ERROR_INVALID_ARGUMENT,
-                    "request->options[%u] (\"%s\") is the last option and "
-                    "has no value (give \"%sDIR\" or the value as the next "
-                    "option)",
-                    r.option_count - 1, o, o);
-  }
+  if (t4a_status s = read_lists(r, &q); s != T4A_SUCCESS) return s;
   q.runtime_id = r.runtime.id;
-  Target from_options;
-  bool arch_given = arch_from_options(q.options, r.output, &from_options);
-  if (q.runtime_id == T4A_NULL_ID && !arch_given) {
-    if (r.cc_major == 0)
-      return fail(T4A_ERROR_INVALID_ARGUMENT,
-                  "no target: request->runtime is the null handle and "
-                  "request->cc_major is 0 (set cc_major and cc_minor, or "
-                  "runtime)");
-    if (r.cc_major < 1 || r.cc_major > 99)
-      return fail(T4A_ERROR_INVALID_ARGUMENT,
-                  "request->cc_major is %d; it must be 1..99", r.cc_major);
-    if (r.cc_minor < 0 || r.cc_minor > 9)
-      return fail(T4A_ERROR_INVALID_ARGUMENT,
-                  "request->cc_minor is %d; it must be 0..9", r.cc_minor);
-  }
+  if (t4a_status s = check_target(r, q); s != T4A_SUCCESS) return s;
   q.source = r.source;
   q.program_name = r.program_name != nullptr ? r.program_name : "t4a.cu";
   q.output = r.output;
@@ -164,17 +189,9 @@ t4a_status read_request(const t4a_compile_request *in, Request *out) {
     q.has_cache_dir = true;
     q.cache_dir = r.cache_dir;
   }
-  if (r.toolkit_include != nullptr) {
-    std::vector<std::string> one;
-    const char *const dir[] = {r.toolkit_include};
-    if (r.toolkit_include[0] != '\0') {
-      if (t4a_status s = read_strings(dir, 1, "toolkit_include", "(one)", true,
-                                      true, &one);
-          s != T4A_SUCCESS)
-        return s;
-      q.toolkit_include = one[0];
-    }
-  }
+  if (t4a_status s = read_toolkit_include(r.toolkit_include, &q);
+      s != T4A_SUCCESS)
+    return s;
   *out = std::move(q);
   return T4A_SUCCESS;
 }

@@ -33,6 +33,51 @@ bool teardown_call(DrvResult r, const char *what, uint64_t domain) {
        describe(r.code).c_str());
   return false;
 }
+
+// Runtime::create: every runtime allocates from a stream-ordered pool.
+t4a_status require_pools(CUdevice device, int32_t ordinal) {
+  int pools = 0;
+  if (auto r = cu::device_get_attribute(
+          &pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, device);
+      !r)
+    return fail_driver(r, "querying memory-pool support of device %d", ordinal);
+  if (pools == 0)
+    return fail(T4A_ERROR_UNSUPPORTED,
+                "device %d does not support stream-ordered memory pools, "
+                "which every runtime needs",
+                ordinal);
+  return T4A_SUCCESS;
+}
+
+// Runtime::create: the runtime's pinned device pool with its release
+// threshold; on failure nothing is left.
+t4a_status make_pool(int32_t ordinal, uint64_t release_threshold,
+                     CUmemoryPool *out) {
+  CUmemPoolProps props;
+  std::memset(&props, 0, sizeof props);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = ordinal;
+  CUmemoryPool pool = nullptr;
+  if (auto r = cu::mem_pool_create(&pool, &props); !r)
+    return fail_driver(r, "creating the memory pool of a runtime on device %d",
+                       ordinal);
+  cuuint64_t threshold = release_threshold;
+  if (auto r = cu::mem_pool_set_attribute(
+          pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+      !r) {
+    t4a_status s =
+        fail_driver(r, "setting the pool release threshold to %llu bytes",
+                    static_cast<unsigned long long>(threshold));
+    // Ignored on purpose: the create fails with the error above, and the
+    // pool was never used.
+    (void)cu::mem_pool_destroy(pool);
+    return s;
+  }
+  *out = pool;
+  return T4A_SUCCESS;
+}
 } // namespace
 
 Runtime::Runtime() : Object(Kind::Runtime) { events_.set_owner(this); }
@@ -54,17 +99,9 @@ t4a_status Runtime::create(const t4a_runtime_options &given,
           device_get(o.device_ordinal, "options->device_ordinal", &rt->device_);
       s != T4A_SUCCESS)
     return s;
-  int pools = 0;
-  if (auto r = cu::device_get_attribute(
-          &pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, rt->device_);
-      !r)
-    return fail_driver(r, "querying memory-pool support of device %d",
-                       o.device_ordinal);
-  if (pools == 0)
-    return fail(T4A_ERROR_UNSUPPORTED,
-                "device %d does not support stream-ordered memory pools, "
-                "which every runtime needs",
-                o.device_ordinal);
+  if (t4a_status s = require_pools(rt->device_, o.device_ordinal);
+      s != T4A_SUCCESS)
+    return s;
   // Everything is created into locals and committed to the runtime only
   // when all of it succeeded: a failed create destroys exactly what it
   // made, here, and the runtime's teardown (which would drain and count a
@@ -98,27 +135,10 @@ t4a_status Runtime::create(const t4a_runtime_options &given,
                               o.device_ordinal));
     stream = made;
   }
-  CUmemPoolProps props;
-  std::memset(&props, 0, sizeof props);
-  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
-  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  props.location.id = o.device_ordinal;
-  {
-    CUmemoryPool made = nullptr;
-    if (auto r = cu::mem_pool_create(&made, &props); !r)
-      return undo(
-          fail_driver(r, "creating the memory pool of a runtime on device %d",
-                      o.device_ordinal));
-    pool = made;
-  }
-  cuuint64_t threshold = o.pool_release_threshold;
-  if (auto r = cu::mem_pool_set_attribute(
-          pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
-      !r)
-    return undo(fail_driver(r,
-                            "setting the pool release threshold to %llu bytes",
-                            static_cast<unsigned long long>(threshold)));
+  if (t4a_status s =
+          make_pool(o.device_ordinal, o.pool_release_threshold, &pool);
+      s != T4A_SUCCESS)
+    return undo(s);
   // Commit: from here on the destructor (teardown) owns all of it.
   rt->ctx_ = ctx;
   rt->stream_ = stream;

@@ -65,54 +65,69 @@ t4a_status Kernel::get(Ref<Module> module, const char *name, Ref<Kernel> *out) {
                         name, module->name_expression_count());
     return rt.fail_op(r, "looking up a kernel (cuModuleGetFunction)");
   }
+  if (t4a_status s = k->read_attributes(rt); s != T4A_SUCCESS) return s;
+  if (t4a_status s = k->read_params(rt); s != T4A_SUCCESS) return s;
+  if (t4a_status s = k->read_limits(rt); s != T4A_SUCCESS) return s;
+  *out = std::move(k);
+  return T4A_SUCCESS;
+}
+
+t4a_status Kernel::read_attributes(core::Runtime &rt) {
   struct {
     CUfunction_attribute a;
     int32_t *v;
   } attrs[] = {
-      {CU_FUNC_ATTRIBUTE_NUM_REGS, &k->registers_},
-      {CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, &k->local_},
-      {CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, &k->const_},
-      {CU_FUNC_ATTRIBUTE_PTX_VERSION, &k->ptx_},
-      {CU_FUNC_ATTRIBUTE_BINARY_VERSION, &k->binary_},
+      {CU_FUNC_ATTRIBUTE_NUM_REGS, &registers_},
+      {CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, &local_},
+      {CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, &const_},
+      {CU_FUNC_ATTRIBUTE_PTX_VERSION, &ptx_},
+      {CU_FUNC_ATTRIBUTE_BINARY_VERSION, &binary_},
   };
   for (auto &at : attrs)
-    if (auto r = cu::func_get_attribute(at.v, at.a, k->fn_); !r)
+    if (auto r = cu::func_get_attribute(at.v, at.a, fn_); !r)
       return rt.fail_op(r, "reading a kernel attribute");
   int v = 0;
   if (auto r = cu::func_get_attribute(
-          &v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn_);
+          &v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn_);
       !r)
     return rt.fail_op(r, "reading a kernel attribute");
-  k->sig_.max_threads_per_block = static_cast<uint32_t>(v);
-  if (auto r = cu::func_get_attribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
-                                      k->fn_);
+  sig_.max_threads_per_block = static_cast<uint32_t>(v);
+  if (auto r =
+          cu::func_get_attribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn_);
       !r)
     return rt.fail_op(r, "reading a kernel attribute");
-  k->sig_.static_shared_bytes = static_cast<uint32_t>(v);
+  sig_.static_shared_bytes = static_cast<uint32_t>(v);
   if (auto r = cu::func_get_attribute(
-          &v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k->fn_);
+          &v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, fn_);
       !r)
     return rt.fail_op(r, "reading a kernel attribute");
-  k->dynamic_shared_.store(static_cast<uint32_t>(v));
-  if (has(Entry::cuFuncGetParamInfo)) {
-    // Parameters are reported one index at a time until INVALID_VALUE.
-    std::vector<uint32_t> offsets, sizes;
-    for (size_t i = 0; i < T4A_MAX_PARAM_BYTES; ++i) {
-      size_t off = 0, size = 0;
-      DrvResult r = cu::func_get_param_info(k->fn_, i, &off, &size);
-      if (r.code == CUDA_ERROR_INVALID_VALUE) break;
-      if (!r) return rt.fail_op(r, "reading a kernel's parameters");
-      offsets.push_back(static_cast<uint32_t>(off));
-      sizes.push_back(static_cast<uint32_t>(size));
-    }
-    // One array, so that a launch reads one or two cache lines of it.
-    k->params_ = std::move(offsets);
-    k->params_.insert(k->params_.end(), sizes.begin(), sizes.end());
-    k->sig_.params_known = true;
-    k->sig_.param_count = static_cast<uint32_t>(sizes.size());
-    k->sig_.param_offsets = k->params_.data();
-    k->sig_.param_sizes = k->params_.data() + sizes.size();
+  dynamic_shared_.store(static_cast<uint32_t>(v));
+  return T4A_SUCCESS;
+}
+
+t4a_status Kernel::read_params(core::Runtime &rt) {
+  if (!has(Entry::cuFuncGetParamInfo)) return T4A_SUCCESS;
+  // Parameters are reported one index at a time until INVALID_VALUE.
+  std::vector<uint32_t> offsets, sizes;
+  for (size_t i = 0; i < T4A_MAX_PARAM_BYTES; ++i) {
+    size_t off = 0, size = 0;
+    DrvResult r = cu::func_get_param_info(fn_, i, &off, &size);
+    if (r.code == CUDA_ERROR_INVALID_VALUE) break;
+    if (!r) return rt.fail_op(r, "reading a kernel's parameters");
+    offsets.push_back(static_cast<uint32_t>(off));
+    sizes.push_back(static_cast<uint32_t>(size));
   }
+  // One array, so that a launch reads one or two cache lines of it.
+  params_ = std::move(offsets);
+  params_.insert(params_.end(), sizes.begin(), sizes.end());
+  sig_.params_known = true;
+  sig_.param_count = static_cast<uint32_t>(sizes.size());
+  sig_.param_offsets = params_.data();
+  sig_.param_sizes = params_.data() + sizes.size();
+  return T4A_SUCCESS;
+}
+
+t4a_status Kernel::read_limits(core::Runtime &rt) {
   CUdevice dev = 0;
   if (t4a_status s = core::device_get(rt.ordinal(), "device", &dev);
       s != T4A_SUCCESS)
@@ -121,18 +136,18 @@ t4a_status Kernel::get(Ref<Module> module, const char *name, Ref<Kernel> *out) {
     CUdevice_attribute a;
     uint32_t *v;
   } lims[] = {
-      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, &k->limits_.max_grid[0]},
-      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, &k->limits_.max_grid[1]},
-      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, &k->limits_.max_grid[2]},
-      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, &k->limits_.max_block[0]},
-      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, &k->limits_.max_block[1]},
-      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, &k->limits_.max_block[2]},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, &limits_.max_grid[0]},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, &limits_.max_grid[1]},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, &limits_.max_grid[2]},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, &limits_.max_block[0]},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, &limits_.max_block[1]},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, &limits_.max_block[2]},
       {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-       &k->limits_.max_threads_per_block},
+       &limits_.max_threads_per_block},
       {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
-       &k->limits_.max_shared_default},
+       &limits_.max_shared_default},
       {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-       &k->limits_.max_shared_optin},
+       &limits_.max_shared_optin},
   };
   for (auto &l : lims) {
     int x = 0;
@@ -141,9 +156,8 @@ t4a_status Kernel::get(Ref<Module> module, const char *name, Ref<Kernel> *out) {
     *l.v = x < 0 ? 0u : static_cast<uint32_t>(x);
   }
   // A device that reports no opt-in maximum allows the default.
-  if (k->limits_.max_shared_optin < k->limits_.max_shared_default)
-    k->limits_.max_shared_optin = k->limits_.max_shared_default;
-  *out = std::move(k);
+  if (limits_.max_shared_optin < limits_.max_shared_default)
+    limits_.max_shared_optin = limits_.max_shared_default;
   return T4A_SUCCESS;
 }
 

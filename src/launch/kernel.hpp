@@ -61,6 +61,11 @@ public:
 
 private:
   explicit Kernel(core::Ref<Module> m);
+  // get's steps once fn_ is found: its attributes, its parameters (where
+  // the driver reports them), the device's launch limits.
+  t4a_status read_attributes(core::Runtime &rt);
+  t4a_status read_params(core::Runtime &rt);
+  t4a_status read_limits(core::Runtime &rt);
   // Read by every launch (see the class comment). barriers_ first: it
   // takes the object header's tail padding.
   uint8_t barriers_ = 0;

@@ -72,18 +72,19 @@ void element_bytes(const char *prefix, uint8_t code, uint8_t bits,
   *out = total / 8;
 }
 
-void check_export_desc(const t4a_dlpack_desc &d, uint64_t buffer_bytes,
-                       bool buffer_read_only, bool legacy,
-                       int64_t consumer_stream, ExportLayout *out,
-                       core::Check *c) {
+namespace {
+
+// check_export_desc, step 1: flags, read-only and the consumer stream.
+void check_export_access(const t4a_dlpack_desc &d, bool buffer_read_only,
+                         bool legacy, int64_t consumer_stream, ExportLayout *x,
+                         core::Check *c) {
   if ((d.flags & ~T4A_DLPACK_READ_ONLY) != 0)
     return c->reject(
         T4A_ERROR_INVALID_ARGUMENT,
         "desc->flags is 0x%x; only T4A_DLPACK_READ_ONLY (0x1) is known",
         d.flags);
-  ExportLayout x;
-  x.read_only = (d.flags & T4A_DLPACK_READ_ONLY) != 0 || buffer_read_only;
-  if (legacy && x.read_only)
+  x->read_only = (d.flags & T4A_DLPACK_READ_ONLY) != 0 || buffer_read_only;
+  if (legacy && x->read_only)
     return c->reject(T4A_ERROR_INVALID_ARGUMENT,
                      "%s: a legacy DLManagedTensor has no flags to say it is "
                      "read-only; use t4a_buffer_to_dlpack",
@@ -100,6 +101,50 @@ void check_export_desc(const t4a_dlpack_desc &d, uint64_t buffer_bytes,
                      "consumer_stream is %lld; the DLPack stream coding knows "
                      "-1, 1, 2 and CUstream values",
                      static_cast<ll>(consumer_stream));
+}
+
+// check_export_desc, last step: the elements the shape and strides reach,
+// [byte_offset + lo * elem, byte_offset + (hi + 1) * elem), lie inside the
+// buffer.
+void check_export_extent(const t4a_dlpack_desc &d, uint64_t buffer_bytes,
+                         uint64_t elem, const ExportLayout &x, core::Check *c) {
+  Span sp;
+  span_of("desc->", x.ndim, x.shape, x.strides, &sp, c);
+  if (!c->ok() || sp.empty) return;
+  // -lo in unsigned arithmetic: lo may be INT64_MIN.
+  int64_t below = 0, above = 0;
+  if (__builtin_mul_overflow(0 - static_cast<uint64_t>(sp.lo), elem, &below) ||
+      __builtin_add_overflow(sp.hi, 1, &above) ||
+      __builtin_mul_overflow(above, static_cast<int64_t>(elem), &above))
+    return c->reject(T4A_ERROR_INVALID_ARGUMENT,
+                     "desc->shape and desc->strides reach past 64 bits of "
+                     "bytes");
+  if (static_cast<uint64_t>(below) > d.byte_offset)
+    return c->reject(T4A_ERROR_INVALID_ARGUMENT,
+                     "desc->strides: negative strides reach %lld bytes "
+                     "below the first element, but desc->byte_offset is "
+                     "only %llu",
+                     static_cast<ll>(below), static_cast<ull>(d.byte_offset));
+  if (static_cast<uint64_t>(above) > buffer_bytes - d.byte_offset)
+    return c->reject(T4A_ERROR_INVALID_ARGUMENT,
+                     "desc->shape and desc->strides reach byte %llu (%lld "
+                     "elements of %llu bytes from desc->byte_offset %llu), "
+                     "past the end of the buffer (%llu bytes)",
+                     static_cast<ull>(d.byte_offset) + static_cast<ull>(above),
+                     static_cast<ll>(sp.hi + 1), static_cast<ull>(elem),
+                     static_cast<ull>(d.byte_offset),
+                     static_cast<ull>(buffer_bytes));
+}
+
+} // namespace
+
+void check_export_desc(const t4a_dlpack_desc &d, uint64_t buffer_bytes,
+                       bool buffer_read_only, bool legacy,
+                       int64_t consumer_stream, ExportLayout *out,
+                       core::Check *c) {
+  ExportLayout x;
+  check_export_access(d, buffer_read_only, legacy, consumer_stream, &x, c);
+  if (!c->ok()) return;
   x.code = d.dtype_code;
   x.bits = d.dtype_bits != 0 ? d.dtype_bits : 8;
   x.lanes = d.dtype_lanes != 0 ? d.dtype_lanes : 1;
@@ -143,38 +188,8 @@ void check_export_desc(const t4a_dlpack_desc &d, uint64_t buffer_bytes,
     compact_strides("desc->", x.ndim, x.shape, x.strides, c);
     if (!c->ok()) return;
   }
-  Span sp;
-  span_of("desc->", x.ndim, x.shape, x.strides, &sp, c);
-  if (!c->ok()) return;
-  if (!sp.empty) {
-    // Bytes below and from the first element, checked against the
-    // buffer: [byte_offset + lo * elem, byte_offset + (hi + 1) * elem).
-    // -lo in unsigned arithmetic: lo may be INT64_MIN.
-    int64_t below = 0, above = 0;
-    if (__builtin_mul_overflow(0 - static_cast<uint64_t>(sp.lo), elem,
-                               &below) ||
-        __builtin_add_overflow(sp.hi, 1, &above) ||
-        __builtin_mul_overflow(above, static_cast<int64_t>(elem), &above))
-      return c->reject(T4A_ERROR_INVALID_ARGUMENT,
-                       "desc->shape and desc->strides reach past 64 bits of "
-                       "bytes");
-    if (static_cast<uint64_t>(below) > d.byte_offset)
-      return c->reject(T4A_ERROR_INVALID_ARGUMENT,
-                       "desc->strides: negative strides reach %lld bytes "
-                       "below the first element, but desc->byte_offset is "
-                       "only %llu",
-                       static_cast<ll>(below), static_cast<ull>(d.byte_offset));
-    if (static_cast<uint64_t>(above) > buffer_bytes - d.byte_offset)
-      return c->reject(
-          T4A_ERROR_INVALID_ARGUMENT,
-          "desc->shape and desc->strides reach byte %llu (%lld "
-          "elements of %llu bytes from desc->byte_offset %llu), "
-          "past the end of the buffer (%llu bytes)",
-          static_cast<ull>(d.byte_offset) + static_cast<ull>(above),
-          static_cast<ll>(sp.hi + 1), static_cast<ull>(elem),
-          static_cast<ull>(d.byte_offset), static_cast<ull>(buffer_bytes));
-  }
-  *out = x;
+  check_export_extent(d, buffer_bytes, elem, x, c);
+  if (c->ok()) *out = x;
 }
 
 void check_import_tensor(const DLTensor &t, const DLPackVersion *version,
