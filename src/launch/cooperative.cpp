@@ -15,7 +15,6 @@
 #include "core/struct_io.hpp"
 #include "launch/barrier_validation.hpp"
 
-
 namespace t4a::launch {
 
 static_assert(k_launch_flags == T4A_LAUNCH_COOPERATIVE,
@@ -359,13 +358,129 @@ t4a_status barrier_audit(Kernel &k, uint32_t index, t4a_barrier_audit *out) {
   return T4A_SUCCESS;
 }
 
+namespace {
+
+// launch_special: a cooperative launch needs the driver's entry point and
+// a grid whose blocks can all be resident at once.
+t4a_status check_co_resident(core::Runtime &rt, Kernel &k, CoopState &st,
+                             const t4a_launch_desc &d, const Verdict &v,
+                             core::ContextScope &scope, bool &entered) {
+  if (!has(Entry::cuLaunchCooperativeKernel))
+    return core::fail(
+        T4A_ERROR_UNSUPPORTED, "cooperative launch: %s",
+        driver::lacks_text(Entry::cuLaunchCooperativeKernel).c_str());
+  const uint32_t threads = v.block[0] * v.block[1] * v.block[2];
+  const uint64_t blocks = uint64_t(v.grid[0]) * v.grid[1] * v.grid[2];
+  CoopLimit lim;
+  if (t4a_status s = cooperative_limit(
+          rt, k, st, threads, d.dynamic_shared_bytes, scope, entered, &lim);
+      s != T4A_SUCCESS)
+    return s;
+  if (blocks > lim.max_blocks)
+    return core::fail(
+        T4A_ERROR_INVALID_ARGUMENT,
+        "desc->grid is %u x %u x %u = %llu blocks; a cooperative launch of "
+        "kernel '%s' with %u threads per block and %u dynamic shared bytes "
+        "has at most %llu co-resident blocks (%d per multiprocessor x %d "
+        "multiprocessors); nothing was enqueued",
+        v.grid[0], v.grid[1], v.grid[2], ull(blocks), k.name().c_str(), threads,
+        d.dynamic_shared_bytes, ull(lim.max_blocks), lim.per_sm, lim.sms);
+  return T4A_SUCCESS;
+}
+
+// launch_special: the barrier counters' resets, in stream order before the
+// kernel.
+t4a_status reset_counters(core::Runtime &rt, const CoopState &st, uint32_t nb) {
+  for (uint32_t i = 0; i < nb; ++i) {
+    const Barrier &b = *st.barriers[i];
+    DrvResult r = core::in_stream_context(
+        rt, [&] { return reset_counter(b, rt.stream()); });
+    if (!r)
+      return rt.fail_op(r, "resetting a grid barrier counter before a "
+                           "launch (cuMemsetD32Async)");
+  }
+  return T4A_SUCCESS;
+}
+
+// launch_special: after the kernel, the audit copies, each counter into its
+// barrier's next slot, with what it is expected to hold.
+t4a_status copy_audits(core::Runtime &rt, CoopState &st, uint32_t audited,
+                       uint64_t blocks) {
+  for (uint32_t i = 0; i < audited; ++i) {
+    Barrier &b = *st.barriers[i];
+    uint32_t slot = (b.head + b.count) % k_audit_slots;
+    DrvResult r = core::in_stream_context(rt, [&] {
+      return cu::memcpy_dtoh_async(b.slots->data() + 8 * size_t{slot}, b.ptr,
+                                   b.width, rt.stream());
+    });
+    if (!r)
+      return rt.fail_op(r, "copying a grid barrier counter for its audit "
+                           "after a launch (cuMemcpyDtoHAsync)");
+    uint64_t expected = b.expected;
+    if ((b.flags & T4A_BARRIER_EXPECT_PER_BLOCK) != 0) expected *= blocks;
+    b.ring[slot] = {st.seq, ++b.launches, expected & width_mask(b.width)};
+    ++b.count;
+  }
+  return T4A_SUCCESS;
+}
+
+// launch_special: reserve -> enqueue -> keep, for the kernel (it owns the
+// audit slots and holds its module) and, with audited barriers, one audit
+// ticket. The ticket is reserved first: its reservation may seal a full
+// open epoch, after which an earlier keep of the kernel no longer covers
+// this launch, so whether the kernel is recently kept is asked only after.
+class SpecialKeeps {
+public:
+  SpecialKeeps(core::Epochs &ep, Kernel &k) : ep_(ep), k_(k) {}
+  // Every member is out of line: inlined into launch_special, GCC 12 takes
+  // the optionals' reservations for uninitialized (-Wmaybe-uninitialized).
+  // One call each, on the cooperative and barrier path only.
+  [[gnu::noinline]] ~SpecialKeeps() {}
+  SpecialKeeps(const SpecialKeeps &) = delete;
+  SpecialKeeps &operator=(const SpecialKeeps &) = delete;
+  // `audit`: the state whose progress the ticket reports, or NULL.
+  [[gnu::noinline]] t4a_status reserve(core::Runtime &rt, CoopState *audit) {
+    if (audit != nullptr) {
+      ticket_keep_.emplace(ep_.reserve_keep(rt));
+      if (ticket_keep_->status() != T4A_SUCCESS) return ticket_keep_->status();
+      ticket_ = Ref<AuditTicket>::adopt(new AuditTicket(audit->progress));
+      st_ = audit;
+    }
+    if (!ep_.recently_kept(&k_)) {
+      kernel_keep_.emplace(ep_.reserve_keep(rt));
+      if (kernel_keep_->status() != T4A_SUCCESS) return kernel_keep_->status();
+    }
+    return T4A_SUCCESS;
+  }
+  // The kernel only (its launch or a reset may have been enqueued).
+  [[gnu::noinline]] void keep_kernel() {
+    if (kernel_keep_) ep_.keep(std::move(*kernel_keep_), k_);
+  }
+  // After the launch was enqueued: the ticket armed with its sequence.
+  [[gnu::noinline]] void keep_all() {
+    keep_kernel();
+    if (ticket_) {
+      ticket_->arm(st_->seq);
+      ep_.keep(std::move(*ticket_keep_), Ref<core::Object>(ticket_.get()));
+    }
+  }
+
+private:
+  core::Epochs &ep_;
+  Kernel &k_;
+  CoopState *st_ = nullptr;
+  std::optional<core::Epochs::Reservation> kernel_keep_, ticket_keep_;
+  Ref<AuditTicket> ticket_;
+};
+
+} // namespace
+
 t4a_status launch_special(core::Runtime &rt, Kernel &k,
                           const t4a_launch_desc &d, const Verdict &v,
                           void **params, core::Object *const *buffers,
                           size_t nbuffers) {
   const bool coop = (d.flags & T4A_LAUNCH_COOPERATIVE) != 0;
   CoopState *st = coop ? &k.coop_state() : k.coop();
-  const uint32_t threads = v.block[0] * v.block[1] * v.block[2];
   const uint64_t blocks = uint64_t(v.grid[0]) * v.grid[1] * v.grid[2];
 
   core::Admission adm(rt.admission());
@@ -373,35 +488,15 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
   if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
   core::ContextScope scope;
   bool entered = false;
-  if (v.raise_shared) {
+  if (v.raise_shared)
     if (t4a_status s = enter_once(rt, scope, entered, "launching a kernel");
+        s != T4A_SUCCESS ||
+        (s = k.ensure_dynamic_shared(d.dynamic_shared_bytes)) != T4A_SUCCESS)
+      return s;
+  if (coop)
+    if (t4a_status s = check_co_resident(rt, k, *st, d, v, scope, entered);
         s != T4A_SUCCESS)
       return s;
-    if (t4a_status s = k.ensure_dynamic_shared(d.dynamic_shared_bytes);
-        s != T4A_SUCCESS)
-      return s;
-  }
-  if (coop) {
-    if (!has(Entry::cuLaunchCooperativeKernel))
-      return core::fail(
-          T4A_ERROR_UNSUPPORTED, "cooperative launch: %s",
-          driver::lacks_text(Entry::cuLaunchCooperativeKernel).c_str());
-    CoopLimit lim;
-    if (t4a_status s = cooperative_limit(
-            rt, k, *st, threads, d.dynamic_shared_bytes, scope, entered, &lim);
-        s != T4A_SUCCESS)
-      return s;
-    if (blocks > lim.max_blocks)
-      return core::fail(
-          T4A_ERROR_INVALID_ARGUMENT,
-          "desc->grid is %u x %u x %u = %llu blocks; a cooperative launch of "
-          "kernel '%s' with %u threads per block and %u dynamic shared bytes "
-          "has at most %llu co-resident blocks (%d per multiprocessor x %d "
-          "multiprocessors); nothing was enqueued",
-          v.grid[0], v.grid[1], v.grid[2], ull(blocks), k.name().c_str(),
-          threads, d.dynamic_shared_bytes, ull(lim.max_blocks), lim.per_sm,
-          lim.sms);
-  }
   const uint32_t nb =
       st != nullptr ? st->barrier_count.load(std::memory_order_acquire) : 0;
   // While the runtime captures a graph (core/capture.hpp) the launch and its
@@ -417,44 +512,17 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
         s != T4A_SUCCESS)
       return s;
 
-  // Reserve -> enqueue -> keep: the kernel (it owns the audit slots and
-  // holds its module) and, with barriers, one audit ticket.
-  // The ticket is reserved first: its reservation may seal a full open
-  // epoch, after which an earlier keep of the kernel no longer covers this
-  // launch, so whether the kernel is recently kept is asked only after.
-  core::Epochs &ep = rt.epochs();
-  std::optional<core::Epochs::Reservation> keep_kernel, keep_ticket;
-  Ref<AuditTicket> ticket;
-  if (audited > 0) {
-    keep_ticket.emplace(ep.reserve_keep(rt));
-    if (keep_ticket->status() != T4A_SUCCESS) return keep_ticket->status();
-    ticket = Ref<AuditTicket>::adopt(new AuditTicket(st->progress));
-  }
-  if (!ep.recently_kept(&k)) {
-    keep_kernel.emplace(ep.reserve_keep(rt));
-    if (keep_kernel->status() != T4A_SUCCESS) return keep_kernel->status();
-  }
-  // After the launch was enqueued (the ticket armed with its sequence).
-  auto keep_all = [&] {
-    if (keep_kernel) ep.keep(std::move(*keep_kernel), k);
-    if (ticket) {
-      ticket->arm(st->seq);
-      ep.keep(std::move(*keep_ticket), Ref<core::Object>(ticket.get()));
-    }
-  };
+  SpecialKeeps keeps(rt.epochs(), k);
+  if (t4a_status s = keeps.reserve(rt, audited > 0 ? st : nullptr);
+      s != T4A_SUCCESS)
+    return s;
 
   // The resets, in stream order before the kernel. A failed reset leaves
   // the kernel unlaunched (earlier resets are harmless), and the kernel
   // kept: the resets enqueued, or the failed one, write module memory.
-  for (uint32_t i = 0; i < nb; ++i) {
-    const Barrier &b = *st->barriers[i];
-    DrvResult r = core::in_stream_context(
-        rt, [&] { return reset_counter(b, rt.stream()); });
-    if (!r) {
-      if (keep_kernel) ep.keep(std::move(*keep_kernel), k);
-      return rt.fail_op(r, "resetting a grid barrier counter before a "
-                           "launch (cuMemsetD32Async)");
-    }
+  if (t4a_status s = reset_counters(rt, *st, nb); s != T4A_SUCCESS) {
+    keeps.keep_kernel();
+    return s;
   }
   DrvResult r = core::in_stream_context(rt, [&] {
     return coop
@@ -469,7 +537,7 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
     for (size_t j = 0; j < nbuffers; ++j) cap.keep(*buffers[j]);
   if (!r) {
     // Kept even when the launch failed: the driver may have queued it.
-    if (keep_kernel) ep.keep(std::move(*keep_kernel), k);
+    keeps.keep_kernel();
     return rt.fail_op(r, coop ? "launching a cooperative kernel "
                                 "(cuLaunchCooperativeKernel)"
                               : "launching a kernel (cuLaunchKernel)");
@@ -477,26 +545,9 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
   rt.counters().launches.bump();
   if (coop) rt.counters().cooperative_launches.bump();
   if (audited > 0) ++st->seq;
-  // The audit copies, each into the barrier's next slot.
-  for (uint32_t i = 0; i < audited; ++i) {
-    Barrier &b = *st->barriers[i];
-    uint32_t slot = (b.head + b.count) % k_audit_slots;
-    r = core::in_stream_context(rt, [&] {
-      return cu::memcpy_dtoh_async(b.slots->data() + 8 * size_t{slot}, b.ptr,
-                                   b.width, rt.stream());
-    });
-    if (!r) {
-      keep_all();
-      return rt.fail_op(r, "copying a grid barrier counter for its audit "
-                           "after a launch (cuMemcpyDtoHAsync)");
-    }
-    uint64_t expected = b.expected;
-    if ((b.flags & T4A_BARRIER_EXPECT_PER_BLOCK) != 0) expected *= blocks;
-    b.ring[slot] = {st->seq, ++b.launches, expected & width_mask(b.width)};
-    ++b.count;
-  }
-  keep_all();
-  return T4A_SUCCESS;
+  t4a_status s = copy_audits(rt, *st, audited, blocks);
+  keeps.keep_all();
+  return s;
 }
 
 void audit_at_release(Kernel &k, CoopState &st) {

@@ -70,6 +70,118 @@ T4A_COLD t4a_status fail_buffer(core::HandleCheck c, uint64_t id, uint32_t i) {
   return core::fail_handle(c, id, arg);
 }
 
+// launch: argument by argument, each buffer borrowed as it comes (a
+// buffer released meanwhile is freed after the launch, in stream order),
+// its facts written for validate() and the kernelParams entries made on
+// the way: they point at the arguments and at ptrs[]. Unknown kinds are
+// rejected by validate(). `nbuf` counts the buffers borrowed.
+[[gnu::always_inline]] inline t4a_status
+resolve_args(const core::Registry &reg, const core::Runtime &rt,
+             const t4a_arg *const args, uint32_t n, ArgSpace &space,
+             uint32_t *nbuf_out) {
+  // Copies in locals, which stay in registers: the descriptor and the
+  // space escape (copy_struct, validate), so their fields would be
+  // reloaded after every store of the loop.
+  ArgFacts *const facts = space.facts;
+  CUdeviceptr *const ptrs = space.ptrs;
+  void **const params = space.params;
+  Object **const buffers = space.buffers;
+  uint32_t nbuf = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const t4a_arg &a = args[i];
+    switch (a.kind) {
+    case T4A_ARG_BUFFER: {
+      Object *bo = nullptr;
+      if (core::HandleCheck c = reg.borrow(a.buffer.id, Kind::Buffer, &bo);
+          c != core::HandleCheck::Ok) [[unlikely]]
+        return fail_buffer(c, a.buffer.id, i);
+      auto &b = static_cast<memory::Buffer &>(*bo);
+      buffers[nbuf++] = bo;
+      new (&facts[i]) ArgFacts{&b.runtime() == &rt, b.bytes()};
+      ptrs[i] = b.ptr() + a.offset; // used only once validated
+      params[i] = &ptrs[i];
+      break;
+    }
+    case T4A_ARG_SCALAR: params[i] = const_cast<void *>(a.value); break;
+    default: params[i] = const_cast<uint64_t *>(&a.device_pointer);
+    }
+  }
+  *nbuf_out = nbuf;
+  return T4A_SUCCESS;
+}
+
+// launch: a kernel whose dynamic shared memory passes the default limit
+// needs its attribute raised, in the runtime's context.
+t4a_status raise_shared(core::Runtime &rt, Kernel &k, uint32_t bytes) {
+  core::ContextScope scope;
+  if (t4a_status s = scope.enter(rt.context(), "launching a kernel");
+      s != T4A_SUCCESS)
+    return s;
+  return k.ensure_dynamic_shared(bytes);
+}
+
+// launch: the special path (launch_special) outside the borrow section,
+// holding references to the runtime, the kernel and the buffers borrowed.
+t4a_status launch_special_held(core::BorrowSection &section, core::Runtime &rt,
+                               Kernel &k, const t4a_launch_desc &d,
+                               const Verdict &v, void **params,
+                               Object **buffers, uint32_t nbuf) {
+  core::Borrowed held({&rt, &k}, buffers, nbuf);
+  held.hold();
+  bool paused = section.pause();
+  t4a_status s = launch_special(rt, k, d, v, params, buffers, nbuf);
+  held.drop(paused);
+  if (paused) section.resume();
+  return s;
+}
+
+// launch: reserve -> enqueue -> commit: the module is kept alive by the open
+// completion epoch. Reserving seals a full epoch first (one event per
+// k_open_limit distinct keeps); if that fails, the launch fails here,
+// before anything is enqueued. The warm case skips all of it: a module
+// kept in the open epoch is kept until a seal recorded after this
+// launch, so the launch adds nothing. Whether it is: the open epoch's
+// number stamped on the kernel, else on the module (another kernel of it
+// kept it), written when the module is kept (core::Epochs::open_epoch();
+// the kernel and module are this runtime's, checked by validate(), and
+// only this runtime's launches stamp them, under its admission). So the
+// open epoch holds each module once, however many alternate. The
+// driver's result is in *out.
+[[gnu::always_inline]] inline t4a_status
+enqueue_keeping(core::Runtime &rt, Kernel &k, core::SectionAdmission &adm,
+                const t4a_launch_desc &d, const Verdict &v, void **params,
+                DrvResult *out) {
+  core::Epochs &ep = rt.epochs();
+  auto enqueue = [&] {
+    return core::in_stream_context(rt, [&] {
+      return cu::launch_kernel(k.function(), v.grid, v.block,
+                               d.dynamic_shared_bytes, rt.stream(), params);
+    });
+  };
+  Module &mod = k.module();
+  assert(&mod.runtime() == &rt);
+  DrvResult &r = *out;
+  if (uint64_t open = ep.open_epoch(); k.module_kept_in() == open) [[likely]] {
+    r = enqueue();
+  } else if (mod.kept_in() == open) {
+    k.set_module_kept_in(open);
+    r = enqueue();
+  } else {
+    // Making room may wait on the host: outside the borrow section.
+    core::Epochs::Reservation keep = adm.reserve_keep(ep, rt);
+    if (keep.status() != T4A_SUCCESS) [[unlikely]]
+      return keep.status();
+    r = enqueue();
+    // Kept even when the launch failed: the driver may have queued it.
+    ep.keep(std::move(keep), mod);
+    // Under the number of the epoch that keeps it (reserving may have
+    // sealed the one read above).
+    mod.set_kept_in(ep.open_epoch());
+    k.set_module_kept_in(ep.open_epoch());
+  }
+  return T4A_SUCCESS;
+}
+
 } // namespace
 
 t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
@@ -99,44 +211,15 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
     return core::fail_handle(c, d.kernel.id, "desc->kernel");
   core::Runtime &rt = static_cast<core::Runtime &>(*rto);
   Kernel &k = static_cast<Kernel &>(*ko);
-  Module &mod = k.module();
   // Arguments are read only when the count is plausible; validate()
-  // rejects the rest before looking at them. Each buffer is borrowed as
-  // it comes (a buffer released meanwhile is freed after the launch, in
-  // stream order), and the kernelParams entries are made on the way: they
-  // point at the arguments and at ptrs[]. Unknown kinds are rejected by
-  // validate().
+  // rejects the rest before looking at them.
   uint32_t n =
       d.args != nullptr && d.arg_count <= T4A_MAX_PARAM_BYTES ? d.arg_count : 0;
   ArgSpace space(n);
-  // Copies in locals, which stay in registers: the descriptor and the
-  // space escape (copy_struct, validate), so their fields would be
-  // reloaded after every store of the loop.
-  const t4a_arg *const args = d.args;
-  ArgFacts *const facts = space.facts;
-  CUdeviceptr *const ptrs = space.ptrs;
-  void **const params = space.params;
-  Object **const buffers = space.buffers;
   uint32_t nbuf = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    const t4a_arg &a = args[i];
-    switch (a.kind) {
-    case T4A_ARG_BUFFER: {
-      Object *bo = nullptr;
-      if (core::HandleCheck c = reg.borrow(a.buffer.id, Kind::Buffer, &bo);
-          c != core::HandleCheck::Ok) [[unlikely]]
-        return fail_buffer(c, a.buffer.id, i);
-      auto &b = static_cast<memory::Buffer &>(*bo);
-      buffers[nbuf++] = bo;
-      new (&facts[i]) ArgFacts{&b.runtime() == &rt, b.bytes()};
-      ptrs[i] = b.ptr() + a.offset; // used only once validated
-      params[i] = &ptrs[i];
-      break;
-    }
-    case T4A_ARG_SCALAR: params[i] = const_cast<void *>(a.value); break;
-    default: params[i] = const_cast<uint64_t *>(&a.device_pointer);
-    }
-  }
+  if (t4a_status s = resolve_args(reg, rt, d.args, n, space, &nbuf);
+      s != T4A_SUCCESS) [[unlikely]]
+    return s;
   Verdict v;
   validate(d, &k.runtime() == &rt, space.facts, k.signature(), k.limits(), &v);
   if (v.status != T4A_SUCCESS) return core::fail(v.status, "%s", v.message);
@@ -145,16 +228,10 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
   // It waits for admission (and may wait on the host for audit room), so
   // it runs outside the borrow section, holding references to what was
   // borrowed (see the busy case below).
-  if ((d.flags | static_cast<uint32_t>(k.has_barriers())) != 0) [[unlikely]] {
-    core::Borrowed held({rto, ko}, space.buffers, nbuf);
-    held.hold();
-    bool paused = section.pause();
-    t4a_status s = launch_special(rt, k, d, v, n > 0 ? space.params : nullptr,
-                                  space.buffers, nbuf);
-    held.drop(paused);
-    if (paused) section.resume();
-    return s;
-  }
+  if ((d.flags | static_cast<uint32_t>(k.has_barriers())) != 0) [[unlikely]]
+    return launch_special_held(section, rt, k, d, v,
+                               n > 0 ? space.params : nullptr, space.buffers,
+                               nbuf);
 
   // Admitted, but without making the context current: the launch names
   // the runtime's stream (core/stream_context.hpp); only raising a
@@ -166,56 +243,17 @@ t4a_status launch(t4a_runtime runtime, const t4a_launch_desc *given) {
                              nbuf);
   if (adm.status() != T4A_SUCCESS) return adm.status();
   if (t4a_status s = rt.check_usable(); s != T4A_SUCCESS) return s;
-  if (v.raise_shared) {
-    core::ContextScope scope;
-    if (t4a_status s = scope.enter(rt.context(), "launching a kernel");
+  if (v.raise_shared) [[unlikely]]
+    if (t4a_status s = raise_shared(rt, k, d.dynamic_shared_bytes);
         s != T4A_SUCCESS)
       return s;
-    if (t4a_status s = k.ensure_dynamic_shared(d.dynamic_shared_bytes);
-        s != T4A_SUCCESS)
-      return s;
-  }
-  // Reserve -> enqueue -> commit: the module is kept alive by the open
-  // completion epoch. Reserving seals a full epoch first (one event per
-  // k_open_limit distinct keeps); if that fails, the launch fails here,
-  // before anything is enqueued. The warm case skips all of it: a module
-  // kept in the open epoch is kept until a seal recorded after this
-  // launch, so the launch adds nothing. Whether it is: the open epoch's
-  // number stamped on the kernel, else on the module (another kernel of it
-  // kept it), written when the module is kept (core::Epochs::open_epoch();
-  // the kernel and module are this runtime's, checked by validate(), and
-  // only this runtime's launches stamp them, under its admission). So the
-  // open epoch holds each module once, however many alternate.
   // Graph capture (core/capture.hpp): the buffers go to the capture's keeps.
   core::CaptureKeeps cap(rt.capture(), rt.capturing(), nbuf);
-  core::Epochs &ep = rt.epochs();
-  auto enqueue = [&] {
-    return core::in_stream_context(rt, [&] {
-      return cu::launch_kernel(k.function(), v.grid, v.block,
-                               d.dynamic_shared_bytes, rt.stream(),
-                               n > 0 ? space.params : nullptr);
-    });
-  };
   DrvResult r{};
-  assert(&mod.runtime() == &rt);
-  if (uint64_t open = ep.open_epoch(); k.module_kept_in() == open) [[likely]] {
-    r = enqueue();
-  } else if (mod.kept_in() == open) {
-    k.set_module_kept_in(open);
-    r = enqueue();
-  } else {
-    // Making room may wait on the host: outside the borrow section.
-    core::Epochs::Reservation keep = adm.reserve_keep(ep, rt);
-    if (keep.status() != T4A_SUCCESS) [[unlikely]]
-      return keep.status();
-    r = enqueue();
-    // Kept even when the launch failed: the driver may have queued it.
-    ep.keep(std::move(keep), mod);
-    // Under the number of the epoch that keeps it (reserving may have
-    // sealed the one read above).
-    mod.set_kept_in(ep.open_epoch());
-    k.set_module_kept_in(ep.open_epoch());
-  }
+  if (t4a_status s =
+          enqueue_keeping(rt, k, adm, d, v, n > 0 ? space.params : nullptr, &r);
+      s != T4A_SUCCESS) [[unlikely]]
+    return s;
   if (cap.active()) [[unlikely]]
     for (uint32_t j = 0; j < nbuf; ++j) cap.keep(*space.buffers[j]);
   if (!r) return rt.fail_op(r, "launching a kernel (cuLaunchKernel)");

@@ -42,23 +42,12 @@ uint64_t arg_size(const t4a_arg &a) {
   }
 }
 
-} // namespace
-
-void validate(const t4a_launch_desc &d, bool kernel_same_runtime,
-              const ArgFacts *facts, const KernelSignature &k,
-              const DeviceLimits &lim, Verdict *v) {
-  v->status = T4A_SUCCESS;
-  v->raise_shared = false;
-  v->param_bytes = 0;
-  v->message[0] = '\0';
-  if ((d.flags & ~k_launch_flags) != 0)
-    return reject(v, T4A_ERROR_INVALID_ARGUMENT,
-                  "desc->flags is 0x%x; the one launch flag is "
-                  "T4A_LAUNCH_COOPERATIVE (0x1)",
-                  d.flags);
-  if (!kernel_same_runtime)
-    return reject(v, T4A_ERROR_WRONG_RUNTIME,
-                  "desc->kernel belongs to a module of another runtime");
+// validate, step 1: grid, block and shared memory against the kernel and
+// the device; fills v->grid and v->block (zero y and z mean 1) and
+// `shared`. A rejection leaves v->status set.
+[[gnu::always_inline]] inline void
+check_shape(const t4a_launch_desc &d, const KernelSignature &k,
+            const DeviceLimits &lim, uint64_t *shared_out, Verdict *v) {
   // x has no default: a zero extent is a bug (n / 256 for a small n).
   if (d.grid[0] == 0)
     return reject(v, T4A_ERROR_INVALID_ARGUMENT,
@@ -104,7 +93,9 @@ void validate(const t4a_launch_desc &d, bool kernel_same_runtime,
       return reject(v, T4A_ERROR_INVALID_ARGUMENT,
                     "desc->grid[%d] (%s) is %u; the device allows at most %u",
                     i, k_axis[i], grid[i], lim.max_grid[i]);
-  uint64_t shared = uint64_t(d.dynamic_shared_bytes) + k.static_shared_bytes;
+  const uint64_t shared =
+      uint64_t(d.dynamic_shared_bytes) + k.static_shared_bytes;
+  *shared_out = shared;
   if (shared > lim.max_shared_optin)
     return reject(v, T4A_ERROR_INVALID_ARGUMENT,
                   "desc->dynamic_shared_bytes is %u (plus %u static bytes "
@@ -113,6 +104,74 @@ void validate(const t4a_launch_desc &d, bool kernel_same_runtime,
                   d.dynamic_shared_bytes, k.static_shared_bytes,
                   static_cast<unsigned long long>(shared),
                   lim.max_shared_optin);
+}
+
+// validate: argument i's kind and what it names. A rejection leaves
+// v->status set.
+[[gnu::always_inline]] inline void
+check_arg(const t4a_arg &a, uint32_t i, const ArgFacts *facts, Verdict *v) {
+  switch (a.kind) {
+  case T4A_ARG_BUFFER: {
+    const ArgFacts &f = facts[i];
+    if (!f.same_runtime)
+      return reject(v, T4A_ERROR_WRONG_RUNTIME,
+                    "desc->args[%u].buffer belongs to another runtime", i);
+    if (f.buffer_bytes == 0)
+      return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                    "desc->args[%u].buffer is an empty (0-byte) buffer, "
+                    "which has no device memory to pass",
+                    i);
+    if (a.offset >= f.buffer_bytes)
+      return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                    "desc->args[%u].offset is %llu; the buffer has %llu "
+                    "bytes",
+                    i, static_cast<unsigned long long>(a.offset),
+                    static_cast<unsigned long long>(f.buffer_bytes));
+    break;
+  }
+  case T4A_ARG_SCALAR:
+    if (a.value == nullptr || a.size == 0)
+      return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                    "desc->args[%u] is a scalar with value %s and size "
+                    "%llu; both must be set",
+                    i, a.value == nullptr ? "NULL" : "set",
+                    static_cast<unsigned long long>(a.size));
+    if (a.size > T4A_MAX_PARAM_BYTES)
+      return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                    "desc->args[%u].size is %llu; parameters may total at "
+                    "most %u bytes",
+                    i, static_cast<unsigned long long>(a.size),
+                    T4A_MAX_PARAM_BYTES);
+    break;
+  case T4A_ARG_DEVICE_POINTER: return;
+  default:
+    return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                  "desc->args[%u].kind is %u; it must be T4A_ARG_BUFFER "
+                  "(1), T4A_ARG_SCALAR (2) or T4A_ARG_DEVICE_POINTER (3)",
+                  i, a.kind);
+  }
+}
+
+} // namespace
+
+void validate(const t4a_launch_desc &d, bool kernel_same_runtime,
+              const ArgFacts *facts, const KernelSignature &k,
+              const DeviceLimits &lim, Verdict *v) {
+  v->status = T4A_SUCCESS;
+  v->raise_shared = false;
+  v->param_bytes = 0;
+  v->message[0] = '\0';
+  if ((d.flags & ~k_launch_flags) != 0)
+    return reject(v, T4A_ERROR_INVALID_ARGUMENT,
+                  "desc->flags is 0x%x; the one launch flag is "
+                  "T4A_LAUNCH_COOPERATIVE (0x1)",
+                  d.flags);
+  if (!kernel_same_runtime)
+    return reject(v, T4A_ERROR_WRONG_RUNTIME,
+                  "desc->kernel belongs to a module of another runtime");
+  uint64_t shared = 0;
+  check_shape(d, k, lim, &shared, v);
+  if (v->status != T4A_SUCCESS) return;
   if (d.arg_count > 0 && d.args == nullptr)
     return reject(v, T4A_ERROR_INVALID_ARGUMENT,
                   "desc->args is NULL but desc->arg_count is %u", d.arg_count);
@@ -128,46 +187,8 @@ void validate(const t4a_launch_desc &d, bool kernel_same_runtime,
   uint64_t bytes = 0;
   for (uint32_t i = 0; i < d.arg_count; ++i) {
     const t4a_arg &a = d.args[i];
-    switch (a.kind) {
-    case T4A_ARG_BUFFER: {
-      const ArgFacts &f = facts[i];
-      if (!f.same_runtime)
-        return reject(v, T4A_ERROR_WRONG_RUNTIME,
-                      "desc->args[%u].buffer belongs to another runtime", i);
-      if (f.buffer_bytes == 0)
-        return reject(v, T4A_ERROR_INVALID_ARGUMENT,
-                      "desc->args[%u].buffer is an empty (0-byte) buffer, "
-                      "which has no device memory to pass",
-                      i);
-      if (a.offset >= f.buffer_bytes)
-        return reject(v, T4A_ERROR_INVALID_ARGUMENT,
-                      "desc->args[%u].offset is %llu; the buffer has %llu "
-                      "bytes",
-                      i, static_cast<unsigned long long>(a.offset),
-                      static_cast<unsigned long long>(f.buffer_bytes));
-      break;
-    }
-    case T4A_ARG_SCALAR:
-      if (a.value == nullptr || a.size == 0)
-        return reject(v, T4A_ERROR_INVALID_ARGUMENT,
-                      "desc->args[%u] is a scalar with value %s and size "
-                      "%llu; both must be set",
-                      i, a.value == nullptr ? "NULL" : "set",
-                      static_cast<unsigned long long>(a.size));
-      if (a.size > T4A_MAX_PARAM_BYTES)
-        return reject(v, T4A_ERROR_INVALID_ARGUMENT,
-                      "desc->args[%u].size is %llu; parameters may total at "
-                      "most %u bytes",
-                      i, static_cast<unsigned long long>(a.size),
-                      T4A_MAX_PARAM_BYTES);
-      break;
-    case T4A_ARG_DEVICE_POINTER: break;
-    default:
-      return reject(v, T4A_ERROR_INVALID_ARGUMENT,
-                    "desc->args[%u].kind is %u; it must be T4A_ARG_BUFFER "
-                    "(1), T4A_ARG_SCALAR (2) or T4A_ARG_DEVICE_POINTER (3)",
-                    i, a.kind);
-    }
+    check_arg(a, i, facts, v);
+    if (v->status != T4A_SUCCESS) return;
     uint64_t size = arg_size(a);
     if (k.params_known) {
       if (size != k.param_sizes[i])
