@@ -50,107 +50,272 @@ t4a_status enqueue_failure(core::Runtime &rt, DrvResult r, bool enqueued_before,
       static_cast<int32_t>(r.code));
 }
 
+namespace {
+
+// upload's pipeline over the staging ring: each piece is copied into
+// staging by the copy workers, then its DMA enqueued, up to plan.ahead
+// pieces queued beyond the next to enqueue.
+class UploadPipeline {
+public:
+  UploadPipeline(core::Runtime &rt, Buffer &dst, uint64_t offset,
+                 const void *src, uint64_t bytes)
+      : rt_(rt), ring_(StagingRing::of(rt)), workers_(copy_workers_of(rt)),
+        plan_(plan_transfer(ring_.tuning(), ring_.chunk_bytes(), true, bytes)),
+        dst_(dst.ptr() + offset), in_(static_cast<const unsigned char *>(src)),
+        bytes_(bytes) {}
+
+  t4a_status run() {
+    for (uint64_t at = 0; at < bytes_;) {
+      size_t len =
+          static_cast<size_t>(std::min<uint64_t>(plan_.piece, bytes_ - at));
+      Span span;
+      if (t4a_status s = reserve(len, &span); s != T4A_SUCCESS) return s;
+      Piece &p = queued_[(head_ + count_) % queued_.size()];
+      p.ticket = workers_.submit(span.host, in_ + at, len, plan_.part_for(len),
+                                 plan_.stream);
+      p.span = std::move(span);
+      p.at = at;
+      ++count_;
+      at += len;
+      while (count_ > plan_.ahead)
+        if (t4a_status s = enqueue_oldest(); s != T4A_SUCCESS) return s;
+    }
+    while (count_ > 0)
+      if (t4a_status s = enqueue_oldest(); s != T4A_SUCCESS) return s;
+    return T4A_SUCCESS;
+  }
+
+private:
+  // Pieces whose host copies are queued and whose DMAs are not enqueued
+  // yet, oldest first.
+  struct Piece {
+    Span span;
+    CopyWorkers::Ticket ticket = 0;
+    uint64_t at = 0;
+  };
+
+  // Staging for the next piece; while every chunk is held by this upload's
+  // queued pieces, the oldest is enqueued to free one.
+  t4a_status reserve(size_t len, Span *span) {
+    for (;;) {
+      bool blocked = false;
+      if (t4a_status s = ring_.reserve(len, span, &blocked); s != T4A_SUCCESS)
+        return finish(s, "staging");
+      if (!blocked) return T4A_SUCCESS;
+      if (count_ == 0)
+        return finish(core::fail(T4A_ERROR_INTERNAL,
+                                 "uploading: staging reported no chunk to "
+                                 "wait for"),
+                      nullptr);
+      if (t4a_status s = enqueue_oldest(); s != T4A_SUCCESS) return s;
+    }
+  }
+
+  // Every way out after a copy was queued waits for the queued copies
+  // (they read the caller's memory and write staging); their spans go
+  // back unused (no DMA read them).
+  t4a_status finish(t4a_status s, const char *what) {
+    // The newest ticket among them (a piece copied inline has ticket 0,
+    // and may be the last one queued): waiting for it completes every
+    // queued copy.
+    CopyWorkers::Ticket newest = 0;
+    for (size_t k = 0; k < count_; ++k)
+      newest = std::max(newest, queued_[(head_ + k) % queued_.size()].ticket);
+    workers_.wait(newest);
+    for (; count_ > 0; --count_, head_ = (head_ + 1) % queued_.size())
+      queued_[head_].span = Span{};
+    if (what == nullptr || s == T4A_ERROR_DEVICE_FAULT || enqueued_ == 0)
+      return s;
+    return core::fail(T4A_ERROR_ABANDONED,
+                      "uploading: %s failed after %llu of %llu bytes were "
+                      "enqueued",
+                      what, static_cast<unsigned long long>(enqueued_),
+                      static_cast<unsigned long long>(bytes_));
+  }
+
+  // The oldest queued piece: its copy completed, then its DMA enqueued.
+  // Reserve -> enqueue -> commit: the chunk is kept by the open epoch
+  // until its DMA is proven done (a full epoch is sealed here, before
+  // the enqueue; should that fail, nothing more is enqueued).
+  t4a_status enqueue_oldest() {
+    Piece &p = queued_[head_];
+    workers_.wait(p.ticket);
+    core::Epochs::Reservation keep = rt_.epochs().reserve_keep(rt_);
+    if (keep.status() != T4A_SUCCESS)
+      return finish(keep.status(), "keeping staging alive");
+    DrvResult r = cu::memcpy_htod_async(dst_ + p.at, p.span.host, p.span.bytes,
+                                        rt_.stream());
+    if (!r) {
+      ring_.quarantine(*p.span.chunk);
+      return finish(enqueue_failure(rt_, r, enqueued_ != 0,
+                                    "uploading from staging to the device"),
+                    nullptr);
+    }
+    enqueued_ += p.span.bytes;
+    rt_.epochs().keep(std::move(keep), std::move(p.span.chunk));
+    p.span = Span{};
+    head_ = (head_ + 1) % queued_.size();
+    --count_;
+    return T4A_SUCCESS;
+  }
+
+  core::Runtime &rt_;
+  StagingRing &ring_;
+  CopyWorkers &workers_;
+  const TransferPlan plan_;
+  const CUdeviceptr dst_;
+  const unsigned char *const in_;
+  const uint64_t bytes_;
+  std::array<Piece, k_upload_ahead_max + 1> queued_;
+  size_t head_ = 0, count_ = 0;
+  uint64_t enqueued_ = 0; // bytes whose DMAs are enqueued
+};
+
+} // namespace
+
 t4a_status upload(core::Runtime &rt, Buffer &dst, uint64_t offset,
                   const void *src, uint64_t bytes) {
   core::OpScope op(rt, "uploading", "t4a_buffer_upload (pageable host memory)");
   if (op.status() != T4A_SUCCESS) return op.status();
-  if (bytes > 0) {
-    StagingRing &ring = StagingRing::of(rt);
-    CopyWorkers &workers = copy_workers_of(rt);
-    const TransferPlan plan =
-        plan_transfer(ring.tuning(), ring.chunk_bytes(), true, bytes);
-    const auto *in = static_cast<const unsigned char *>(src);
-    // Pieces whose host copies are queued and whose DMAs are not enqueued
-    // yet, oldest first: up to plan.ahead beyond the next to enqueue.
-    struct Piece {
-      Span span;
-      CopyWorkers::Ticket ticket = 0;
-      uint64_t at = 0;
-    };
-    std::array<Piece, k_upload_ahead_max + 1> queued;
-    size_t head = 0, count = 0;
-    uint64_t enqueued = 0; // bytes whose DMAs are enqueued
-    // Every way out after a copy was queued waits for the queued copies
-    // (they read the caller's memory and write staging); their spans go
-    // back unused (no DMA read them).
-    auto finish = [&](t4a_status s, const char *what) {
-      // The newest ticket among them (a piece copied inline has ticket 0,
-      // and may be the last one queued): waiting for it completes every
-      // queued copy.
-      CopyWorkers::Ticket newest = 0;
-      for (size_t k = 0; k < count; ++k)
-        newest = std::max(newest, queued[(head + k) % queued.size()].ticket);
-      workers.wait(newest);
-      for (; count > 0; --count, head = (head + 1) % queued.size())
-        queued[head].span = Span{};
-      if (what == nullptr || s == T4A_ERROR_DEVICE_FAULT || enqueued == 0)
-        return s;
-      return core::fail(T4A_ERROR_ABANDONED,
-                        "uploading: %s failed after %llu of %llu bytes were "
-                        "enqueued",
-                        what, static_cast<unsigned long long>(enqueued),
-                        static_cast<unsigned long long>(bytes));
-    };
-    // The oldest queued piece: its copy completed, then its DMA enqueued.
-    // Reserve -> enqueue -> commit: the chunk is kept by the open epoch
-    // until its DMA is proven done (a full epoch is sealed here, before
-    // the enqueue; should that fail, nothing more is enqueued).
-    auto enqueue_oldest = [&]() -> t4a_status {
-      Piece &p = queued[head];
-      workers.wait(p.ticket);
-      core::Epochs::Reservation keep = rt.epochs().reserve_keep(rt);
-      if (keep.status() != T4A_SUCCESS)
-        return finish(keep.status(), "keeping staging alive");
-      DrvResult r = cu::memcpy_htod_async(
-          dst.ptr() + offset + p.at, p.span.host, p.span.bytes, rt.stream());
-      if (!r) {
-        ring.quarantine(*p.span.chunk);
-        return finish(enqueue_failure(rt, r, enqueued != 0,
-                                      "uploading from staging to the device"),
-                      nullptr);
-      }
-      enqueued += p.span.bytes;
-      rt.epochs().keep(std::move(keep), std::move(p.span.chunk));
-      p.span = Span{};
-      head = (head + 1) % queued.size();
-      --count;
-      return T4A_SUCCESS;
-    };
-    for (uint64_t at = 0; at < bytes;) {
-      size_t len =
-          static_cast<size_t>(std::min<uint64_t>(plan.piece, bytes - at));
-      Span span;
-      for (;;) {
-        bool blocked = false;
-        if (t4a_status s = ring.reserve(len, &span, &blocked); s != T4A_SUCCESS)
-          return finish(s, "staging");
-        if (!blocked) break;
-        // Every chunk is held by this upload's queued pieces.
-        if (count == 0)
-          return finish(core::fail(T4A_ERROR_INTERNAL,
-                                   "uploading: staging reported no chunk to "
-                                   "wait for"),
-                        nullptr);
-        if (t4a_status s = enqueue_oldest(); s != T4A_SUCCESS) return s;
-      }
-      Piece &p = queued[(head + count) % queued.size()];
-      p.ticket = workers.submit(span.host, in + at, len, plan.part_for(len),
-                                plan.stream);
-      p.span = std::move(span);
-      p.at = at;
-      ++count;
-      at += len;
-      while (count > plan.ahead)
-        if (t4a_status s = enqueue_oldest(); s != T4A_SUCCESS) return s;
-    }
-    while (count > 0)
-      if (t4a_status s = enqueue_oldest(); s != T4A_SUCCESS) return s;
-  }
+  if (bytes > 0)
+    if (t4a_status s = UploadPipeline(rt, dst, offset, src, bytes).run();
+        s != T4A_SUCCESS)
+      return s;
   // Under admission (op), as every writer of these two: plain stores.
   rt.counters().uploads.bump();
   rt.counters().bytes_uploaded.bump(bytes);
   return T4A_SUCCESS;
 }
+
+namespace {
+
+// d2h_pipeline over several pieces: each piece's DMA into staging is
+// followed by an event; the oldest stage is drained (event waited, staging
+// copied out by the copy workers) when the budget of stages or staging is
+// used up.
+class D2hStages {
+public:
+  D2hStages(core::Runtime &rt, StagingRing &ring, CopyWorkers &workers,
+            const TransferPlan &plan, CUstream stream, CUdeviceptr src,
+            unsigned char *dst, uint64_t bytes)
+      : rt_(rt), ring_(ring), workers_(workers), plan_(plan), stream_(stream),
+        src_(src), dst_(dst), bytes_(bytes),
+        // Stages in flight at most: the budget in pieces.
+        max_stages_(ring.capacity_chunks() *
+                    std::max<size_t>(1, ring.chunk_bytes() / plan.piece)) {}
+
+  t4a_status run() {
+    for (uint64_t done = 0; done < bytes_;) {
+      size_t len =
+          static_cast<size_t>(std::min<uint64_t>(plan_.piece, bytes_ - done));
+      Span span;
+      if (t4a_status s = reserve(len, &span); s != T4A_SUCCESS) return s;
+      if (t4a_status s = stage(std::move(span), done, len); s != T4A_SUCCESS)
+        return s;
+      done += len;
+    }
+    while (!stages_.empty())
+      if (t4a_status s = drain_front(); s != T4A_SUCCESS) return s;
+    return T4A_SUCCESS;
+  }
+
+private:
+  struct Stage {
+    Span span;
+    CUevent event;
+    uint64_t offset;
+  };
+
+  // Staging for the next piece, draining the oldest stages for room.
+  t4a_status reserve(size_t len, Span *span) {
+    for (;;) {
+      if (stages_.size() >= max_stages_)
+        if (t4a_status s = drain_front(); s != T4A_SUCCESS) return s;
+      bool blocked = false;
+      if (t4a_status s = ring_.reserve(len, span, &blocked); s != T4A_SUCCESS)
+        return abandon(s);
+      if (!blocked) return T4A_SUCCESS;
+      if (stages_.empty())
+        return core::fail(T4A_ERROR_INTERNAL,
+                          "downloading: staging reported no chunk to wait "
+                          "for");
+      if (t4a_status s = drain_front(); s != T4A_SUCCESS) return s;
+    }
+  }
+
+  // The piece's DMA into `span`, then its event.
+  t4a_status stage(Span span, uint64_t done, size_t len) {
+    if (auto r = cu::memcpy_dtoh_async(span.host, src_ + done, len, stream_);
+        !r) {
+      ring_.quarantine(*span.chunk);
+      return abandon(enqueue_failure(rt_, r, enqueued_,
+                                     "downloading from the device to staging"));
+    }
+    enqueued_ = true;
+    CUevent e = nullptr;
+    if (t4a_status s = rt_.events().take(&e); s != T4A_SUCCESS) {
+      ring_.quarantine(*span.chunk);
+      return abandon(s);
+    }
+    if (auto r = cu::event_record(e, stream_); !r) {
+      rt_.events().give_back(e);
+      ring_.quarantine(*span.chunk);
+      return abandon(
+          enqueue_failure(rt_, r, true, "recording a staged download chunk"));
+    }
+    rt_.counters().events_recorded.add();
+    Stage st{std::move(span), e, done};
+    try {
+      stages_.push_back(std::move(st));
+    } catch (const std::bad_alloc &) {
+      // Its copy is enqueued: quarantined with the others in flight.
+      ring_.quarantine(*st.span.chunk);
+      rt_.events().give_back(st.event);
+      return abandon(core::fail(T4A_ERROR_OUT_OF_HOST_MEMORY,
+                                "downloading: no host memory to track a "
+                                "staged chunk; the chunks in flight are "
+                                "quarantined"));
+    }
+    return T4A_SUCCESS;
+  }
+
+  // On failure, chunks whose copies were enqueued may still be written by
+  // the device: quarantine them rather than reuse them.
+  t4a_status abandon(t4a_status s) {
+    for (Stage &st : stages_) {
+      ring_.quarantine(*st.span.chunk);
+      rt_.events().give_back(st.event);
+    }
+    stages_.clear();
+    return s;
+  }
+
+  t4a_status drain_front() {
+    Stage &st = stages_.front();
+    rt_.counters().host_waits.add();
+    if (auto r = cu::event_synchronize(st.event); !r)
+      return abandon(rt_.fail_op(r, "waiting for a staged download chunk"));
+    workers_.copy(dst_ + st.offset, st.span.host, st.span.bytes,
+                  plan_.part_for(st.span.bytes), plan_.stream);
+    rt_.events().give_back(st.event);
+    stages_.pop_front();
+    return T4A_SUCCESS;
+  }
+
+  core::Runtime &rt_;
+  StagingRing &ring_;
+  CopyWorkers &workers_;
+  const TransferPlan &plan_;
+  const CUstream stream_;
+  const CUdeviceptr src_;
+  unsigned char *const dst_;
+  const uint64_t bytes_;
+  const size_t max_stages_;
+  std::deque<Stage> stages_;
+  bool enqueued_ = false;
+};
+
+} // namespace
 
 t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
                         unsigned char *dst, uint64_t bytes) {
@@ -196,91 +361,7 @@ t4a_status d2h_pipeline(core::Runtime &rt, CUstream stream, CUdeviceptr src,
                  plan.part_for(static_cast<size_t>(bytes)), plan.stream);
     return T4A_SUCCESS;
   }
-  struct Stage {
-    Span span;
-    CUevent event;
-    uint64_t offset;
-  };
-  // Stages in flight at most: the budget in pieces.
-  const size_t max_stages =
-      ring.capacity_chunks() *
-      std::max<size_t>(1, ring.chunk_bytes() / plan.piece);
-  std::deque<Stage> stages;
-  bool enqueued = false;
-  // On failure, chunks whose copies were enqueued may still be written by
-  // the device: quarantine them rather than reuse them.
-  auto abandon = [&](t4a_status s) {
-    for (Stage &st : stages) {
-      ring.quarantine(*st.span.chunk);
-      rt.events().give_back(st.event);
-    }
-    stages.clear();
-    return s;
-  };
-  auto drain_front = [&]() -> t4a_status {
-    Stage &st = stages.front();
-    rt.counters().host_waits.add();
-    if (auto r = cu::event_synchronize(st.event); !r)
-      return abandon(rt.fail_op(r, "waiting for a staged download chunk"));
-    workers.copy(dst + st.offset, st.span.host, st.span.bytes,
-                 plan.part_for(st.span.bytes), plan.stream);
-    rt.events().give_back(st.event);
-    stages.pop_front();
-    return T4A_SUCCESS;
-  };
-  for (uint64_t done = 0; done < bytes;) {
-    size_t len =
-        static_cast<size_t>(std::min<uint64_t>(plan.piece, bytes - done));
-    Span span;
-    for (;;) {
-      if (stages.size() >= max_stages)
-        if (t4a_status s = drain_front(); s != T4A_SUCCESS) return s;
-      bool blocked = false;
-      if (t4a_status s = ring.reserve(len, &span, &blocked); s != T4A_SUCCESS)
-        return abandon(s);
-      if (!blocked) break;
-      if (stages.empty())
-        return core::fail(T4A_ERROR_INTERNAL,
-                          "downloading: staging reported no chunk to wait "
-                          "for");
-      if (t4a_status s = drain_front(); s != T4A_SUCCESS) return s;
-    }
-    if (auto r = cu::memcpy_dtoh_async(span.host, src + done, len, stream);
-        !r) {
-      ring.quarantine(*span.chunk);
-      return abandon(enqueue_failure(rt, r, enqueued,
-                                     "downloading from the device to staging"));
-    }
-    enqueued = true;
-    CUevent e = nullptr;
-    if (t4a_status s = rt.events().take(&e); s != T4A_SUCCESS) {
-      ring.quarantine(*span.chunk);
-      return abandon(s);
-    }
-    if (auto r = cu::event_record(e, stream); !r) {
-      rt.events().give_back(e);
-      ring.quarantine(*span.chunk);
-      return abandon(
-          enqueue_failure(rt, r, true, "recording a staged download chunk"));
-    }
-    rt.counters().events_recorded.add();
-    Stage stage{std::move(span), e, done};
-    try {
-      stages.push_back(std::move(stage));
-    } catch (const std::bad_alloc &) {
-      // Its copy is enqueued: quarantined with the others in flight.
-      ring.quarantine(*stage.span.chunk);
-      rt.events().give_back(stage.event);
-      return abandon(core::fail(T4A_ERROR_OUT_OF_HOST_MEMORY,
-                                "downloading: no host memory to track a "
-                                "staged chunk; the chunks in flight are "
-                                "quarantined"));
-    }
-    done += len;
-  }
-  while (!stages.empty())
-    if (t4a_status s = drain_front(); s != T4A_SUCCESS) return s;
-  return T4A_SUCCESS;
+  return D2hStages(rt, ring, workers, plan, stream, src, dst, bytes).run();
 }
 
 t4a_status download_sync(core::Runtime &rt, Buffer &src, uint64_t offset,
