@@ -1,13 +1,13 @@
 // Graph capture and replay entry points (experimental section of
 // t4acuda.h): t4a_capture_begin / t4a_capture_end, t4a_graph_launch,
-// retain, release and info. See core/capture.hpp and core/graph.hpp.
+// retain, release and info. See core/capture.hpp and capi/graph.hpp.
 #include <cstddef>
 
 #include "capi/entry.hpp"
 #include "capi/handles.hpp"
 #include "core/capture.hpp"
 #include "core/capture_options.hpp"
-#include "core/graph.hpp"
+#include "capi/graph.hpp"
 #include "core/raw_scope.hpp"
 #include "core/struct_io.hpp"
 
@@ -48,9 +48,9 @@ T4A_API t4a_status t4a_capture_end(t4a_runtime runtime, t4a_graph *graph) {
   return T4A_ENTRY({
     return capi::call(in(runtime, "runtime"), capi::not_null(graph, "graph"),
                       [&](Ref<core::Runtime> &rt) -> t4a_status {
-                        Ref<core::Graph> g;
+                        Ref<capi::Graph> g;
                         if (t4a_status s =
-                                core::Graph::end_capture(std::move(rt), &g);
+                                capi::Graph::end_capture(std::move(rt), &g);
                             s != T4A_SUCCESS)
                           return s;
                         return capi::publish(std::move(g), graph);
@@ -78,7 +78,7 @@ T4A_API t4a_status t4a_graph_launch(t4a_runtime runtime, t4a_graph graph) {
     // references (a thread waiting inside a section would hold up every
     // release in the process, core/borrow.hpp).
     Ref<core::Runtime> rt(static_cast<core::Runtime *>(objects[0]));
-    Ref<core::Graph> g(static_cast<core::Graph *>(objects[1]));
+    Ref<capi::Graph> g(static_cast<capi::Graph *>(objects[1]));
     bool paused = section.pause();
     t4a_status s = g->launch(*rt);
     if (paused) {
@@ -104,7 +104,7 @@ T4A_API t4a_status t4a_graph_release(t4a_graph graph) {
 T4A_API t4a_status t4a_graph_info_get(t4a_graph graph, t4a_graph_info *info) {
   return T4A_ENTRY({
     return capi::call(in(graph, "graph"), capi::out_struct(info, "info"),
-                      [&](Ref<core::Graph> &g) -> t4a_status {
+                      [&](Ref<capi::Graph> &g) -> t4a_status {
                         g->info(info);
                         return T4A_SUCCESS;
                       });

@@ -3,7 +3,7 @@
 #include "capi/handles.hpp"
 #include "capi/name_expressions.hpp"
 #include "compile/artifact.hpp"
-#include "core/completion.hpp"
+#include "capi/completion.hpp"
 #include "driver/cuda_api.hpp"
 #include "launch/cooperative.hpp"
 #include "launch/kernel.hpp"
@@ -242,8 +242,8 @@ T4A_API t4a_status t4a_runtime_record(t4a_runtime runtime,
           if (t4a_status s = core::refuse_capturing(*rt, "t4a_runtime_record");
               s != T4A_SUCCESS)
             return s;
-          Ref<core::Completion> c;
-          if (t4a_status s = core::Completion::record(std::move(rt), &c);
+          Ref<capi::Completion> c;
+          if (t4a_status s = capi::Completion::record(std::move(rt), &c);
               s != T4A_SUCCESS)
             return s;
           return capi::publish(std::move(c), completion);
@@ -254,7 +254,7 @@ T4A_API t4a_status t4a_runtime_record(t4a_runtime runtime,
 T4A_API t4a_status t4a_completion_poll(t4a_completion completion) {
   return T4A_ENTRY({
     return capi::call(in(completion, "completion"),
-                      [](Ref<core::Completion> &c) -> t4a_status {
+                      [](Ref<capi::Completion> &c) -> t4a_status {
                         if (t4a_status s = core::refuse_capturing(
                                 c->runtime(), "t4a_completion_poll");
                             s != T4A_SUCCESS)
@@ -267,7 +267,7 @@ T4A_API t4a_status t4a_completion_poll(t4a_completion completion) {
 T4A_API t4a_status t4a_completion_wait(t4a_completion completion) {
   return T4A_ENTRY({
     return capi::call(in(completion, "completion"),
-                      [](Ref<core::Completion> &c) -> t4a_status {
+                      [](Ref<capi::Completion> &c) -> t4a_status {
                         if (t4a_status s = core::refuse_capturing(
                                 c->runtime(), "t4a_completion_wait");
                             s != T4A_SUCCESS)
@@ -282,7 +282,7 @@ T4A_API t4a_status t4a_runtime_wait(t4a_runtime runtime,
   return T4A_ENTRY({
     return capi::call(
         in(runtime, "runtime"), in(completion, "completion"),
-        [](Ref<core::Runtime> &rt, Ref<core::Completion> &c) -> t4a_status {
+        [](Ref<core::Runtime> &rt, Ref<capi::Completion> &c) -> t4a_status {
           if (t4a_status s = core::refuse_capturing(*rt, "t4a_runtime_wait");
               s != T4A_SUCCESS)
             return s;

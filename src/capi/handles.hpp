@@ -24,9 +24,7 @@ namespace t4a::compile {
 class Artifact;
 } // namespace t4a::compile
 namespace t4a::core {
-class Completion;
 class RawScope;
-class Graph;
 } // namespace t4a::core
 namespace t4a::launch {
 class Module;
@@ -34,6 +32,8 @@ class Kernel;
 } // namespace t4a::launch
 
 namespace t4a::capi {
+class Completion;
+class Graph;
 
 // Each C handle type: the object it names and that object's kind.
 template <class H> struct HandleOf;
@@ -49,9 +49,9 @@ T4A_HANDLE_OF_(t4a_download, memory::PendingDownload, Download);
 T4A_HANDLE_OF_(t4a_artifact, compile::Artifact, Artifact);
 T4A_HANDLE_OF_(t4a_module, launch::Module, Module);
 T4A_HANDLE_OF_(t4a_kernel, launch::Kernel, Kernel);
-T4A_HANDLE_OF_(t4a_completion, core::Completion, Completion);
+T4A_HANDLE_OF_(t4a_completion, capi::Completion, Completion);
 T4A_HANDLE_OF_(t4a_raw_scope, core::RawScope, RawScope);
-T4A_HANDLE_OF_(t4a_graph, core::Graph, Graph);
+T4A_HANDLE_OF_(t4a_graph, capi::Graph, Graph);
 #undef T4A_HANDLE_OF_
 
 // Resolves a handle id of kind K to a reference to T, or records

@@ -2,7 +2,6 @@
 
 #include "core/fork.hpp"
 
-#include <atomic>
 #include <cstring>
 #include <mutex>
 
@@ -33,22 +32,6 @@ void record_process_fault(int32_t device_ordinal, int32_t driver_result,
 void read_process_fault(t4a_process_fault *out) {
   std::lock_guard<std::mutex> lock(g_mu);
   *out = g_fault;
-}
-
-const char k_fork_message[] =
-    "CUDA cannot be used in a child process forked after the parent "
-    "initialized the driver; use t4acuda's CUDA functions in the parent, or "
-    "exec a new program in the child (fork then exec, or posix_spawn)";
-
-namespace {
-std::atomic<bool> g_forked_child{false};
-} // namespace
-
-bool in_forked_child() {
-  return g_forked_child.load(std::memory_order_relaxed);
-}
-void set_forked_child() {
-  g_forked_child.store(true, std::memory_order_relaxed);
 }
 
 void process_fault_at_fork(ForkPhase phase) {

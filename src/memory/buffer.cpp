@@ -13,7 +13,7 @@ namespace t4a::memory {
 using namespace t4a::driver;
 using core::fail;
 
-using BufferBlocks = core::BlockCache<sizeof(Buffer)>;
+using BufferBlocks = BlockCache<sizeof(Buffer)>;
 
 void *Buffer::operator new(size_t size) {
   return size == sizeof(Buffer) ? BufferBlocks::take() : ::operator new(size);

@@ -25,7 +25,7 @@
 
 #include <cstdint>
 
-#include "core/block_cache.hpp"
+#include "memory/block_cache.hpp"
 #include "core/object.hpp"
 #include "core/runtime.hpp"
 

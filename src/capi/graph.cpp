@@ -1,4 +1,4 @@
-#include "core/graph.hpp"
+#include "capi/graph.hpp"
 
 #include <utility>
 
@@ -9,7 +9,9 @@
 #include "core/stream_context.hpp"
 #include "core/struct_io.hpp"
 
-namespace t4a::core {
+namespace t4a::capi {
+
+using namespace t4a::core;
 
 using namespace t4a::driver;
 
@@ -130,4 +132,4 @@ void Graph::info(t4a_graph_info *out) const {
   write_struct(out, i);
 }
 
-} // namespace t4a::core
+} // namespace t4a::capi

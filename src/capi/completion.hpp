@@ -12,11 +12,12 @@
 #include "core/object.hpp"
 #include "core/runtime.hpp"
 
-namespace t4a::core {
+namespace t4a::capi {
 
-class Completion final : public Object {
+class Completion final : public core::Object {
 public:
-  static t4a_status record(Ref<Runtime> rt, Ref<Completion> *out);
+  static t4a_status record(core::Ref<core::Runtime> rt,
+                           core::Ref<Completion> *out);
   ~Completion() override;
 
   // SUCCESS (complete), NOT_READY, or an error; never blocks.
@@ -25,18 +26,18 @@ public:
   t4a_status wait();
   // Makes `waiter`'s stream wait for this completion (any runtime, any
   // device); no host wait.
-  t4a_status wait_on(Runtime &waiter);
-  Runtime &runtime() const { return *rt_; }
+  t4a_status wait_on(core::Runtime &waiter);
+  core::Runtime &runtime() const { return *rt_; }
 
 private:
-  explicit Completion(Ref<Runtime> rt);
+  explicit Completion(core::Ref<core::Runtime> rt);
   // Retires the recording runtime's epochs sealed at or before this one.
   void retire(bool blocking);
 
-  Ref<Runtime> rt_;
+  core::Ref<core::Runtime> rt_;
   CUevent event_ = nullptr;
   uint64_t sealed_through_ = 0;
   std::atomic<bool> done_{false};
 };
 
-} // namespace t4a::core
+} // namespace t4a::capi

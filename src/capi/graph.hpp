@@ -19,32 +19,33 @@
 #include "core/object.hpp"
 #include "core/runtime.hpp"
 
-namespace t4a::core {
+namespace t4a::capi {
 
-class Graph final : public Object {
+class Graph final : public core::Object {
 public:
   // t4a_capture_end: ends the runtime's capture (under admission) and
   // instantiates what it captured.
-  static t4a_status end_capture(Ref<Runtime> rt, Ref<Graph> *out);
+  static t4a_status end_capture(core::Ref<core::Runtime> rt,
+                                core::Ref<Graph> *out);
   ~Graph() override;
 
   // t4a_graph_launch on `rt` (WRONG_RUNTIME unless the graph's).
-  t4a_status launch(Runtime &rt);
+  t4a_status launch(core::Runtime &rt);
   void info(t4a_graph_info *out) const;
-  Runtime &runtime() const { return *rt_; }
+  core::Runtime &runtime() const { return *rt_; }
 
   // Graphs alive in the process (tests).
   static uint64_t live();
 
 private:
-  explicit Graph(Ref<Runtime> rt);
+  explicit Graph(core::Ref<core::Runtime> rt);
 
-  Ref<Runtime> rt_;
+  core::Ref<core::Runtime> rt_;
   CUgraph graph_ = nullptr;
   CUgraphExec exec_ = nullptr;
-  Capture::Items keeps_;
+  core::Capture::Items keeps_;
   uint64_t nodes_ = 0;
   std::atomic<uint64_t> launches_{0};
 };
 
-} // namespace t4a::core
+} // namespace t4a::capi

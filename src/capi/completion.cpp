@@ -1,10 +1,12 @@
-#include "core/completion.hpp"
+#include "capi/completion.hpp"
 
 #include "core/admission.hpp"
 #include "core/context_scope.hpp"
 #include "core/op_scope.hpp"
 
-namespace t4a::core {
+namespace t4a::capi {
+
+using namespace t4a::core;
 
 using namespace t4a::driver;
 
@@ -93,4 +95,4 @@ t4a_status Completion::wait_on(Runtime &waiter) {
   return T4A_SUCCESS;
 }
 
-} // namespace t4a::core
+} // namespace t4a::capi

@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <new>
 
-namespace t4a::core {
+namespace t4a::memory {
 
 template <size_t Size> class BlockCache {
   struct Node {
@@ -74,4 +74,4 @@ public:
   }
 };
 
-} // namespace t4a::core
+} // namespace t4a::memory
