@@ -563,3 +563,33 @@ def test_module_global_is_a_buffer_view(rt):
     rt.synchronize()
     for b in (table, counter, out, k, art):
         b.close()
+
+
+def test_package_imports_have_no_cycle():
+    # Each module of the package imports only modules below it: a cycle
+    # (once _core and _dlpack imported each other) makes import order
+    # matter and hides which module owns what.
+    import ast
+    pkg = os.path.dirname(t4acuda.__file__)
+    names = [f[:-3] for f in os.listdir(pkg) if f.endswith(".py")]
+    edges = {}
+    for name in names:
+        with open(os.path.join(pkg, name + ".py"), encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        deps = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                if node.module:
+                    deps.add(node.module.split(".")[0])
+                else:
+                    deps.update(a.name for a in node.names)
+        edges[name] = deps & set(names)
+
+    def reaches(start, goal, seen):
+        for d in edges[start]:
+            if d == goal or (d not in seen and reaches(d, goal, seen | {d})):
+                return True
+        return False
+
+    cyclic = sorted(n for n in names if reaches(n, n, {n}))
+    assert cyclic == [], f"modules in an import cycle: {cyclic} ({edges})"

@@ -14,8 +14,7 @@ from ._core import (  # noqa: F401
     device_can_access_peer, device_count, device_info, driver_version, f32, f64, i8, i16,
     i32, i64, last_compile_log, last_error_clear, toolkit_headers, driver_lacks, nvrtc_version, process_fault,
     process_stats, set_log_callback, status_description, status_name, u8, u16, u32, u64,
-    version, version_string)
-from ._dlpack import default_runtime, from_dlpack  # noqa: F401
+    version, version_string, default_runtime, from_dlpack)
 
 LIBRARY_PATH = _ffi.LIBRARY_PATH
 CONSTANTS = dict(_ffi.CONSTANTS)

@@ -5,7 +5,7 @@ import ctypes
 import sys
 import threading
 
-from . import _ffi
+from . import _dlpack, _ffi
 from ._errors import check, error_for, python_error, Error
 
 C = _ffi.C
@@ -462,7 +462,6 @@ class Runtime(_Owned):
         return RawScope(self)
 
     def from_dlpack(self, obj):
-        from ._dlpack import from_dlpack
         return from_dlpack(obj, runtime=self)
 
 
@@ -585,8 +584,7 @@ class Buffer(_Owned):
 
     # -- interop
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
-        from ._dlpack import export
-        return export(self, stream, max_version, dl_device, copy)
+        return _dlpack.export(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
         return (_ffi.kDLCUDA, self.info()["device_ordinal"])
@@ -1034,3 +1032,33 @@ class PreparedLaunch:
             check(st)
 
     launch = __call__
+
+
+# ---- DLPack import (the capsule work is in _dlpack)
+
+_defaults = {}
+_defaults_lock = threading.Lock()
+
+
+def default_runtime(device=0):
+    """The process's shared runtime of `device` (made on first use; used by
+    from_dlpack when no runtime is given). Never destroyed before exit."""
+    with _defaults_lock:
+        rt = _defaults.get(device)
+        if rt is None:
+            rt = _defaults[device] = Runtime(device)
+        return rt
+
+
+def from_dlpack(obj, runtime=None):
+    """A Buffer over a CUDA tensor of another library (no copy), on
+    `runtime` (default: default_runtime of the tensor's device). The
+    producer's pending work is ordered before the runtime's stream (no host
+    wait); the tensor's deleter runs exactly once, after the buffer's last
+    use. Legacy capsules import read-only."""
+    device = _dlpack.cuda_device_of(obj)
+    if runtime is None:
+        runtime = default_runtime(device)
+    same = isinstance(obj, Buffer) and obj.runtime is runtime
+    handle, nbytes, dtype, shape, readonly = _dlpack.take(obj, runtime, same)
+    return Buffer(runtime, handle, nbytes, dtype, shape, readonly=readonly)

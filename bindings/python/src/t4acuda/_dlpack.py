@@ -1,4 +1,7 @@
-"""DLPack both ways: Buffer.__dlpack__ (export) and from_dlpack (import).
+"""DLPack both ways: Buffer.__dlpack__ (export) and from_dlpack (import),
+below _core: it knows capsules and the C entry points, and takes the
+Buffer and Runtime objects of _core by what they offer (no import of
+_core, which calls into this module).
 
 Capsules follow the Python DLPack protocol: "dltensor_versioned" holds a
 DLManagedTensorVersioned (DLPack >= 1.0), "dltensor" a legacy
@@ -8,11 +11,14 @@ capsule still has its unused name.
 """
 
 import ctypes
-import threading
 
 from . import _ffi
 from ._errors import check, python_error
-from ._core import Buffer, Runtime, _np
+
+try:
+    import numpy as _np
+except ImportError:  # the binding works without NumPy (dtypes as strings)
+    _np = None
 
 C = _ffi.C
 _V_NAME = b"dltensor_versioned"
@@ -100,20 +106,6 @@ def export(buf, stream, max_version, dl_device, copy):
     return _New(out.value, _V_NAME if versioned else _L_NAME, _DESTRUCTOR.value)
 
 
-_defaults = {}
-_defaults_lock = threading.Lock()
-
-
-def default_runtime(device=0):
-    """The process's shared runtime of `device` (made on first use; used by
-    from_dlpack when no runtime is given). Never destroyed before exit."""
-    with _defaults_lock:
-        rt = _defaults.get(device)
-        if rt is None:
-            rt = _defaults[device] = Runtime(device)
-        return rt
-
-
 def _np_dtype(dt):
     kind = _NP_KINDS.get(dt.code)
     if _np is None or kind is None or dt.lanes != 1 or dt.bits % 8:
@@ -137,14 +129,9 @@ def _compact(shape, strides):
     return True
 
 
-def from_dlpack(obj, runtime=None):
-    """A Buffer over a CUDA tensor of another library (no copy).
-
-    Inside a raw scope of the runtime, the producer is asked for the tensor
-    with the runtime's stream as the consumer stream (so its pending work is
-    ordered before the runtime's stream, no host wait); the scope ends, and
-    t4a_buffer_from_dlpack takes the tensor (its deleter runs exactly once,
-    after the buffer's last use). Legacy capsules import read-only."""
+def cuda_device_of(obj):
+    """The CUDA device ordinal of a DLPack producer; TypeError or
+    InvalidArgument for anything else."""
     if not hasattr(obj, "__dlpack__") or not hasattr(obj, "__dlpack_device__"):
         raise TypeError(f"from_dlpack: {type(obj).__name__} has no __dlpack__/"
                         "__dlpack_device__")
@@ -153,11 +140,21 @@ def from_dlpack(obj, runtime=None):
         raise python_error("T4A_ERROR_INVALID_ARGUMENT", "from_dlpack",
                            f"the tensor is on DLPack device type {int(dev_type)}, not "
                            f"CUDA ({_ffi.kDLCUDA})")
-    if runtime is None:
-        runtime = default_runtime(int(dev_id))
-    if isinstance(obj, Buffer) and obj.runtime is runtime:
-        # One stream: no ordering, and its export cannot run inside this
-        # runtime's raw scope (REENTRANT).
+    return int(dev_id)
+
+
+def take(obj, runtime, same_runtime):
+    """from_dlpack's work: the producer's capsule taken by the library.
+    Returns (t4a_buffer, nbytes, dtype, shape, readonly) for a Buffer.
+
+    Inside a raw scope of the runtime, the producer is asked for the tensor
+    with the runtime's stream as the consumer stream (so its pending work is
+    ordered before the runtime's stream, no host wait); the scope ends, and
+    t4a_buffer_from_dlpack takes the tensor (its deleter runs exactly once,
+    after the buffer's last use). `same_runtime`: obj is a Buffer of
+    `runtime` (one stream: no ordering, and its export cannot run inside
+    that runtime's raw scope, REENTRANT)."""
+    if same_runtime:
         cap = obj.__dlpack__(stream=-1, max_version=(1, 0))
     else:
         with runtime.raw() as scope:
@@ -201,4 +198,4 @@ def from_dlpack(obj, runtime=None):
     check(C.t4a_buffer_info_get(out, ctypes.byref(info)))
     if dtype is None:
         dtype, shape = "uint8", (info.bytes,)
-    return Buffer(runtime, out, info.bytes, dtype, shape, readonly=readonly)
+    return out, info.bytes, dtype, shape, readonly
