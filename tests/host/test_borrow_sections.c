@@ -56,8 +56,10 @@
 #include <string.h>
 #include <time.h>
 
-#define T4A_EXPERIMENTAL 1     /* graph and cooperative launches */
+#define T4A_EXPERIMENTAL 1 /* graph and cooperative launches */
+#include "admission_stop.h"
 #include "core/epoch_limits.h" /* T4A_OPEN_EPOCH_LIMIT */
+#include "fake_driver.h"
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
 #include "test_assert.h"
@@ -103,22 +105,6 @@ static void teardown_runtime(void) {
 }
 
 /* ---- stopped ---------------------------------------------------------- */
-
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
-static int g_arrived, g_go;
-static _Thread_local int tl_stop;
-
-static void stop_here(void *arg) {
-  (void)arg;
-  if (!tl_stop) return;
-  tl_stop = 0;
-  pthread_mutex_lock(&g_mu);
-  g_arrived = 1;
-  pthread_cond_broadcast(&g_cv);
-  while (!g_go) pthread_cond_wait(&g_cv, &g_mu);
-  pthread_mutex_unlock(&g_mu);
-}
 
 enum {
   MODE_LAUNCH,
@@ -169,22 +155,17 @@ static void *stopped_thread(void *arg) {
 /* Starts `c`'s operation on a thread of its own and returns once it is
  * stopped in the admission hook, after borrowing its objects. */
 static pthread_t start_stopped(stopped_launch *c) {
-  g_arrived = g_go = 0;
+  stop_reset();
   t4a_testing_admission_hook(stop_here, NULL);
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, stopped_thread, c), 0);
-  pthread_mutex_lock(&g_mu);
-  while (!g_arrived) pthread_cond_wait(&g_cv, &g_mu);
-  pthread_mutex_unlock(&g_mu);
+  stop_wait_arrived();
   return t;
 }
 
 /* Lets the stopped operation go, joins its thread and checks it succeeded. */
 static void finish_stopped(pthread_t t, stopped_launch *c, const char *what) {
-  pthread_mutex_lock(&g_mu);
-  g_go = 1;
-  pthread_cond_broadcast(&g_cv);
-  pthread_mutex_unlock(&g_mu);
+  stop_let_go();
   assert_int_equal(pthread_join(t, NULL), 0);
   t4a_testing_admission_hook(NULL, NULL);
   if (c->status != T4A_SUCCESS)
@@ -884,13 +865,7 @@ static void test_failing_transfer_logs_outside_section(void **state) {
 }
 
 int main(int argc, char **argv) {
-#if !defined(T4A_FAKE_CUDA_PATH)
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "built without the fake driver\n");
-  return 1;
-#else
-  setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);
+  if (use_fake_driver() != 0) return 1;
   /* "fault": a device fault breaks a runtime, which leaks on purpose (ctest
    * runs it in a process of its own, without leak checks). */
   if (argc > 1 && strcmp(argv[1], "fault") == 0) {
@@ -915,5 +890,4 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_transfer_churn),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
-#endif
 }

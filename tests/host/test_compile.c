@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "compile_support.h"
 #include "host_support.h"
 #include "t4acuda.h"
 #include "test_assert.h"
@@ -46,12 +47,6 @@
 #define NVRTC_ERROR_COMPILATION 6 /* nvrtcResult */
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static t4a_compile_stats stats_now(void) {
-  t4a_compile_stats s = T4A_COMPILE_STATS_INIT;
-  ASSERT_OK(t4a_compile_stats_get(&s));
-  return s;
-}
 
 /* A kernel whose source differs by `tag` (a comment), so each case gets
  * keys of its own. */
@@ -81,12 +76,6 @@ static t4a_compile_request request_for(const char *source, uint32_t output,
   r.name_expressions = k_names;
   r.name_expression_count = 2;
   return r;
-}
-
-static void unique_tag(char *buf, size_t capacity, const char *what) {
-  static int serial;
-  snprintf(buf, capacity, "%s-%ld-%d-%ld", what, (long)getpid(), ++serial,
-           (long)time(NULL));
 }
 
 /* Removes what `dir` holds; with `depth` 1, the files of its
@@ -153,13 +142,6 @@ static void count_files(const char *dir, int *entries, int *temps) {
 
 /* `dir`/<first two hex digits of the key>/<key>.t4ac (the sharded
  * layout, docs/compilation.md). */
-static void entry_path(char *buf, size_t capacity, const char *dir,
-                       t4a_artifact a) {
-  char key[T4A_ARTIFACT_KEY_CAPACITY];
-  ASSERT_OK(t4a_artifact_key(a, key, sizeof key, NULL));
-  snprintf(buf, capacity, "%s/%.2s/%s.t4ac", dir, key, key);
-}
-
 static long file_size(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 ? (long)st.st_size : -1;

@@ -39,16 +39,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "compile_support.h"
 #include "t4acuda.h"
 #include "test_assert.h"
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static t4a_compile_stats stats_now(void) {
-  t4a_compile_stats s = T4A_COMPILE_STATS_INIT;
-  ASSERT_OK(t4a_compile_stats_get(&s));
-  return s;
-}
 
 /* A fresh private directory under the build tree. */
 static void fresh_dir(char *buf, size_t capacity, const char *what) {

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "compile_support.h"
 #include "t4acuda.h"
 #include "test_assert.h"
 
@@ -44,12 +45,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static t4a_compile_stats stats_now(void) {
-  t4a_compile_stats s = T4A_COMPILE_STATS_INIT;
-  ASSERT_OK(t4a_compile_stats_get(&s));
-  return s;
-}
-
 static void kernel_source(char *buf, size_t capacity, const char *tag) {
   snprintf(buf, capacity,
            "// %s\n"
@@ -57,12 +52,6 @@ static void kernel_source(char *buf, size_t capacity, const char *tag) {
            "  x[threadIdx.x] *= a;\n"
            "}\n",
            tag);
-}
-
-static void unique_tag(char *buf, size_t capacity, const char *what) {
-  static int serial;
-  snprintf(buf, capacity, "%s-%ld-%d-%ld", what, (long)getpid(), ++serial,
-           (long)time(NULL));
 }
 
 /* Removes a shard directory of the cache and its files. */
@@ -117,14 +106,6 @@ static t4a_artifact compile_source(const char *source, uint32_t flags) {
   ASSERT_OK(t4a_compile(&r, &a));
   assert_int_not_equal(a.id, T4A_NULL_ID);
   return a;
-}
-
-static void entry_path(char *buf, size_t capacity, const char *dir,
-                       t4a_artifact a) {
-  char key[T4A_ARTIFACT_KEY_CAPACITY];
-  ASSERT_OK(t4a_artifact_key(a, key, sizeof key, NULL));
-  /* The sharded layout: <dir>/<first two hex digits>/<key>.t4ac. */
-  snprintf(buf, capacity, "%s/%.2s/%s.t4ac", dir, key, key);
 }
 
 /* Compiles `source` bypassing the memory cache (as a new process would)
@@ -252,13 +233,6 @@ static void test_huge_sparse_entry_is_corrupt(void **state) {
 }
 
 /* ---- item 8: headers found through -I ----------------------------------- */
-
-static void write_header(const char *path, int value) {
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fprintf(f, "#define VALUE %d\n", value);
-  assert_int_equal(fclose(f), 0);
-}
 
 /* PTX of a kernel storing VALUE from <inc_dir>/value.h, found through
  * `option` + inc_dir; checks that the image stores `value`. */

@@ -42,6 +42,7 @@
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
 #include "test_assert.h"
+#include "test_helpers.h"
 
 /* The fake driver's controls (tests/fake/fake_cuda.c). */
 static void (*fake_set_peer)(int, int, int);
@@ -73,23 +74,9 @@ static t4a_runtime make_runtime(int32_t ordinal, uint32_t peer_access) {
   return rt;
 }
 
-static t4a_runtime_stats stats_of(t4a_runtime rt) {
-  t4a_runtime_stats s = T4A_RUNTIME_STATS_INIT;
-  ASSERT_OK(t4a_runtime_stats_get(rt, &s));
-  return s;
-}
+static uint64_t domain_of(t4a_runtime rt) { return runtime_info(rt).domain_id; }
 
-static uint64_t domain_of(t4a_runtime rt) {
-  t4a_runtime_info i = T4A_RUNTIME_INFO_INIT;
-  ASSERT_OK(t4a_runtime_info_get(rt, &i));
-  return i.domain_id;
-}
-
-static void *pool_of(t4a_runtime rt) {
-  t4a_runtime_info i = T4A_RUNTIME_INFO_INIT;
-  ASSERT_OK(t4a_runtime_info_get(rt, &i));
-  return i.memory_pool;
-}
+static void *pool_of(t4a_runtime rt) { return runtime_info(rt).memory_pool; }
 
 static unsigned char pattern(uint64_t i, unsigned seed) {
   return (unsigned char)((i * 131u + seed * 7u + (i >> 9)) & 0xFF);

@@ -50,22 +50,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_driver.h"
 #include "t4acuda.h"
 #include "t4acuda_dlpack.h"
 #include "test_assert.h"
+#include "test_helpers.h"
 
 /* ---- the fake driver's controls ---------------------------------------- */
 
-typedef int (*live_fn)(const char *);
 typedef unsigned long (*waits_fn)(void *);
 
-static void *fake_symbol(const char *name) {
-  void *lib = dlopen(T4A_FAKE_CUDA_PATH, RTLD_NOW | RTLD_NOLOAD);
-  if (lib == NULL) fail_msg("the fake driver is not loaded: %s", dlerror());
-  void *sym = dlsym(lib, name);
-  if (sym == NULL) fail_msg("the fake driver has no %s", name);
-  return sym;
-}
 /* Host memory standing for a foreign allocator's device memory: the fake
  * driver's cuMemGetAddressRange knows it from here on. */
 static void declare_foreign(void *p, size_t bytes) {
@@ -80,30 +74,11 @@ static unsigned long address_range_calls(void) {
   typedef unsigned long (*calls_fn)(void);
   return ((calls_fn)fake_symbol("fake_cuda_address_range_calls"))();
 }
-static int live_allocations(void) {
-  return ((live_fn)fake_symbol("fake_cuda_live"))("allocations");
-}
 static unsigned long waits_of(void *stream) {
   return ((waits_fn)fake_symbol("fake_cuda_stream_waits"))(stream);
 }
 
-static t4a_runtime make_runtime(int32_t ordinal) {
-  t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
-  t4a_runtime rt;
-  o.device_ordinal = ordinal;
-  ASSERT_OK(t4a_runtime_create(&o, &rt));
-  return rt;
-}
-static t4a_buffer_info buffer_info(t4a_buffer b) {
-  t4a_buffer_info i = T4A_BUFFER_INFO_INIT;
-  ASSERT_OK(t4a_buffer_info_get(b, &i));
-  return i;
-}
-static void *rt_stream(t4a_runtime rt) {
-  t4a_runtime_info i = T4A_RUNTIME_INFO_INIT;
-  ASSERT_OK(t4a_runtime_info_get(rt, &i));
-  return i.stream;
-}
+static void *rt_stream(t4a_runtime rt) { return runtime_info(rt).stream; }
 
 /* ---- synthetic tensors --------------------------------------------------- */
 
@@ -149,7 +124,7 @@ static void synth_init(synth *s, void *data, int64_t n) {
 
 static void test_export_round_trip(void **state) {
   (void)state;
-  t4a_runtime rt = make_runtime(0);
+  t4a_runtime rt = runtime_on(0);
   t4a_buffer b;
   int base = live_allocations();
   ASSERT_OK(t4a_buffer_alloc(rt, 4096, 0, &b));
@@ -250,7 +225,7 @@ static void expect_export_error(t4a_runtime rt, t4a_buffer b,
 
 static void test_export_validation(void **state) {
   (void)state;
-  t4a_runtime rt = make_runtime(0), other = make_runtime(1);
+  t4a_runtime rt = runtime_on(0), other = runtime_on(1);
   t4a_buffer b, ob;
   ASSERT_OK(t4a_buffer_alloc(rt, 64, 0, &b));
   ASSERT_OK(t4a_buffer_alloc(other, 64, 0, &ob));
@@ -334,7 +309,7 @@ static void test_export_validation(void **state) {
 
 static void test_stream_coding(void **state) {
   (void)state;
-  t4a_runtime rt = make_runtime(0);
+  t4a_runtime rt = runtime_on(0);
   void *own = rt_stream(rt);
   t4a_buffer b;
   ASSERT_OK(t4a_buffer_alloc(rt, 64, 0, &b));
@@ -394,7 +369,7 @@ static void *release_worker(void *p) {
 
 static void test_deleters_threads(void **state) {
   (void)state;
-  t4a_runtime rt = make_runtime(0);
+  t4a_runtime rt = runtime_on(0);
   int base = live_allocations();
   t4a_buffer b;
   ASSERT_OK(t4a_buffer_alloc(rt, 256, 0, &b));
@@ -438,7 +413,7 @@ static void test_deleters_threads(void **state) {
 static void test_deleters_after_destroy(void **state) {
   (void)state;
   int base = live_allocations();
-  t4a_runtime rt = make_runtime(0);
+  t4a_runtime rt = runtime_on(0);
   t4a_buffer b;
   ASSERT_OK(t4a_buffer_alloc(rt, 256, 0, &b));
   DLManagedTensorVersioned *t = NULL;
@@ -476,7 +451,7 @@ static void expect_import_error(t4a_runtime rt, synth *s, const char *needle) {
 
 static void test_import_validation(void **state) {
   (void)state;
-  t4a_runtime rt = make_runtime(0);
+  t4a_runtime rt = runtime_on(0);
   static unsigned char mem[256];
   declare_foreign(mem, sizeof mem);
   synth s;
@@ -559,7 +534,7 @@ static void test_import_validation(void **state) {
 
 static void test_import_read_only(void **state) {
   (void)state;
-  t4a_runtime rt = make_runtime(0);
+  t4a_runtime rt = runtime_on(0);
   static unsigned char mem[128];
   declare_foreign(mem, sizeof mem);
   for (int i = 0; i < 128; ++i) mem[i] = (unsigned char)i;
@@ -628,7 +603,7 @@ static void test_import_read_only(void **state) {
  * has run when synchronize returns. */
 static void test_import_released_by_the_drain(void **state) {
   (void)state;
-  t4a_runtime rt = make_runtime(0);
+  t4a_runtime rt = runtime_on(0);
   /* the fake driver loads any bytes as a module with any kernel name */
   static const unsigned char image[16] = {7, 7, 7};
   t4a_module m;
@@ -666,7 +641,7 @@ static void test_import_released_by_the_drain(void **state) {
 
 static void test_import_ownership(void **state) {
   (void)state;
-  t4a_runtime rt = make_runtime(0);
+  t4a_runtime rt = runtime_on(0);
   int base = live_allocations();
   unsigned char *mem = malloc(1024);
   assert_non_null(mem);
@@ -756,7 +731,7 @@ static void test_import_ownership(void **state) {
  * allocation the driver reports, not trusted. */
 static void test_import_checked_against_allocation(void **state) {
   (void)state;
-  t4a_runtime rt = make_runtime(0);
+  t4a_runtime rt = runtime_on(0);
   t4a_buffer b;
   ASSERT_OK(t4a_buffer_alloc(rt, 64, 0, &b));
   void *p = (void *)(uintptr_t)buffer_info(b).device_pointer;
@@ -827,8 +802,8 @@ static void test_import_checked_against_allocation(void **state) {
  * handles: a DLPack import of a buffer is a second handle to it. */
 static void test_copy_overlap_through_alias(void **state) {
   (void)state;
-  t4a_runtime rt = make_runtime(0);
-  t4a_runtime rt2 = make_runtime(0); /* another runtime of the device */
+  t4a_runtime rt = runtime_on(0);
+  t4a_runtime rt2 = runtime_on(0); /* another runtime of the device */
   unsigned char pattern[256], back[256];
   for (int i = 0; i < 256; ++i) pattern[i] = (unsigned char)i;
   t4a_buffer a, alias, alias2;

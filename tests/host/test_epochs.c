@@ -37,6 +37,7 @@
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
 #include "test_assert.h"
+#include "test_helpers.h"
 
 #define MODULES 24 /* more than the keep deduplication window (8) */
 /* More modules than an open epoch holds: cycling through them, every launch
@@ -70,12 +71,6 @@ static void unmake(setup *s, int modules) {
     ASSERT_OK(t4a_module_release(s->modules[i]));
   }
   ASSERT_OK(t4a_runtime_destroy(s->rt));
-}
-
-static t4a_runtime_stats stats_of(t4a_runtime rt) {
-  t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
-  ASSERT_OK(t4a_runtime_stats_get(rt, &st));
-  return st;
 }
 
 /* Launches `count` times, cycling through `modules` kernels; fails on any

@@ -32,6 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fake_driver.h"
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
 #include "test_assert.h"
@@ -237,14 +238,9 @@ static void test_fork_while_busy(void **state) {
 }
 
 int main(void) {
-#if !defined(T4A_FAKE_CUDA_PATH)
-  fprintf(stderr, "built without the fake driver\n");
-  return 1;
-#else
-  setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);
+  if (use_fake_driver() != 0) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fork_while_busy),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
-#endif
 }

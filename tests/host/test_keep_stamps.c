@@ -34,18 +34,14 @@
 
 #include "core/epoch_limits.h"
 #define T4A_EXPERIMENTAL 1 /* graph capture */
+#include "admission_stop.h"
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
 #include "test_assert.h"
+#include "test_helpers.h"
 
 #define OPEN_LIMIT T4A_OPEN_EPOCH_LIMIT
 #define FILLERS (OPEN_LIMIT + 8)
-
-static t4a_runtime_stats stats_of(t4a_runtime rt) {
-  t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
-  ASSERT_OK(t4a_runtime_stats_get(rt, &st));
-  return st;
-}
 
 static void load(t4a_runtime rt, int i, t4a_module *m, t4a_kernel *k) {
   unsigned char image[16] = {7, (unsigned char)i, (unsigned char)(i >> 8)};
@@ -187,23 +183,8 @@ static void test_stamps_never_skip_a_needed_keep(void **state) {
 
 /* ---- counters ----------------------------------------------------------- */
 
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
-static int g_arrived, g_go;
-static _Thread_local int tl_stop;
 static t4a_runtime g_rt;
 static t4a_kernel g_k;
-
-static void stop_here(void *arg) {
-  (void)arg;
-  if (!tl_stop) return;
-  tl_stop = 0;
-  pthread_mutex_lock(&g_mu);
-  g_arrived = 1;
-  pthread_cond_broadcast(&g_cv);
-  while (!g_go) pthread_cond_wait(&g_cv, &g_mu);
-  pthread_mutex_unlock(&g_mu);
-}
 
 /* Stops inside its launch's borrow section (the tried admission's hook),
  * then ends the section: it drains the releases deferred meanwhile. */
@@ -241,13 +222,11 @@ static void test_deferred_frees_counted_exactly(void **state) {
   t4a_buffer bufs[DEFERRED];
   for (int i = 0; i < DEFERRED; ++i)
     ASSERT_OK(t4a_buffer_alloc(g_rt, 1000, 0, &bufs[i]));
-  g_arrived = g_go = 0;
+  stop_reset();
   t4a_testing_admission_hook(stop_here, NULL);
   pthread_t x;
   assert_int_equal(pthread_create(&x, NULL, sectioned, NULL), 0);
-  pthread_mutex_lock(&g_mu);
-  while (!g_arrived) pthread_cond_wait(&g_cv, &g_mu);
-  pthread_mutex_unlock(&g_mu);
+  stop_wait_arrived();
   /* x is inside a section: these frees are deferred to it. */
   for (int i = 0; i < DEFERRED; ++i) ASSERT_OK(t4a_buffer_release(bufs[i]));
   t4a_runtime_stats st = stats_of(g_rt);
@@ -262,12 +241,7 @@ static void test_deferred_frees_counted_exactly(void **state) {
   for (int i = 0; i < 2000; ++i) { /* the owner, counting meanwhile */
     t4a_buffer b = {0};
     ASSERT_OK(t4a_buffer_alloc(g_rt, 256, 0, &b));
-    if (i == 10) {
-      pthread_mutex_lock(&g_mu);
-      g_go = 1;
-      pthread_cond_broadcast(&g_cv);
-      pthread_mutex_unlock(&g_mu);
-    }
+    if (i == 10) stop_let_go();
     ASSERT_OK(t4a_buffer_release(b));
   }
   void *rx = NULL, *ro = NULL;

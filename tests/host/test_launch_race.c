@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_driver.h"
 #include "t4acuda.h"
 #include "test_assert.h"
 
@@ -158,14 +159,9 @@ static void test_launch_while_releasing(void **state) {
 }
 
 int main(void) {
-#if !defined(T4A_FAKE_CUDA_PATH)
-  fprintf(stderr, "built without the fake driver\n");
-  return 1;
-#else
-  setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);
+  if (use_fake_driver() != 0) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_launch_while_releasing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
-#endif
 }

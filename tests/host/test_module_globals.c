@@ -32,22 +32,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_driver.h"
 #include "t4acuda.h"
 #include "t4acuda_dlpack.h"
 #include "test_assert.h"
+#include "test_helpers.h"
 
 /* ---- the fake driver's controls ---------------------------------------- */
 
-static void *fake_symbol(const char *name) {
-  void *lib = dlopen(T4A_FAKE_CUDA_PATH, RTLD_NOW | RTLD_NOLOAD);
-  if (lib == NULL) fail_msg("the fake driver is not loaded: %s", dlerror());
-  void *sym = dlsym(lib, name);
-  if (sym == NULL) fail_msg("the fake driver has no %s", name);
-  return sym;
-}
-static int fake_live(const char *what) {
-  return ((int (*)(const char *))fake_symbol("fake_cuda_live"))(what);
-}
 static unsigned long global_frees(void) {
   return ((unsigned long (*)(void))fake_symbol("fake_cuda_global_frees"))();
 }
@@ -142,18 +134,6 @@ static t4a_runtime make_runtime(uint32_t cache_entries) {
   t4a_runtime rt;
   ASSERT_OK(t4a_runtime_create(&o, &rt));
   return rt;
-}
-
-static t4a_runtime_stats stats_of(t4a_runtime rt) {
-  t4a_runtime_stats st = T4A_RUNTIME_STATS_INIT;
-  ASSERT_OK(t4a_runtime_stats_get(rt, &st));
-  return st;
-}
-
-static t4a_buffer_info info_of(t4a_buffer b) {
-  t4a_buffer_info i = T4A_BUFFER_INFO_INIT;
-  ASSERT_OK(t4a_buffer_info_get(b, &i));
-  return i;
 }
 
 /* ---- lowered names by expression --------------------------------------- */
@@ -299,8 +279,8 @@ static void test_global_lookup(void **state) {
   ASSERT_OK(t4a_module_global(m, "table", &table));
   ASSERT_OK(t4a_module_global(m, "ns::hits64", &hits));
   ASSERT_OK(t4a_module_global(m, g_lowered[E_HITS], &raw_hits));
-  t4a_buffer_info ci = info_of(counter), ti = info_of(table),
-                  hi = info_of(hits);
+  t4a_buffer_info ci = buffer_info(counter), ti = buffer_info(table),
+                  hi = buffer_info(hits);
   assert_int_equal(ci.bytes, 4);
   assert_int_equal(ti.bytes, 64);
   assert_int_equal(hi.bytes, 4); /* the fake sees "_ZN2ns6hits64E" */
@@ -308,9 +288,9 @@ static void test_global_lookup(void **state) {
   assert_int_equal(ti.flags & T4A_BUFFER_INFO_IMPORTED, 0);
   assert_int_equal(ci.runtime.id, rt.id);
   assert_true(ci.device_pointer != 0);
-  assert_int_equal(info_of(counter2).device_pointer, ci.device_pointer);
-  assert_int_equal(info_of(raw_hits).device_pointer, hi.device_pointer);
-  assert_int_equal(info_of(raw_hits).bytes, hi.bytes);
+  assert_int_equal(buffer_info(counter2).device_pointer, ci.device_pointer);
+  assert_int_equal(buffer_info(raw_hits).device_pointer, hi.device_pointer);
+  assert_int_equal(buffer_info(raw_hits).bytes, hi.bytes);
   assert_true(ti.device_pointer != ci.device_pointer);
 
   t4a_buffer v = {0};
@@ -416,7 +396,7 @@ static void test_view_transfers(void **state) {
   DLManagedTensorVersioned *t = NULL;
   ASSERT_OK(t4a_buffer_to_dlpack(rt, table, NULL, -1, &t));
   assert_int_equal((uintptr_t)t->dl_tensor.data + t->dl_tensor.byte_offset,
-                   info_of(table).device_pointer);
+                   buffer_info(table).device_pointer);
   assert_int_equal(t->dl_tensor.shape[0], 64);
   t->deleter(t);
 
@@ -452,7 +432,7 @@ static void test_view_as_launch_argument(void **state) {
   d.arg_count = 1;
   record_param0(1);
   ASSERT_OK(t4a_launch(rt, &d));
-  assert_int_equal(last_param0(), info_of(table).device_pointer + 8);
+  assert_int_equal(last_param0(), buffer_info(table).device_pointer + 8);
   record_param0(0);
   a.offset = 64;
   ASSERT_STATUS(t4a_launch(rt, &d), T4A_ERROR_INVALID_ARGUMENT);

@@ -35,38 +35,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fake_driver.h"
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
 #include "test_assert.h"
+#include "test_helpers.h"
 
 /* ---- the fake driver's controls and entry points ----------------------- */
 
-typedef int (*get_proc_fn)(const char *, void **, int, uint64_t, void *);
-typedef int (*live_fn)(const char *);
 typedef int (*ctx_get_fn)(void **);
 typedef int (*ctx_set_fn)(void *);
 typedef int (*stream_create_fn)(void **, unsigned);
 typedef int (*stream_destroy_fn)(void *);
 
-static void *fake_symbol(const char *name) {
-  void *lib = dlopen(T4A_FAKE_CUDA_PATH, RTLD_NOW | RTLD_NOLOAD);
-  if (lib == NULL) fail_msg("the fake driver is not loaded: %s", dlerror());
-  void *sym = dlsym(lib, name);
-  if (sym == NULL) fail_msg("the fake driver has no %s", name);
-  return sym;
-}
-
-static void *driver_entry(const char *name) {
-  get_proc_fn get = (get_proc_fn)fake_symbol("cuGetProcAddress_v2");
-  void *fn = NULL;
-  if (get(name, &fn, 12000, 0, NULL) != 0 || fn == NULL)
-    fail_msg("the fake driver has no %s", name);
-  return fn;
-}
-
-static int live_allocations(void) {
-  return ((live_fn)fake_symbol("fake_cuda_live"))("allocations");
-}
 static void *current_context(void) {
   void *c = (void *)1;
   assert_int_equal(((ctx_get_fn)driver_entry("cuCtxGetCurrent"))(&c), 0);
@@ -76,26 +57,12 @@ static void set_current_context(void *c) {
   assert_int_equal(((ctx_set_fn)driver_entry("cuCtxSetCurrent"))(c), 0);
 }
 
-static t4a_runtime make_runtime(int32_t ordinal) {
-  t4a_runtime_options o = T4A_RUNTIME_OPTIONS_INIT;
-  t4a_runtime rt;
-  o.device_ordinal = ordinal;
-  ASSERT_OK(t4a_runtime_create(&o, &rt));
-  return rt;
-}
-
-static t4a_runtime_info info_of(t4a_runtime rt) {
-  t4a_runtime_info i = T4A_RUNTIME_INFO_INIT;
-  ASSERT_OK(t4a_runtime_info_get(rt, &i));
-  return i;
-}
-
 /* ---- begin, REENTRANT inside, context restored ------------------------- */
 
 static void test_begin_end_context(void **state) {
   (void)state;
-  t4a_runtime rt = make_runtime(0), other = make_runtime(0);
-  t4a_runtime_info ri = info_of(rt);
+  t4a_runtime rt = runtime_on(0), other = runtime_on(0);
+  t4a_runtime_info ri = runtime_info(rt);
   set_current_context(NULL);
   t4a_raw_scope scope = {0};
   t4a_raw_info info = T4A_RAW_INFO_INIT;
@@ -153,7 +120,7 @@ static void test_begin_end_context(void **state) {
 
 static void test_buffer_kept_until_completion(void **state) {
   (void)state;
-  t4a_runtime rt = make_runtime(0);
+  t4a_runtime rt = runtime_on(0);
   t4a_buffer b;
   ASSERT_OK(t4a_buffer_alloc(rt, 4096, T4A_BUFFER_ZERO, &b));
   t4a_buffer_info bi = T4A_BUFFER_INFO_INIT;
@@ -192,8 +159,8 @@ static void test_buffer_kept_until_completion(void **state) {
 
 static void test_nested_lifo(void **state) {
   (void)state;
-  t4a_runtime r0 = make_runtime(0), r1 = make_runtime(1);
-  t4a_runtime_info i0 = info_of(r0), i1 = info_of(r1);
+  t4a_runtime r0 = runtime_on(0), r1 = runtime_on(1);
+  t4a_runtime_info i0 = runtime_info(r0), i1 = runtime_info(r1);
   assert_ptr_not_equal(i0.context, i1.context);
   set_current_context(NULL);
   t4a_raw_scope s0, s1;
@@ -258,7 +225,7 @@ static void *destroy_from_other_thread(void *arg) {
 
 static void test_misuse(void **state) {
   (void)state;
-  t4a_runtime rt = make_runtime(0);
+  t4a_runtime rt = runtime_on(0);
   t4a_raw_scope scope = {0};
   t4a_raw_info info = T4A_RAW_INFO_INIT;
   ASSERT_STATUS(t4a_raw_begin(rt, NULL, &info), T4A_ERROR_INVALID_ARGUMENT);
@@ -324,8 +291,8 @@ static void test_misuse(void **state) {
 
 static void test_failures_restore(void **state) {
   (void)state;
-  t4a_runtime rt = make_runtime(0);
-  t4a_runtime_info ri = info_of(rt);
+  t4a_runtime rt = runtime_on(0);
+  t4a_runtime_info ri = runtime_info(rt);
   set_current_context(NULL);
   t4a_raw_scope scope = {0};
   t4a_raw_info info = T4A_RAW_INFO_INIT;
@@ -359,8 +326,8 @@ static void test_failures_restore(void **state) {
 
 static void test_wait_signal_stream(void **state) {
   (void)state;
-  t4a_runtime rt = make_runtime(0), r1 = make_runtime(1);
-  t4a_runtime_info ri = info_of(rt), i1 = info_of(r1);
+  t4a_runtime rt = runtime_on(0), r1 = runtime_on(1);
+  t4a_runtime_info ri = runtime_info(rt), i1 = runtime_info(r1);
   stream_create_fn create = (stream_create_fn)driver_entry("cuStreamCreate");
   stream_destroy_fn destroy =
       (stream_destroy_fn)driver_entry("cuStreamDestroy");
@@ -453,8 +420,8 @@ static void test_thread_exit_ends_scopes(void **state) {
   (void)state;
   exiting x;
   memset(&x, 0, sizeof x);
-  x.rt = make_runtime(0);
-  x.r1 = make_runtime(1);
+  x.rt = runtime_on(0);
+  x.r1 = runtime_on(1);
   ASSERT_OK(t4a_buffer_alloc(x.rt, 4096, 0, &x.b));
   ASSERT_OK(t4a_runtime_synchronize(x.rt));
   int before = live_allocations();

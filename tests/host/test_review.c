@@ -62,16 +62,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "compile_support.h"
 #include "core/epoch_limits.h"
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
 #include "test_assert.h"
-
-static t4a_compile_stats stats_now(void) {
-  t4a_compile_stats s = T4A_COMPILE_STATS_INIT;
-  ASSERT_OK(t4a_compile_stats_get(&s));
-  return s;
-}
+#include "test_helpers.h"
 
 /* A fresh, empty (mode 0700) directory under the build tree. */
 static void fresh_dir(char *dir, size_t capacity, const char *name) {
@@ -92,13 +88,6 @@ static void fresh_dir(char *dir, size_t capacity, const char *name) {
     (void)unlink(path);
   }
   closedir(d);
-}
-
-static void write_header(const char *path, int value) {
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fprintf(f, "#define VALUE %d\n", value);
-  assert_int_equal(fclose(f), 0);
 }
 
 /* PTX of a kernel storing VALUE from "value.h" (no option at all), the
@@ -195,12 +184,6 @@ static void test_given_headers_still_cached(void **state) {
       "#define H \"given.h\"\n#include H\n"
       "extern \"C\" __global__ void k(int *p) { *p = W + 1; }\n",
       0);
-}
-
-static t4a_process_stats process_stats(void) {
-  t4a_process_stats ps = T4A_PROCESS_STATS_INIT;
-  ASSERT_OK(t4a_process_stats_get(&ps));
-  return ps;
 }
 
 static void test_destroy_with_transient_event_failure(void **state) {

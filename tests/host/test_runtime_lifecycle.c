@@ -40,9 +40,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admission_stop.h"
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
 #include "test_assert.h"
+#include "test_helpers.h"
 
 /* ---- fake driver controls and process counters -------------------------- */
 
@@ -57,12 +59,6 @@ static int load_fake_controls(const char *path) {
   *(void **)&fake_fail_next = dlsym(h, "fake_cuda_fail_next");
   *(void **)&fake_live = dlsym(h, "fake_cuda_live");
   return fake_fail_next != NULL && fake_live != NULL ? 0 : -1;
-}
-
-static t4a_process_stats process_stats(void) {
-  t4a_process_stats ps = T4A_PROCESS_STATS_INIT;
-  ASSERT_OK(t4a_process_stats_get(&ps));
-  return ps;
 }
 
 static atomic_int g_errors_logged;
@@ -193,24 +189,6 @@ static t4a_status run_op(const fixture *f, op o, unsigned salt) {
   }
 }
 
-/* The admission hook stops the one thread that armed it, once, until the
- * main thread lets it go. */
-static _Thread_local int tl_stop_at_admission;
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
-static int g_arrived, g_go;
-
-static void stop_here(void *arg) {
-  (void)arg;
-  if (!tl_stop_at_admission) return;
-  tl_stop_at_admission = 0;
-  pthread_mutex_lock(&g_mu);
-  g_arrived = 1;
-  pthread_cond_broadcast(&g_cv);
-  while (!g_go) pthread_cond_wait(&g_cv, &g_mu);
-  pthread_mutex_unlock(&g_mu);
-}
-
 typedef struct stopped_call {
   const fixture *f;
   op o;
@@ -220,7 +198,7 @@ typedef struct stopped_call {
 
 static void *stopped_thread(void *arg) {
   stopped_call *c = arg;
-  tl_stop_at_admission = 1;
+  tl_stop = 1;
   c->status = run_op(c->f, c->o, 7);
   snprintf(c->message, sizeof c->message, "%s", last_message());
   return NULL;
@@ -233,19 +211,14 @@ static void test_destroy_refuses(void **state) {
   for (op o = 0; o < OP_COUNT; ++o) {
     fixture f;
     make_fixture(&f);
-    g_arrived = g_go = 0;
+    stop_reset();
     stopped_call c = {&f, o, T4A_SUCCESS, ""};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, stopped_thread, &c), 0);
-    pthread_mutex_lock(&g_mu);
-    while (!g_arrived) pthread_cond_wait(&g_cv, &g_mu);
-    pthread_mutex_unlock(&g_mu);
+    stop_wait_arrived();
     /* the thread resolved the runtime and waits to be admitted */
     ASSERT_OK(t4a_runtime_destroy(f.rt));
-    pthread_mutex_lock(&g_mu);
-    g_go = 1;
-    pthread_cond_broadcast(&g_cv);
-    pthread_mutex_unlock(&g_mu);
+    stop_let_go();
     assert_int_equal(pthread_join(t, NULL), 0);
     if (c.status != T4A_ERROR_INVALID_HANDLE ||
         strstr(c.message, "being destroyed") == NULL)

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_driver.h"
 #include "t4acuda.h"
 #include "t4acuda_dlpack.h"
 #include "test_assert.h"
@@ -130,24 +131,12 @@ static void test_every_init_macro_covered(void **state) {
 
 /* ---- runtime options on the fake driver ------------------------------ */
 
-typedef int (*get_proc_fn)(const char *, void **, int, uint64_t, void *);
 typedef int (*pool_get_fn)(void *, int, void *);
 typedef void (*last_launch_fn)(unsigned dims[6]);
 
-static void *fake_symbol(const char *name) {
-  void *lib = dlopen(T4A_FAKE_CUDA_PATH, RTLD_NOW | RTLD_NOLOAD);
-  if (lib == NULL) fail_msg("the fake driver is not loaded: %s", dlerror());
-  void *sym = dlsym(lib, name);
-  if (sym == NULL) fail_msg("the fake driver has no %s", name);
-  return sym;
-}
-
 /* The release threshold the fake driver's pool holds. */
 static uint64_t driver_threshold(const t4a_runtime_info *info) {
-  get_proc_fn get = (get_proc_fn)fake_symbol("cuGetProcAddress_v2");
-  void *fn = NULL;
-  if (get("cuMemPoolGetAttribute", &fn, 12000, 0, NULL) != 0 || fn == NULL)
-    fail_msg("the fake driver has no cuMemPoolGetAttribute");
+  void *fn = driver_entry("cuMemPoolGetAttribute");
   uint64_t v = 0x5A5A5A5A5A5A5A5Au;
   /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD is 4 in cuda.h */
   if (((pool_get_fn)fn)(info->memory_pool, 4, &v) != 0)
