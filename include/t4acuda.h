@@ -2565,8 +2565,23 @@ T4A_API t4a_status t4a_process_fault_get(t4a_process_fault *fault);
 /*  Everything between the #if and its #endif is left out of the ABI gate    */
 /*  (abi/gen-layouts lists it for abi/check) and flagged experimental in     */
 /*  abi/layouts.json; each declaration is tagged @experimental.              */
+/*  It has its own include guard, after the main one: a translation unit    */
+/*  that includes this header without T4A_EXPERIMENTAL and then with it     */
+/*  gets the experimental declarations the second time.                     */
 /* ------------------------------------------------------------------------ */
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* T4ACUDA_H */
+
 #if defined(T4A_EXPERIMENTAL)
+#ifndef T4ACUDA_H_EXPERIMENTAL
+/** The experimental section's include guard (its own, after T4ACUDA_H). */
+#define T4ACUDA_H_EXPERIMENTAL
+#ifdef __cplusplus
+extern "C" {
+#endif
 /** @name Experimental API                                                   */
 /** @{ */
 /**
@@ -2857,10 +2872,9 @@ T4A_API t4a_status t4a_graph_release(t4a_graph graph);
  */
 T4A_API t4a_status t4a_graph_info_get(t4a_graph graph, t4a_graph_info *info);
 /** @} */
-#endif /* T4A_EXPERIMENTAL */
 
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
-
-#endif /* T4ACUDA_H */
+#endif /* T4ACUDA_H_EXPERIMENTAL */
+#endif /* T4A_EXPERIMENTAL */

@@ -101,7 +101,95 @@ private:
 inline void check(t4a_status status) {
   if (status != T4A_SUCCESS) throw Error::from_last_error(status);
 }
+
+namespace detail {
+/**
+ * @brief Derives a throwing method from its non-throwing twin: `twin(out)`
+ *        calls the twin with `out` as its output; its status goes through
+ *        t4a::check(), and `out` is returned on success.
+ * @tparam T the result (value-initialised; the twin fills it).
+ */
+template <class T, class Twin> T checked(Twin twin) {
+  T out{};
+  check(twin(out));
+  return out;
+}
+
+/** A poll's status as true (#T4A_SUCCESS) or false (#T4A_NOT_READY);
+ *  t4a::check() for anything else. */
+inline bool ready(t4a_status s) {
+  if (s == T4A_NOT_READY) return false;
+  check(s);
+  return true;
+}
+
+/** The error of DeviceArray::download() into a container of `have`
+ *  elements from element `offset` of an array of `count`. */
+inline Error too_small(const char *entry, size_t count, size_t have,
+                       size_t offset) {
+  std::string m = std::string(t4a_status_name(T4A_ERROR_INVALID_ARGUMENT)) +
+                  ": " + entry + ": ";
+  if (offset > count)
+    m += "offset " + std::to_string(offset) +
+         " is past the end of the array (" + std::to_string(count) +
+         " elements)";
+  else
+    m += "the destination holds " + std::to_string(have) +
+         " elements, the array " + std::to_string(count) + " from offset " +
+         std::to_string(offset) + " (" + std::to_string(count - offset) +
+         " to copy)";
+  return Error(T4A_ERROR_INVALID_ARGUMENT, 0, entry, m);
+}
+} // namespace detail
 #endif
+
+namespace detail {
+/**
+ * @brief The one move-only owner of a C handle: moving hands it over,
+ *        destruction and reset() give it to `Release`, which never throws
+ *        here (its status is left in the thread's last error).
+ * @tparam H       the C handle type (`id` is #T4A_NULL_ID when null).
+ * @tparam Release the C function that ends the handle.
+ */
+template <class H, t4a_status (*Release)(H)> class Unique {
+public:
+  /** The null handle. */
+  Unique() noexcept = default;
+  /** Takes ownership of a C handle. */
+  explicit Unique(H adopt) noexcept : h_(adopt) {}
+  Unique(const Unique &) = delete;
+  Unique &operator=(const Unique &) = delete;
+  /** Moves ownership; `o` becomes null. */
+  Unique(Unique &&o) noexcept : h_(o.release()) {}
+  /** Releases the held handle, then takes `o`'s. */
+  Unique &operator=(Unique &&o) noexcept {
+    if (this != &o) {
+      reset();
+      h_ = o.release();
+    }
+    return *this;
+  }
+  /** Releases the handle; never throws. */
+  ~Unique() { reset(); }
+  /** The C handle (still owned by this object). */
+  H get() const noexcept { return h_; }
+  /** True unless null. */
+  explicit operator bool() const noexcept { return h_.id != T4A_NULL_ID; }
+  /** Hands the handle to the caller, who must release it. */
+  H release() noexcept {
+    H h = h_;
+    h_ = H{T4A_NULL_ID};
+    return h;
+  }
+  /** Releases the handle now; the object becomes null. */
+  void reset() noexcept {
+    if (h_.id != T4A_NULL_ID) (void)Release(release());
+  }
+
+private:
+  H h_{T4A_NULL_ID};
+};
+} // namespace detail
 
 // ---------------------------------------------------------------------------
 // Driver, compiler and devices
@@ -138,44 +226,6 @@ inline t4a_status can_access_peer(int32_t ordinal, int32_t peer, bool &can,
   if (s == T4A_SUCCESS) can = v != 0;
   return s;
 }
-
-#if T4A_HPP_EXCEPTIONS
-/** @brief Number of devices (t4a_device_count()). @throws Error */
-inline int32_t device_count() {
-  int32_t n = 0;
-  check(t4a_device_count(&n));
-  return n;
-}
-
-/** @brief Device info (t4a_device_info_get()). @throws Error */
-inline t4a_device_info device_info(int32_t ordinal) {
-  t4a_device_info info = T4A_DEVICE_INFO_INIT;
-  check(t4a_device_info_get(ordinal, &info));
-  return info;
-}
-
-/** @brief Driver version (t4a_driver_version()). @throws Error */
-inline int32_t driver_version() {
-  int32_t v = 0;
-  check(t4a_driver_version(&v));
-  return v;
-}
-
-/** @brief NVRTC version as {major, minor} (t4a_nvrtc_version()).
- *  @throws Error */
-inline std::pair<int32_t, int32_t> nvrtc_version() {
-  int32_t major = 0, minor = 0;
-  check(t4a_nvrtc_version(&major, &minor));
-  return {major, minor};
-}
-
-/** @brief Peer access (t4a_device_can_access_peer()). @throws Error */
-inline bool can_access_peer(int32_t ordinal, int32_t peer) {
-  int32_t v = 0;
-  check(t4a_device_can_access_peer(ordinal, peer, &v));
-  return v != 0;
-}
-#endif
 
 /** @brief Installs a log callback or restores the default
  *  (t4a_set_log_callback()); non-throwing. */
@@ -220,25 +270,54 @@ inline t4a_status process_stats(t4a_process_stats &out,
 }
 
 #if T4A_HPP_EXCEPTIONS
+/** @brief Number of devices (t4a_device_count()). @throws Error */
+inline int32_t device_count() {
+  return detail::checked<int32_t>(
+      [](auto &n) { return device_count(n, std::nothrow); });
+}
+
+/** @brief Device info (t4a_device_info_get()). @throws Error */
+inline t4a_device_info device_info(int32_t ordinal) {
+  return detail::checked<t4a_device_info>(
+      [&](auto &o) { return device_info(ordinal, o, std::nothrow); });
+}
+
+/** @brief Driver version (t4a_driver_version()). @throws Error */
+inline int32_t driver_version() {
+  return detail::checked<int32_t>(
+      [](auto &v) { return driver_version(v, std::nothrow); });
+}
+
+/** @brief NVRTC version as {major, minor} (t4a_nvrtc_version()).
+ *  @throws Error */
+inline std::pair<int32_t, int32_t> nvrtc_version() {
+  return detail::checked<std::pair<int32_t, int32_t>>(
+      [](auto &v) { return nvrtc_version(v.first, v.second, std::nothrow); });
+}
+
+/** @brief Peer access (t4a_device_can_access_peer()). @throws Error */
+inline bool can_access_peer(int32_t ordinal, int32_t peer) {
+  return detail::checked<bool>(
+      [&](auto &c) { return can_access_peer(ordinal, peer, c, std::nothrow); });
+}
+
 /** @brief Installs a log callback or restores the default
  *  (t4a_set_log_callback()). @throws Error */
 inline void set_log_callback(t4a_log_fn fn, void *user, int32_t max_level) {
-  check(t4a_set_log_callback(fn, user, max_level));
+  check(set_log_callback(fn, user, max_level, std::nothrow));
 }
 
 /** @brief The process's first device fault (t4a_process_fault_get()).
  *  @throws Error */
 inline t4a_process_fault process_fault() {
-  t4a_process_fault out = T4A_PROCESS_FAULT_INIT;
-  check(t4a_process_fault_get(&out));
-  return out;
+  return detail::checked<t4a_process_fault>(
+      [](auto &o) { return process_fault(o, std::nothrow); });
 }
 
 /** @brief Process-wide counters (t4a_process_stats_get()). @throws Error */
 inline t4a_process_stats process_stats() {
-  t4a_process_stats out = T4A_PROCESS_STATS_INIT;
-  check(t4a_process_stats_get(&out));
-  return out;
+  return detail::checked<t4a_process_stats>(
+      [](auto &o) { return process_stats(o, std::nothrow); });
 }
 #endif
 
@@ -304,20 +383,18 @@ public:
    *  @throws Error (T4A_ERROR_UNSUPPORTED when the devices are not peers) */
   void enable_peer(RuntimeView peer) const;
   /** Host wait for all work (t4a_runtime_synchronize()). @throws Error */
-  void synchronize() const { check(t4a_runtime_synchronize(h())); }
+  void synchronize() const { check(synchronize(std::nothrow)); }
   /** Returns unused pool memory (t4a_runtime_trim()). @throws Error */
-  void trim() const { check(t4a_runtime_trim(h())); }
+  void trim() const { check(trim(std::nothrow)); }
   /** Describes the runtime (t4a_runtime_info_get()). @throws Error */
   t4a_runtime_info info() const {
-    t4a_runtime_info out = T4A_RUNTIME_INFO_INIT;
-    check(t4a_runtime_info_get(h(), &out));
-    return out;
+    return detail::checked<t4a_runtime_info>(
+        [&](auto &o) { return info(o, std::nothrow); });
   }
   /** Reads the counters (t4a_runtime_stats_get()). @throws Error */
   t4a_runtime_stats stats() const {
-    t4a_runtime_stats out = T4A_RUNTIME_STATS_INIT;
-    check(t4a_runtime_stats_get(h(), &out));
-    return out;
+    return detail::checked<t4a_runtime_stats>(
+        [&](auto &o) { return stats(o, std::nothrow); });
   }
 #endif
 
@@ -366,7 +443,7 @@ t4a_status RuntimeOps<Derived>::enable_peer(RuntimeView peer,
 #if T4A_HPP_EXCEPTIONS
 template <class Derived>
 void RuntimeOps<Derived>::enable_peer(RuntimeView peer) const {
-  check(t4a_runtime_enable_peer(h(), peer.get()));
+  check(enable_peer(peer, std::nothrow));
 }
 #endif
 } // namespace detail
@@ -377,20 +454,15 @@ void RuntimeOps<Derived>::enable_peer(RuntimeView peer) const {
  * Move-only. The destructor destroys the runtime (draining its stream) and
  * never throws; call destroy() to see the outcome.
  */
-class Runtime : public detail::RuntimeOps<Runtime> {
+class Runtime : public detail::RuntimeOps<Runtime>,
+                private detail::Unique<t4a_runtime, t4a_runtime_destroy> {
 public:
   /** An empty runtime (holds the null handle). */
   Runtime() noexcept = default;
   /** An empty runtime (holds the null handle). */
   Runtime(std::nullptr_t) noexcept {}
   /** Takes ownership of a C handle. */
-  explicit Runtime(t4a_runtime adopt) noexcept : handle_(adopt) {}
-#if T4A_HPP_EXCEPTIONS
-  /** Creates a runtime (t4a_runtime_create()). @throws Error */
-  explicit Runtime(const t4a_runtime_options &options) {
-    check(t4a_runtime_create(&options, &handle_));
-  }
-#endif
+  explicit Runtime(t4a_runtime adopt) noexcept : Unique(adopt) {}
   /**
    * @brief Creates a runtime without throwing (t4a_runtime_create()).
    * @param options the options (or a RuntimeOptions).
@@ -403,49 +475,29 @@ public:
     if (s == T4A_SUCCESS) out = Runtime(h);
     return s;
   }
-
-  Runtime(const Runtime &) = delete;
-  Runtime &operator=(const Runtime &) = delete;
-  /** Moves ownership; `other` becomes empty. */
-  Runtime(Runtime &&other) noexcept : handle_(other.release()) {}
-  /** Destroys the held runtime, then takes `other`'s. */
-  Runtime &operator=(Runtime &&other) noexcept {
-    if (this != &other) {
-      reset();
-      handle_ = other.release();
-    }
-    return *this;
-  }
-  /** Destroys the runtime; errors are left in the thread's last error. */
-  ~Runtime() { reset(); }
-
+  // Moving hands the runtime over; assigning or destroying destroys the
+  // held one (detail::Unique), errors left in the thread's last error.
   /** The C handle (still owned by this object). */
-  t4a_runtime get() const noexcept { return handle_; }
-  /** A non-owning view of this runtime. */
-  RuntimeView view() const noexcept { return RuntimeView(handle_); }
+  t4a_runtime get() const noexcept { return Unique::get(); }
   /** True unless empty. */
-  explicit operator bool() const noexcept { return handle_.id != T4A_NULL_ID; }
+  explicit operator bool() const noexcept { return Unique::operator bool(); }
   /** Gives the C handle back to the caller, who must destroy it. */
-  t4a_runtime release() noexcept {
-    t4a_runtime h = handle_;
-    handle_ = t4a_runtime{T4A_NULL_ID};
-    return h;
-  }
+  t4a_runtime release() noexcept { return Unique::release(); }
+  /** A non-owning view of this runtime. */
+  RuntimeView view() const noexcept { return RuntimeView(get()); }
   /** Destroys the runtime (t4a_runtime_destroy()); non-throwing. */
   t4a_status destroy(std::nothrow_t) noexcept {
     return t4a_runtime_destroy(release());
   }
 #if T4A_HPP_EXCEPTIONS
+  /** Creates a runtime (t4a_runtime_create()). @throws Error */
+  explicit Runtime(const t4a_runtime_options &options) {
+    check(create(options, *this, std::nothrow));
+  }
   /** Destroys the runtime (t4a_runtime_destroy()). @throws Error when the
    *  drain failed (the runtime is gone either way). */
-  void destroy() { check(t4a_runtime_destroy(release())); }
+  void destroy() { check(destroy(std::nothrow)); }
 #endif
-
-private:
-  void reset() noexcept {
-    if (handle_.id != T4A_NULL_ID) (void)t4a_runtime_destroy(release());
-  }
-  t4a_runtime handle_{T4A_NULL_ID};
 };
 
 inline RuntimeView::RuntimeView(const Runtime &runtime) noexcept
@@ -456,58 +508,35 @@ inline RuntimeView::RuntimeView(const Runtime &runtime) noexcept
 // ---------------------------------------------------------------------------
 
 namespace detail {
-/** A reference-counted C handle: copying retains, destruction releases. */
+/** A reference-counted C handle: copying retains, destruction releases
+ *  (a detail::Unique that can also be copied). */
 template <class H, t4a_status (*Retain)(H), t4a_status (*Release)(H)>
-class Shared {
+class Shared : public Unique<H, Release> {
 public:
   /** The null handle. */
   Shared() noexcept = default;
   /** The null handle. */
   Shared(std::nullptr_t) noexcept {}
   /** Takes over one reference the caller owns. */
-  explicit Shared(H adopt) noexcept : h_(adopt) {}
+  explicit Shared(H adopt) noexcept : Unique<H, Release>(adopt) {}
   /** Retains: both objects hold a reference. If the retain fails (a
    *  stale handle, or a saturated count) the copy is null. */
-  Shared(const Shared &o) noexcept : h_(o.h_) {
-    if (h_.id != T4A_NULL_ID && Retain(h_) != T4A_SUCCESS) h_ = H{T4A_NULL_ID};
-  }
+  Shared(const Shared &o) noexcept : Unique<H, Release>(retained(o.get())) {}
   /** Moves the reference; `o` becomes null. */
-  Shared(Shared &&o) noexcept : h_(o.release()) {}
+  Shared(Shared &&o) noexcept = default;
   /** Releases the held reference, then retains `o`'s. */
   Shared &operator=(const Shared &o) noexcept {
-    if (this != &o) {
-      Shared copy(o);
-      std::swap(h_, copy.h_);
-    }
+    if (this != &o) *this = Shared(o);
     return *this;
   }
   /** Releases the held reference, then takes `o`'s. */
-  Shared &operator=(Shared &&o) noexcept {
-    if (this != &o) {
-      reset();
-      h_ = o.release();
-    }
-    return *this;
-  }
-  /** Releases the reference; never throws. */
-  ~Shared() { reset(); }
-  /** The C handle (still owned by this object). */
-  H get() const noexcept { return h_; }
-  /** True unless null. */
-  explicit operator bool() const noexcept { return h_.id != T4A_NULL_ID; }
-  /** Hands the reference to the caller, who must release it. */
-  H release() noexcept {
-    H h = h_;
-    h_ = H{T4A_NULL_ID};
-    return h;
-  }
-  /** Releases the reference now; the object becomes null. */
-  void reset() noexcept {
-    if (h_.id != T4A_NULL_ID) (void)Release(release());
-  }
+  Shared &operator=(Shared &&o) noexcept = default;
 
 private:
-  H h_{T4A_NULL_ID};
+  static H retained(H h) noexcept {
+    if (h.id != T4A_NULL_ID && Retain(h) != T4A_SUCCESS) return H{T4A_NULL_ID};
+    return h;
+  }
 };
 } // namespace detail
 
@@ -539,15 +568,12 @@ public:
 #if T4A_HPP_EXCEPTIONS
   /** Allocates (t4a_buffer_alloc()). @throws Error */
   Buffer(RuntimeView rt, uint64_t bytes, uint32_t flags = 0) {
-    t4a_buffer h{T4A_NULL_ID};
-    check(t4a_buffer_alloc(rt.get(), bytes, flags, &h));
-    *this = Buffer(h);
+    check(alloc(rt, bytes, flags, *this, std::nothrow));
   }
   /** Facts about the buffer (t4a_buffer_info_get()). @throws Error */
   t4a_buffer_info info() const {
-    t4a_buffer_info out = T4A_BUFFER_INFO_INIT;
-    check(t4a_buffer_info_get(get(), &out));
-    return out;
+    return detail::checked<t4a_buffer_info>(
+        [&](auto &o) { return info(o, std::nothrow); });
   }
   /** Size in bytes. @throws Error */
   uint64_t size() const { return info().bytes; }
@@ -581,9 +607,7 @@ public:
 #if T4A_HPP_EXCEPTIONS
   /** Allocates (t4a_host_buffer_alloc()). @throws Error */
   HostBuffer(RuntimeView rt, uint64_t bytes) {
-    t4a_host_buffer h{T4A_NULL_ID};
-    check(t4a_host_buffer_alloc(rt.get(), bytes, &h));
-    *this = HostBuffer(h);
+    check(alloc(rt, bytes, *this, std::nothrow));
   }
   /** The host memory (t4a_host_buffer_pointer()). @throws Error */
   void *data() const {
@@ -594,68 +618,30 @@ public:
 #endif
 };
 
-/** @brief A pending download (t4a_buffer_download()); move-only. */
-class Download {
+/** @brief A pending download (t4a_buffer_download()); move-only; the
+ *  destructor releases it (t4a_download_release()), delivered or not. */
+class Download : public detail::Unique<t4a_download, t4a_download_release> {
 public:
-  /** The null download. */
-  Download() noexcept = default;
-  /** Takes ownership of a C handle. */
-  explicit Download(t4a_download adopt) noexcept : h_(adopt) {}
-  Download(const Download &) = delete;
-  Download &operator=(const Download &) = delete;
-  /** Moves ownership. */
-  Download(Download &&o) noexcept : h_(o.release()) {}
-  /** Releases the held download, then takes `o`'s. */
-  Download &operator=(Download &&o) noexcept {
-    if (this != &o) {
-      reset();
-      h_ = o.release();
-    }
-    return *this;
-  }
-  /** Releases (t4a_download_release()), delivered or not. */
-  ~Download() { reset(); }
-  /** The C handle. */
-  t4a_download get() const noexcept { return h_; }
-  /** True unless null. */
-  explicit operator bool() const noexcept { return h_.id != T4A_NULL_ID; }
+  using Unique::Unique;
   /** The download's size (t4a_download_size()); non-throwing. */
   t4a_status size(uint64_t &bytes, std::nothrow_t) const noexcept {
-    return t4a_download_size(h_, &bytes);
-  }
-  /** Hands the handle to the caller. */
-  t4a_download release() noexcept {
-    t4a_download h = h_;
-    h_ = t4a_download{T4A_NULL_ID};
-    return h;
-  }
-  /** Releases now. */
-  void reset() noexcept {
-    if (h_.id != T4A_NULL_ID) (void)t4a_download_release(release());
+    return t4a_download_size(get(), &bytes);
   }
   /** Delivers if complete (t4a_download_poll()): SUCCESS or NOT_READY. */
   t4a_status poll(void *dst, std::nothrow_t) noexcept {
-    return t4a_download_poll(h_, dst);
+    return t4a_download_poll(get(), dst);
   }
   /** Waits and delivers (t4a_download_wait()); non-throwing. */
   t4a_status wait(void *dst, std::nothrow_t) noexcept {
-    return t4a_download_wait(h_, dst);
+    return t4a_download_wait(get(), dst);
   }
 #if T4A_HPP_EXCEPTIONS
   /** Delivers if complete (t4a_download_poll()); true when delivered.
    *  @throws Error */
-  bool poll(void *dst) {
-    t4a_status s = t4a_download_poll(h_, dst);
-    if (s == T4A_NOT_READY) return false;
-    check(s);
-    return true;
-  }
+  bool poll(void *dst) { return detail::ready(poll(dst, std::nothrow)); }
   /** Waits and delivers (t4a_download_wait()). @throws Error */
-  void wait(void *dst) { check(t4a_download_wait(h_, dst)); }
+  void wait(void *dst) { check(wait(dst, std::nothrow)); }
 #endif
-
-private:
-  t4a_download h_{T4A_NULL_ID};
 };
 
 /** @brief Pinned-staged upload (t4a_buffer_upload()); non-throwing. */
@@ -709,56 +695,6 @@ inline t4a_status copy(RuntimeView rt, const Buffer &dst, uint64_t dst_offset,
   return t4a_buffer_copy(rt.get(), dst.get(), dst_offset, src.get(), src_offset,
                          bytes);
 }
-#if T4A_HPP_EXCEPTIONS
-/** @brief Pinned-staged upload (t4a_buffer_upload()). @throws Error */
-inline void upload(RuntimeView rt, const Buffer &dst, uint64_t offset,
-                   const void *src, uint64_t bytes) {
-  check(t4a_buffer_upload(rt.get(), dst.get(), offset, src, bytes));
-}
-/** @brief Synchronous download (t4a_buffer_download_sync()).
- *  @throws Error */
-inline void download(RuntimeView rt, const Buffer &src, uint64_t offset,
-                     void *dst, uint64_t bytes) {
-  check(t4a_buffer_download_sync(rt.get(), src.get(), offset, dst, bytes));
-}
-/** @brief DMA from a host buffer (t4a_buffer_upload_host()).
- *  @throws Error */
-inline void upload(RuntimeView rt, const Buffer &dst, uint64_t dst_offset,
-                   const HostBuffer &src, uint64_t src_offset, uint64_t bytes) {
-  check(t4a_buffer_upload_host(rt.get(), dst.get(), dst_offset, src.get(),
-                               src_offset, bytes));
-}
-/** @brief DMA into a host buffer (t4a_buffer_download_host()).
- *  @throws Error */
-inline void download(RuntimeView rt, const Buffer &src, uint64_t src_offset,
-                     const HostBuffer &dst, uint64_t dst_offset,
-                     uint64_t bytes) {
-  check(t4a_buffer_download_host(rt.get(), src.get(), src_offset, dst.get(),
-                                 dst_offset, bytes));
-}
-/** @brief Enqueues a pending download (t4a_buffer_download()).
- *  @throws Error */
-inline Download download_async(RuntimeView rt, const Buffer &src,
-                               uint64_t offset, uint64_t bytes) {
-  t4a_download h{T4A_NULL_ID};
-  check(t4a_buffer_download(rt.get(), src.get(), offset, bytes, &h));
-  return Download(h);
-}
-/** @brief Fills bytes (t4a_buffer_fill()). @throws Error */
-inline void fill(RuntimeView rt, const Buffer &b, uint64_t offset,
-                 uint64_t bytes, uint8_t value) {
-  check(t4a_buffer_fill(rt.get(), b.get(), offset, bytes, value));
-}
-/** @brief Device-to-device copy (t4a_buffer_copy()): `rt` is the runtime of
- *  `dst`; `src` may belong to another runtime, of the same device or
- *  another (see t4a_buffer_copy() for the paths). For a t4a::DeviceArray
- *  pass `array.buffer()` and byte offsets. @throws Error */
-inline void copy(RuntimeView rt, const Buffer &dst, uint64_t dst_offset,
-                 const Buffer &src, uint64_t src_offset, uint64_t bytes) {
-  check(t4a_buffer_copy(rt.get(), dst.get(), dst_offset, src.get(), src_offset,
-                        bytes));
-}
-#endif
 
 // ---------------------------------------------------------------------------
 // Contiguous containers and typed device arrays
@@ -838,6 +774,51 @@ t4a_status download(RuntimeView rt, const Buffer &src, C &dst,
   return download(rt, src, dst, 0, std::nothrow);
 }
 #if T4A_HPP_EXCEPTIONS
+/** @brief Pinned-staged upload (t4a_buffer_upload()). @throws Error */
+inline void upload(RuntimeView rt, const Buffer &dst, uint64_t offset,
+                   const void *src, uint64_t bytes) {
+  check(upload(rt, dst, offset, src, bytes, std::nothrow));
+}
+/** @brief Synchronous download (t4a_buffer_download_sync()).
+ *  @throws Error */
+inline void download(RuntimeView rt, const Buffer &src, uint64_t offset,
+                     void *dst, uint64_t bytes) {
+  check(download(rt, src, offset, dst, bytes, std::nothrow));
+}
+/** @brief DMA from a host buffer (t4a_buffer_upload_host()).
+ *  @throws Error */
+inline void upload(RuntimeView rt, const Buffer &dst, uint64_t dst_offset,
+                   const HostBuffer &src, uint64_t src_offset, uint64_t bytes) {
+  check(upload(rt, dst, dst_offset, src, src_offset, bytes, std::nothrow));
+}
+/** @brief DMA into a host buffer (t4a_buffer_download_host()).
+ *  @throws Error */
+inline void download(RuntimeView rt, const Buffer &src, uint64_t src_offset,
+                     const HostBuffer &dst, uint64_t dst_offset,
+                     uint64_t bytes) {
+  check(download(rt, src, src_offset, dst, dst_offset, bytes, std::nothrow));
+}
+/** @brief Enqueues a pending download (t4a_buffer_download()).
+ *  @throws Error */
+inline Download download_async(RuntimeView rt, const Buffer &src,
+                               uint64_t offset, uint64_t bytes) {
+  return detail::checked<Download>([&](auto &o) {
+    return download_async(rt, src, offset, bytes, o, std::nothrow);
+  });
+}
+/** @brief Fills bytes (t4a_buffer_fill()). @throws Error */
+inline void fill(RuntimeView rt, const Buffer &b, uint64_t offset,
+                 uint64_t bytes, uint8_t value) {
+  check(fill(rt, b, offset, bytes, value, std::nothrow));
+}
+/** @brief Device-to-device copy (t4a_buffer_copy()): `rt` is the runtime of
+ *  `dst`; `src` may belong to another runtime, of the same device or
+ *  another (see t4a_buffer_copy() for the paths). For a t4a::DeviceArray
+ *  pass `array.buffer()` and byte offsets. @throws Error */
+inline void copy(RuntimeView rt, const Buffer &dst, uint64_t dst_offset,
+                 const Buffer &src, uint64_t src_offset, uint64_t bytes) {
+  check(copy(rt, dst, dst_offset, src, src_offset, bytes, std::nothrow));
+}
 /** @brief Uploads a contiguous container's bytes to `dst` at byte `offset`
  *  (default 0) (t4a_buffer_upload()). @throws Error */
 template <class C,
@@ -1017,7 +998,8 @@ public:
   void download(RuntimeView rt, C &dst, size_t offset = 0) const {
     const size_t have = std::size(dst);
     if (offset > count_ || have < count_ - offset)
-      throw too_small("t4a::DeviceArray::download", have, offset);
+      throw detail::too_small("t4a::DeviceArray::download", count_, have,
+                              offset);
     check(download(rt, std::data(dst), count_ - offset, offset, std::nothrow));
   }
   /** All elements as a new std::vector (t4a_buffer_download_sync()).
@@ -1036,22 +1018,6 @@ public:
 private:
   DeviceArray(Buffer buffer, size_t count) noexcept
       : buffer_(std::move(buffer)), count_(count) {}
-#if T4A_HPP_EXCEPTIONS
-  Error too_small(const char *entry, size_t have, size_t offset) const {
-    std::string m = std::string(t4a_status_name(T4A_ERROR_INVALID_ARGUMENT)) +
-                    ": " + entry + ": ";
-    if (offset > count_)
-      m += "offset " + std::to_string(offset) +
-           " is past the end of the array (" + std::to_string(count_) +
-           " elements)";
-    else
-      m += "the destination holds " + std::to_string(have) +
-           " elements, the array " + std::to_string(count_) + " from offset " +
-           std::to_string(offset) + " (" + std::to_string(count_ - offset) +
-           " to copy)";
-    return Error(T4A_ERROR_INVALID_ARGUMENT, 0, entry, m);
-  }
-#endif
   Buffer buffer_;
   size_t count_ = 0;
 };
@@ -1352,9 +1318,8 @@ public:
   /** Target, sizes and name count (t4a_artifact_info_get()).
    *  @throws Error */
   t4a_artifact_info info() const {
-    t4a_artifact_info out = T4A_ARTIFACT_INFO_INIT;
-    check(t4a_artifact_info_get(get(), &out));
-    return out;
+    return detail::checked<t4a_artifact_info>(
+        [&](auto &o) { return info(o, std::nothrow); });
   }
   /** The image: CUBIN bytes or PTX text with its NUL
    *  (t4a_artifact_image()). @throws Error */
@@ -1438,17 +1403,15 @@ inline t4a_status compile_stats(t4a_compile_stats &out,
  *  @throws Error (for #T4A_ERROR_COMPILE the message holds the first lines
  *  of the log; t4a::last_compile_log() the whole log) */
 inline Artifact compile(const t4a_compile_request &request) {
-  t4a_artifact h{T4A_NULL_ID};
-  check(t4a_compile(&request, &h));
-  return Artifact(h);
+  return detail::checked<Artifact>(
+      [&](auto &o) { return compile(request, o, std::nothrow); });
 }
 
 /** @brief The process-wide compile counters (t4a_compile_stats_get()).
  *  @throws Error */
 inline t4a_compile_stats compile_stats() {
-  t4a_compile_stats out = T4A_COMPILE_STATS_INIT;
-  check(t4a_compile_stats_get(&out));
-  return out;
+  return detail::checked<t4a_compile_stats>(
+      [](auto &o) { return compile_stats(o, std::nothrow); });
 }
 #endif
 
@@ -1808,31 +1771,30 @@ public:
   /** Attributes and parameter layout (t4a_kernel_info_get()).
    *  @throws Error */
   t4a_kernel_info info() const {
-    t4a_kernel_info out = T4A_KERNEL_INFO_INIT;
-    check(t4a_kernel_info_get(get(), &out));
-    return out;
+    return detail::checked<t4a_kernel_info>(
+        [&](auto &o) { return info(o, std::nothrow); });
   }
   /** One parameter as {offset, size} (t4a_kernel_param()). @throws Error
    *  (#T4A_ERROR_UNSUPPORTED when the driver does not report parameters) */
   std::pair<uint64_t, uint64_t> param(uint32_t index) const {
-    uint64_t offset = 0, size = 0;
-    check(t4a_kernel_param(get(), index, &offset, &size));
-    return {offset, size};
+    return detail::checked<std::pair<uint64_t, uint64_t>>(
+        [&](auto &p) { return param(index, p.first, p.second, std::nothrow); });
   }
   /** Active blocks of `block_size` threads per multiprocessor
    *  (t4a_kernel_occupancy()). @throws Error */
   int32_t occupancy(int32_t block_size, uint64_t dynamic_shared = 0) const {
-    int32_t n = 0;
-    check(t4a_kernel_occupancy(get(), block_size, dynamic_shared, &n));
-    return n;
+    return detail::checked<int32_t>([&](auto &n) {
+      return occupancy(block_size, dynamic_shared, n, std::nothrow);
+    });
   }
   /** The suggested block size as {block_size, min_grid_size}
    *  (t4a_kernel_suggest_block_size()). @throws Error */
   std::pair<int32_t, int32_t>
   suggest_block_size(uint64_t dynamic_shared = 0) const {
-    int32_t block = 0, grid = 0;
-    check(t4a_kernel_suggest_block_size(get(), dynamic_shared, &block, &grid));
-    return {block, grid};
+    return detail::checked<std::pair<int32_t, int32_t>>([&](auto &p) {
+      return suggest_block_size(dynamic_shared, p.first, p.second,
+                                std::nothrow);
+    });
   }
 #if defined(T4A_EXPERIMENTAL)
   /** The most blocks a cooperative launch may have
@@ -1923,33 +1885,27 @@ public:
 #if T4A_HPP_EXCEPTIONS
   /** Loads an artifact's image (t4a_module_load()). @throws Error */
   Module(RuntimeView rt, const Artifact &artifact) {
-    t4a_module h{T4A_NULL_ID};
-    check(t4a_module_load(rt.get(), artifact.get(), &h));
-    *this = Module(h);
+    check(load(rt, artifact, *this, std::nothrow));
   }
   /** Loads raw CUBIN, PTX or fatbin bytes (t4a_module_load_data()).
    *  @throws Error */
   Module(RuntimeView rt, const void *image, size_t bytes) {
-    t4a_module h{T4A_NULL_ID};
-    check(t4a_module_load_data(rt.get(), image, bytes, &h));
-    *this = Module(h);
+    check(load(rt, image, bytes, *this, std::nothrow));
   }
   /** Looks up a kernel by name expression or name (t4a_kernel_get()).
    *  @throws Error (#T4A_ERROR_UNKNOWN_ENTRY_POINT for a name the module
    *  lacks) */
   Kernel kernel(const char *name) const {
-    t4a_kernel h{T4A_NULL_ID};
-    check(t4a_kernel_get(get(), name, &h));
-    return Kernel(h);
+    return detail::checked<Kernel>(
+        [&](auto &k) { return kernel(name, k, std::nothrow); });
   }
   /** A `__device__` or `__constant__` variable as a buffer view
    *  (t4a_module_global()): upload, download, fill, copy and launch with
    *  it like any buffer. @throws Error (#T4A_ERROR_UNKNOWN_ENTRY_POINT for
    *  a name the module lacks) */
   Buffer global(const char *name) const {
-    t4a_buffer h{T4A_NULL_ID};
-    check(t4a_module_global(get(), name, &h));
-    return Buffer(h);
+    return detail::checked<Buffer>(
+        [&](auto &b) { return global(name, b, std::nothrow); });
   }
 #endif
 };
@@ -1996,22 +1952,19 @@ inline t4a_status launch(RuntimeView rt, const Kernel &kernel, Dim3 grid,
 /** @brief Launches a described kernel on the runtime's stream
  *  (t4a_launch()). @throws Error */
 inline void launch(RuntimeView rt, const t4a_launch_desc &desc) {
-  check(t4a_launch(rt.get(), &desc));
+  check(launch(rt, desc, std::nothrow));
 }
 /** @brief Launches `kernel` with `count` arguments (t4a_launch()).
  *  @throws Error */
 inline void launch(RuntimeView rt, const Kernel &kernel, Dim3 grid, Dim3 block,
                    uint32_t shared, const t4a_arg *args, uint32_t count) {
-  t4a_launch_desc d =
-      detail::launch_desc(kernel.get(), grid, block, shared, args, count);
-  check(t4a_launch(rt.get(), &d));
+  check(launch(rt, kernel, grid, block, shared, args, count, std::nothrow));
 }
 /** @brief Launches `kernel` with the arguments listed in place
  *  (t4a_launch()). @throws Error */
 inline void launch(RuntimeView rt, const Kernel &kernel, Dim3 grid, Dim3 block,
                    uint32_t shared, std::initializer_list<t4a_arg> args) {
-  launch(rt, kernel, grid, block, shared, args.begin(),
-         static_cast<uint32_t>(args.size()));
+  check(launch(rt, kernel, grid, block, shared, args, std::nothrow));
 }
 #endif
 
@@ -2041,15 +1994,10 @@ public:
 #if T4A_HPP_EXCEPTIONS
   /** Whether the work before it is done (t4a_completion_poll()); never
    *  waits. @throws Error */
-  bool poll() const {
-    t4a_status s = t4a_completion_poll(get());
-    if (s == T4A_NOT_READY) return false;
-    check(s);
-    return true;
-  }
+  bool poll() const { return detail::ready(poll(std::nothrow)); }
   /** Host wait until the work before it is done (t4a_completion_wait()).
    *  @throws Error */
-  void wait() const { check(t4a_completion_wait(get())); }
+  void wait() const { check(wait(std::nothrow)); }
 #endif
 };
 
@@ -2073,14 +2021,13 @@ inline t4a_status wait(RuntimeView rt, const Completion &completion,
 /** @brief Records a completion after the work enqueued so far
  *  (t4a_runtime_record()). @throws Error */
 inline Completion record(RuntimeView rt) {
-  t4a_completion h{T4A_NULL_ID};
-  check(t4a_runtime_record(rt.get(), &h));
-  return Completion(h);
+  return detail::checked<Completion>(
+      [&](auto &c) { return record(rt, c, std::nothrow); });
 }
 /** @brief Makes the runtime's later work wait for a completion
  *  (t4a_runtime_wait()). @throws Error */
 inline void wait(RuntimeView rt, const Completion &completion) {
-  check(t4a_runtime_wait(rt.get(), completion.get()));
+  check(wait(rt, completion, std::nothrow));
 }
 #endif
 
@@ -2105,48 +2052,27 @@ inline void wait(RuntimeView rt, const Completion &completion) {
  * ...                                // cuBLAS calls
  * @endcode
  */
-class RawScope {
+class RawScope : private detail::Unique<t4a_raw_scope, t4a_raw_end> {
 public:
   /** A scope that is not open. */
   RawScope() noexcept = default;
-#if T4A_HPP_EXCEPTIONS
-  /** Opens a scope on `rt` (t4a_raw_begin()). @throws Error */
-  explicit RawScope(RuntimeView rt) {
-    check(t4a_raw_begin(rt.get(), &handle_, &info_));
-  }
-#endif
   /** Opens a scope without throwing (t4a_raw_begin()); `out` (which must
    *  not be open) receives it on success. */
   static t4a_status begin(RuntimeView rt, RawScope &out,
                           std::nothrow_t) noexcept {
-    RawScope tmp;
-    t4a_status s = t4a_raw_begin(rt.get(), &tmp.handle_, &tmp.info_);
-    if (s == T4A_SUCCESS) out = std::move(tmp);
+    t4a_raw_scope h{T4A_NULL_ID};
+    t4a_raw_info info = T4A_RAW_INFO_INIT;
+    t4a_status s = t4a_raw_begin(rt.get(), &h, &info);
+    if (s == T4A_SUCCESS) out = RawScope(h, info);
     return s;
   }
-  RawScope(const RawScope &) = delete;
-  RawScope &operator=(const RawScope &) = delete;
-  /** Moves the open scope; `o` is then not open. */
-  RawScope(RawScope &&o) noexcept : handle_(o.handle_), info_(o.info_) {
-    o.handle_ = t4a_raw_scope{T4A_NULL_ID};
-  }
-  /** Ends the held scope (if open), then takes `o`'s. */
-  RawScope &operator=(RawScope &&o) noexcept {
-    if (this != &o) {
-      (void)end(std::nothrow);
-      handle_ = o.handle_;
-      info_ = o.info_;
-      o.handle_ = t4a_raw_scope{T4A_NULL_ID};
-    }
-    return *this;
-  }
-  /** Ends the scope; errors are left in the thread's last error. */
-  ~RawScope() { (void)end(std::nothrow); }
+  // Moving hands the open scope over; assigning or destroying ends the
+  // held one (detail::Unique), errors left in the thread's last error.
 
   /** The C handle. */
-  t4a_raw_scope get() const noexcept { return handle_; }
+  t4a_raw_scope get() const noexcept { return Unique::get(); }
   /** True while open. */
-  explicit operator bool() const noexcept { return handle_.id != T4A_NULL_ID; }
+  explicit operator bool() const noexcept { return Unique::operator bool(); }
   /** The runtime's `CUcontext`, current on this thread in the scope. */
   void *context() const noexcept { return info_.context; }
   /** The runtime's `CUstream`: enqueue the raw work here. */
@@ -2158,7 +2084,7 @@ public:
    *  non-throwing; `out` is written only on success. */
   t4a_status buffer(const Buffer &b, uint64_t &out,
                     std::nothrow_t) const noexcept {
-    return t4a_raw_buffer(handle_, b.get(), &out);
+    return t4a_raw_buffer(get(), b.get(), &out);
   }
   /** Registers a typed array and gives its device pointer as `T *`;
    *  non-throwing; `out` is written only on success. */
@@ -2166,7 +2092,7 @@ public:
   t4a_status pointer(const DeviceArray<T> &a, T *&out,
                      std::nothrow_t) const noexcept {
     uint64_t p = 0;
-    t4a_status s = t4a_raw_buffer(handle_, a.get(), &p);
+    t4a_status s = t4a_raw_buffer(get(), a.get(), &p);
     if (s == T4A_SUCCESS)
       out = reinterpret_cast<T *>(static_cast<uintptr_t>(p));
     return s;
@@ -2175,31 +2101,32 @@ public:
    *  (another thread, out of order) leaves it open; any other outcome
    *  closes it. Ending a scope that is not open does nothing. */
   t4a_status end(std::nothrow_t) noexcept {
-    if (handle_.id == T4A_NULL_ID) return T4A_SUCCESS;
-    t4a_status s = t4a_raw_end(handle_);
-    if (s != T4A_ERROR_INVALID_ARGUMENT) handle_ = t4a_raw_scope{T4A_NULL_ID};
+    if (!*this) return T4A_SUCCESS;
+    t4a_status s = t4a_raw_end(get());
+    if (s != T4A_ERROR_INVALID_ARGUMENT) (void)release();
     return s;
   }
 #if T4A_HPP_EXCEPTIONS
+  /** Opens a scope on `rt` (t4a_raw_begin()). @throws Error */
+  explicit RawScope(RuntimeView rt) { check(begin(rt, *this, std::nothrow)); }
   /** Registers a buffer (t4a_raw_buffer()). @throws Error */
   uint64_t buffer(const Buffer &b) const {
-    uint64_t p = 0;
-    check(t4a_raw_buffer(handle_, b.get(), &p));
-    return p;
+    return detail::checked<uint64_t>(
+        [&](auto &p) { return buffer(b, p, std::nothrow); });
   }
   /** Registers a typed array, giving `T *` (t4a_raw_buffer()).
    *  @throws Error */
   template <class T> T *pointer(const DeviceArray<T> &a) const {
-    T *p = nullptr;
-    check(pointer(a, p, std::nothrow));
-    return p;
+    return detail::checked<T *>(
+        [&](auto &p) { return pointer(a, p, std::nothrow); });
   }
   /** Ends the scope now (t4a_raw_end()). @throws Error */
   void end() { check(end(std::nothrow)); }
 #endif
 
 private:
-  t4a_raw_scope handle_{T4A_NULL_ID};
+  RawScope(t4a_raw_scope h, const t4a_raw_info &info) noexcept
+      : Unique(h), info_(info) {}
   t4a_raw_info info_ = T4A_RAW_INFO_INIT;
 };
 
@@ -2219,15 +2146,36 @@ inline t4a_status signal_stream(RuntimeView rt, void *stream,
 #if T4A_HPP_EXCEPTIONS
 /** @brief t4a_runtime_wait_stream(). @throws Error */
 inline void wait_stream(RuntimeView rt, void *stream) {
-  check(t4a_runtime_wait_stream(rt.get(), stream));
+  check(wait_stream(rt, stream, std::nothrow));
 }
 /** @brief t4a_runtime_signal_stream(). @throws Error */
 inline void signal_stream(RuntimeView rt, void *stream) {
-  check(t4a_runtime_signal_stream(rt.get(), stream));
+  check(signal_stream(rt, stream, std::nothrow));
 }
 #endif
 
-#if defined(T4A_EXPERIMENTAL)
+} // namespace t4a
+
+#endif /* T4ACUDA_HPP */
+
+/*
+ * The experimental part has its own guard, outside the main one, so that a
+ * later inclusion with T4A_EXPERIMENTAL defined still adds it after an
+ * earlier one without. It needs the C experimental section
+ * (T4A_EXPERIMENTAL_REVISION), included again for that case. Experimental
+ * members of classes above (LaunchConfig::cooperative(), Kernel's
+ * cooperative and barrier methods) follow the first inclusion.
+ */
+#if defined(T4A_EXPERIMENTAL) && !defined(T4ACUDA_HPP_EXPERIMENTAL)
+#include "t4acuda.h"
+#endif
+#if defined(T4A_EXPERIMENTAL) && defined(T4A_EXPERIMENTAL_REVISION) &&         \
+    !defined(T4ACUDA_HPP_EXPERIMENTAL)
+/** Defined once the facade's experimental part is declared. */
+#define T4ACUDA_HPP_EXPERIMENTAL
+
+namespace t4a {
+
 // ---------------------------------------------------------------------------
 // Graphs (experimental: see t4acuda.h's experimental section)
 // ---------------------------------------------------------------------------
@@ -2256,31 +2204,26 @@ public:
 #endif
 };
 
+namespace detail {
+/** Abandons the capture of `rt`: ends it (a failure leaves nothing to do)
+ *  and drops a graph made from it unused. */
+inline t4a_status abandon_capture(t4a_runtime rt) noexcept {
+  t4a_graph h{T4A_NULL_ID};
+  t4a_status s = t4a_capture_end(rt, &h);
+  if (s == T4A_SUCCESS) (void)t4a_graph_release(h);
+  return s;
+}
+} // namespace detail
+
 /**
  * @brief A capture of a runtime's stream (t4a_capture_begin()): end() makes
  * the graph; a capture destroyed before end() is ended and its graph
- * dropped (the captured work never runs). Move-only. @experimental
+ * dropped (the captured work never runs). Move-only; assigning abandons
+ * the held capture first. @experimental
  */
-class Capture {
+class Capture : private detail::Unique<t4a_runtime, detail::abandon_capture> {
 public:
   Capture() noexcept = default;
-  Capture(const Capture &) = delete;
-  Capture &operator=(const Capture &) = delete;
-  /** Moves the open capture; `o` holds none. */
-  Capture(Capture &&o) noexcept : rt_(o.rt_) {
-    o.rt_ = t4a_runtime{T4A_NULL_ID};
-  }
-  /** Abandons the held capture (ended, graph dropped), then takes `o`'s. */
-  Capture &operator=(Capture &&o) noexcept {
-    if (this != &o) {
-      abort();
-      rt_ = o.rt_;
-      o.rt_ = t4a_runtime{T4A_NULL_ID};
-    }
-    return *this;
-  }
-  /** Abandons an open capture (ended, graph dropped). */
-  ~Capture() { abort(); }
   /** Begins capturing `rt` (t4a_capture_begin()); non-throwing; `out`
    *  holds the capture only on success. */
   static t4a_status begin(RuntimeView rt, Capture &out, std::nothrow_t,
@@ -2288,10 +2231,7 @@ public:
     t4a_capture_options o = T4A_CAPTURE_OPTIONS_INIT;
     o.mode = mode;
     t4a_status s = t4a_capture_begin(rt.get(), &o);
-    if (s == T4A_SUCCESS) {
-      out.abort();
-      out.rt_ = rt.get();
-    }
+    if (s == T4A_SUCCESS) out = Capture(rt.get());
     return s;
   }
   /** Ends the capture (t4a_capture_end()); non-throwing; `graph` is
@@ -2299,41 +2239,29 @@ public:
    *  driver says it continues (ended from the wrong thread). */
   t4a_status end(Graph &graph, std::nothrow_t) noexcept {
     t4a_graph h{T4A_NULL_ID};
-    t4a_status s = t4a_capture_end(rt_, &h);
+    t4a_status s = t4a_capture_end(release(), &h);
     if (s == T4A_SUCCESS) graph = Graph(h);
-    rt_ = t4a_runtime{T4A_NULL_ID};
     return s;
   }
 #if T4A_HPP_EXCEPTIONS
   /** Begins capturing `rt` (t4a_capture_begin()). @throws Error */
   static Capture begin(RuntimeView rt, int32_t mode = T4A_CAPTURE_GLOBAL) {
-    Capture c;
-    check(begin(rt, c, std::nothrow, mode));
-    return c;
+    return detail::checked<Capture>(
+        [&](auto &c) { return begin(rt, c, std::nothrow, mode); });
   }
   /** Ends the capture and returns its graph. @throws Error */
   Graph end() {
-    Graph g;
-    check(end(g, std::nothrow));
-    return g;
+    return detail::checked<Graph>(
+        [&](auto &g) { return end(g, std::nothrow); });
   }
 #endif
   /** True while this object holds an open capture. */
-  explicit operator bool() const noexcept { return rt_.id != T4A_NULL_ID; }
+  explicit operator bool() const noexcept { return Unique::operator bool(); }
 
 private:
-  void abort() noexcept {
-    if (rt_.id == T4A_NULL_ID) return;
-    t4a_graph h{T4A_NULL_ID};
-    // Abandoned: the capture ends either way (a failure leaves nothing to
-    // do here), and a graph made from it is dropped unused.
-    if (t4a_capture_end(rt_, &h) == T4A_SUCCESS) (void)t4a_graph_release(h);
-    rt_ = t4a_runtime{T4A_NULL_ID};
-  }
-  t4a_runtime rt_{T4A_NULL_ID};
+  explicit Capture(t4a_runtime rt) noexcept : Unique(rt) {}
 };
-#endif /* T4A_EXPERIMENTAL */
 
 } // namespace t4a
 
-#endif /* T4ACUDA_HPP */
+#endif /* T4ACUDA_HPP_EXPERIMENTAL */
