@@ -32,10 +32,21 @@ fn main() {
     }
     let dir = match env::var("T4ACUDA_LIB_DIR") {
         Ok(d) if !d.is_empty() => {
+            // Cargo runs this script in the crate's own folder, not where
+            // cargo was invoked, so a relative path cannot be resolved the
+            // way the user meant it.
+            if Path::new(&d).is_relative() {
+                panic!(
+                    "T4ACUDA_LIB_DIR must be absolute (got {d}; cargo runs build \
+                     scripts in the crate's folder, not where it was invoked): \
+                     from the repository root, T4ACUDA_LIB_DIR=$PWD/build/default/src"
+                );
+            }
             if !Path::new(&d).join("libt4acuda.so").exists() {
                 panic!(
                     "T4ACUDA_LIB_DIR={d} holds no libt4acuda.so (point it at the \
-                     folder with the library, e.g. build/default/src)"
+                     folder with the library, e.g. $PWD/build/default/src from the \
+                     repository root)"
                 );
             }
             d

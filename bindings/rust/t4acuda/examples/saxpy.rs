@@ -1,5 +1,5 @@
 //! y = a*x + y on the GPU: compile with NVRTC, launch, verify.
-//! Run: T4ACUDA_LIB_DIR=build/default/src cargo run --example saxpy
+//! Run in bindings/rust: T4ACUDA_LIB_DIR=$PWD/../../build/default/src cargo run --example saxpy
 use t4acuda::{compile, Runtime};
 
 const SAXPY: &str = r#"
