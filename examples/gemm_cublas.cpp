@@ -15,17 +15,11 @@
 
 #include <t4acuda.hpp>
 
+#include "example_exit.hpp"
+
 namespace {
 
-int skip_or_fail(const char *why) {
-  const char *req = std::getenv("T4A_REQUIRE_GPU");
-  if (req != nullptr && *req != '\0' && std::atoi(req) != 0) {
-    std::fprintf(stderr, "FAILED: %s (T4A_REQUIRE_GPU=%s)\n", why, req);
-    return 1;
-  }
-  std::printf("SKIPPED: %s\n", why);
-  return 77;
-}
+using example::skip_or_fail;
 
 struct Cublas {
   decltype(&cublasCreate_v2) create = nullptr;

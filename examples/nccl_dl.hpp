@@ -1,10 +1,11 @@
 // NCCL loaded with dlopen for the raw-seam examples (allreduce_nccl.cpp,
 // allreduce_nccl_ranks.cpp): the toolkit's nccl.h gives the types and
-// prototypes; neither program nor t4acuda links libnccl. Also the
-// examples' shared exit convention: 0 success, 1 failure, 77 skipped.
+// prototypes; neither program nor t4acuda links libnccl.
 #pragma once
 
 #include <nccl.h> // types and prototypes only
+
+#include "example_exit.hpp"
 
 #include <dlfcn.h>
 
@@ -14,18 +15,7 @@
 
 namespace nccl_dl {
 
-// 77 (SKIPPED) for a missing GPU or library, unless T4A_REQUIRE_GPU asks
-// for at least `needed` devices (any positive value asks for one): then 1.
-inline int skip_or_fail(const std::string &why, int needed) {
-  const char *req = std::getenv("T4A_REQUIRE_GPU");
-  int want = req != nullptr && *req != '\0' ? std::atoi(req) : 0;
-  if (want >= needed || (want > 0 && needed == 1)) {
-    std::fprintf(stderr, "FAILED: %s (T4A_REQUIRE_GPU=%s)\n", why.c_str(), req);
-    return 1;
-  }
-  std::printf("SKIPPED: %s\n", why.c_str());
-  return 77;
-}
+using example::skip_or_fail;
 
 struct Nccl {
   decltype(&ncclGetErrorString) error_string = nullptr;
