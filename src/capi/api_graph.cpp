@@ -4,13 +4,13 @@
 #include <cstddef>
 
 #include "capi/entry.hpp"
+#include "capi/graph.hpp"
 #include "capi/handles.hpp"
 #include "core/capture.hpp"
 #include "core/capture_options.hpp"
-#include "capi/graph.hpp"
 #include "core/raw_scope.hpp"
+#include "core/section_admission.hpp"
 #include "core/struct_io.hpp"
-
 
 using namespace t4a;
 using capi::in;
@@ -60,36 +60,16 @@ T4A_API t4a_status t4a_capture_end(t4a_runtime runtime, t4a_graph *graph) {
 
 T4A_API t4a_status t4a_graph_launch(t4a_runtime runtime, t4a_graph graph) {
   return T4A_ENTRY({
-    // Both handles are borrowed, as t4a_launch's are (core/borrow.hpp).
-    // Failures are reported in argument order. The objects stay valid
-    // until the section ends, after the replay returned.
-    core::BorrowSection section;
-    const core::Registry &reg = core::Registry::instance();
-    core::Object *objects[2] = {nullptr, nullptr};
-    if (core::HandleCheck c =
-            reg.borrow(runtime.id, core::Kind::Runtime, &objects[0]);
-        c != core::HandleCheck::Ok)
-      return core::fail_handle(c, runtime.id, "runtime");
-    if (core::HandleCheck c =
-            reg.borrow(graph.id, core::Kind::Graph, &objects[1]);
-        c != core::HandleCheck::Ok)
-      return core::fail_handle(c, graph.id, "graph");
-    // The replay waits for admission: it runs outside the section, holding
-    // references (a thread waiting inside a section would hold up every
-    // release in the process, core/borrow.hpp).
-    Ref<core::Runtime> rt(static_cast<core::Runtime *>(objects[0]));
-    Ref<capi::Graph> g(static_cast<capi::Graph *>(objects[1]));
-    bool paused = section.pause();
-    t4a_status s = g->launch(*rt);
-    if (paused) {
-      // Dropped outside the section (a last reference may run a
-      // destructor that waits). Nested, they go at return, inside the
-      // enclosing section, as before.
-      g.reset();
-      rt.reset();
-      section.resume();
-    }
-    return s;
+    // Both handles are borrowed, as t4a_launch's are (core/borrow.hpp);
+    // failures in argument order. The replay waits for admission: it runs
+    // outside the section, holding references (core::run_outside).
+    return capi::call_borrowed(
+        in(runtime, "runtime"), in(graph, "graph"),
+        [&](core::BorrowSection &section, core::Runtime &rt,
+            capi::Graph &g) -> t4a_status {
+          core::Borrowed held({&rt, &g}, nullptr, 0);
+          return core::run_outside(section, held, [&] { return g.launch(rt); });
+        });
   });
 }
 

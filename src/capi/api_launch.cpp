@@ -1,9 +1,11 @@
 // Module, kernel, launch and completion entry points.
+#include <cstdio>
+
+#include "capi/completion.hpp"
 #include "capi/entry.hpp"
 #include "capi/handles.hpp"
 #include "capi/name_expressions.hpp"
 #include "compile/artifact.hpp"
-#include "capi/completion.hpp"
 #include "driver/cuda_api.hpp"
 #include "launch/cooperative.hpp"
 #include "launch/kernel.hpp"
@@ -17,6 +19,18 @@ using namespace t4a;
 using capi::in;
 using capi::not_null;
 using core::Ref;
+
+namespace {
+
+// Reports the buffer handle of argument i that did not resolve.
+T4A_COLD t4a_status fail_buffer_arg(core::HandleCheck c, uint64_t id,
+                                    uint32_t i) {
+  char arg[48];
+  std::snprintf(arg, sizeof arg, "desc->args[%u].buffer", i);
+  return core::fail_handle(c, id, arg);
+}
+
+} // namespace
 
 extern "C" {
 
@@ -226,11 +240,49 @@ T4A_API t4a_status t4a_kernel_barrier_audit(t4a_kernel kernel, uint32_t index,
   });
 }
 
-// Not through capi::call: the launch path borrows the runtime, the kernel
-// and every buffer argument in one pass (launch/launch.hpp).
+// The runtime, the descriptor, its kernel and every buffer argument are
+// borrowed in the one borrow section of capi::call_borrowed (errors in
+// argument order: the runtime, the descriptor itself, the kernel, the
+// buffers; then validate()'s, in field order); the launch takes the
+// objects (launch/launch.hpp).
 T4A_API t4a_status t4a_launch(t4a_runtime runtime,
                               const t4a_launch_desc *desc) {
-  return T4A_ENTRY({ return launch::launch(runtime, desc); });
+  return T4A_ENTRY({
+    return capi::call_borrowed(
+        in(runtime, "runtime"), not_null(desc, "desc"),
+        [&](core::BorrowSection &section, core::Runtime &rt) -> t4a_status {
+          t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+          if (core::StructFault fault = core::copy_struct(desc, &d);
+              fault.status != T4A_SUCCESS) [[unlikely]]
+            return core::fail_struct(fault, "desc", sizeof d);
+          launch::Kernel *k = nullptr;
+          if (t4a_status s = capi::borrow(
+                  capi::In<launch::Kernel>{d.kernel.id, core::Kind::Kernel,
+                                           "desc->kernel"},
+                  &k);
+              s != T4A_SUCCESS) [[unlikely]]
+            return s;
+          // Each buffer argument borrowed as the walk reaches it (a buffer
+          // released meanwhile is freed after the launch, in stream order).
+          launch::ArgSpace space(launch::readable_args(d));
+          const core::Registry &reg = core::Registry::instance();
+          if (t4a_status s = launch::prepare_args(
+                  rt, d, space,
+                  [&](uint32_t i, const t4a_arg &a,
+                      memory::Buffer **b) -> t4a_status {
+                    core::Object *bo = nullptr;
+                    if (core::HandleCheck c =
+                            reg.borrow(a.buffer.id, core::Kind::Buffer, &bo);
+                        c != core::HandleCheck::Ok) [[unlikely]]
+                      return fail_buffer_arg(c, a.buffer.id, i);
+                    *b = static_cast<memory::Buffer *>(bo);
+                    return T4A_SUCCESS;
+                  });
+              s != T4A_SUCCESS) [[unlikely]]
+            return s;
+          return launch::launch(section, rt, *k, d, space);
+        });
+  });
 }
 
 T4A_API t4a_status t4a_runtime_record(t4a_runtime runtime,

@@ -42,14 +42,27 @@ extern "C" {
 T4A_API t4a_status t4a_buffer_alloc(t4a_runtime runtime, uint64_t bytes,
                                     uint32_t flags, t4a_buffer *buffer) {
   return T4A_ENTRY({
-    // The warm case first: one capture-gate window, no reference taken on
-    // the runtime but the buffer's (memory/buffer.hpp); anything it does
-    // not take on runs the explained path, which reports it.
+    // The warm case first: the runtime borrowed in one capture-gate
+    // window, no reference taken on it but the buffer's
+    // (memory/buffer.hpp); anything it does not take on (a handle that
+    // does not resolve included) runs the explained path, which reports
+    // it.
     if (buffer != nullptr && flags == 0 && bytes != 0) [[likely]] {
-      t4a_status s = T4A_SUCCESS;
-      if (memory::Buffer::alloc_warm(runtime.id, bytes, &buffer->id, &s))
-          [[likely]]
-        return s; // on success, published in *buffer
+      memory::Buffer::Warm w;
+      bool ran = false;
+      {
+        core::GateSection window;
+        if (core::Runtime *rt = capi::borrow_quietly(in(runtime, "runtime")))
+            [[likely]]
+          ran = memory::Buffer::alloc_warm(*rt, bytes, &w);
+      }
+      if (ran) [[likely]] {
+        Ref<memory::Buffer> b;
+        if (t4a_status s = memory::Buffer::finish_warm(w, &b); s != T4A_SUCCESS)
+            [[unlikely]]
+          return s;
+        return capi::publish(std::move(b), buffer);
+      }
     }
     return alloc_explained(runtime, bytes, flags, buffer);
   });

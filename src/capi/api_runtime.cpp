@@ -51,33 +51,33 @@ T4A_API t4a_status t4a_runtime_create(const t4a_runtime_options *options,
 T4A_API t4a_status t4a_runtime_destroy(t4a_runtime runtime) {
   return T4A_ENTRY({
     if (runtime.id == T4A_NULL_ID) return T4A_SUCCESS;
-    core::Ref<core::Object> obj;
-    // A raw scope of this thread holds the runtime's admission: the drain
-    // would wait for the scope's own end. Refused before the handle goes.
-    if (core::Registry::instance().resolve(runtime.id, core::Kind::Runtime,
-                                           &obj) == core::HandleCheck::Ok &&
-        core::raw_scope_open_here(*static_cast<core::Runtime *>(obj.get())))
-      return core::fail(T4A_ERROR_REENTRANT,
-                        "this thread holds a raw scope of the runtime "
-                        "(t4a_raw_begin); end it with t4a_raw_end before "
-                        "destroying the runtime; nothing was changed");
-    // A capturing runtime is not destroyed (the drain would invalidate the
-    // capture): checked under admission, where captures begin, which from
-    // then on refuse to begin; the handle stays when refused.
-    if (obj)
-      if (t4a_status s =
-              static_cast<core::Runtime *>(obj.get())->begin_destroy();
-          s != T4A_SUCCESS)
-        return s;
-    obj.reset();
-    core::HandleCheck c = core::Registry::instance().remove(
-        runtime.id, core::Kind::Runtime, &obj);
-    if (c != core::HandleCheck::Ok)
-      return core::fail_handle(c, runtime.id, "runtime");
-    auto *rt = static_cast<core::Runtime *>(obj.get());
-    t4a_status s = rt->destroy();
-    obj.reset(); // teardown runs when the last internal reference goes
-    return s;
+    return capi::call(
+        in(runtime, "runtime"), [&](Ref<core::Runtime> &rt) -> t4a_status {
+          // A raw scope of this thread holds the runtime's admission: the
+          // drain would wait for the scope's own end. Refused before the
+          // handle goes.
+          if (core::raw_scope_open_here(*rt))
+            return core::fail(T4A_ERROR_REENTRANT,
+                              "this thread holds a raw scope of the runtime "
+                              "(t4a_raw_begin); end it with t4a_raw_end "
+                              "before destroying the runtime; nothing was "
+                              "changed");
+          // A capturing runtime is not destroyed (the drain would
+          // invalidate the capture): checked under admission, where
+          // captures begin, which from then on refuse to begin; the handle
+          // stays when refused.
+          if (t4a_status s = rt->begin_destroy(); s != T4A_SUCCESS) return s;
+          rt.reset();
+          // The handle goes (another thread may have destroyed it since).
+          Ref<core::Object> obj;
+          if (core::HandleCheck c = core::Registry::instance().remove(
+                  runtime.id, core::Kind::Runtime, &obj);
+              c != core::HandleCheck::Ok)
+            return core::fail_handle(c, runtime.id, "runtime");
+          t4a_status s = static_cast<core::Runtime *>(obj.get())->destroy();
+          obj.reset(); // teardown runs when the last internal reference goes
+          return s;
+        });
   });
 }
 

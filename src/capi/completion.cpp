@@ -6,6 +6,12 @@
 
 namespace t4a::capi {
 
+namespace {
+// Completions recorded (a part counter, core/counters.hpp).
+const core::CounterSlot k_completions_recorded = core::register_counter(
+    "completions_recorded", &t4a_runtime_stats::completions_recorded);
+} // namespace
+
 using namespace t4a::core;
 
 using namespace t4a::driver;
@@ -29,7 +35,7 @@ t4a_status Completion::record(Ref<Runtime> rt, Ref<Completion> *out) {
   if (auto e = cu::event_record(c->event_, r.stream()); !e)
     return r.fail_op(e, "recording a completion (cuEventRecord)");
   r.counters().events_recorded.add();
-  r.counters().completions_recorded.add();
+  r.counters().of(k_completions_recorded).add();
   *out = std::move(c);
   return T4A_SUCCESS;
 }

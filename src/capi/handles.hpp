@@ -73,7 +73,8 @@ inline t4a_status resolve_runtime(t4a_runtime h,
 }
 
 // Registers a new object and stores its handle in `*out`.
-template <class H, class T> t4a_status publish(core::Ref<T> obj, H *out) {
+template <class H, class T>
+[[gnu::always_inline]] inline t4a_status publish(core::Ref<T> obj, H *out) {
   out->id = core::Registry::instance().insert(
       core::Ref<core::Object>(core::Ref<core::Object>::adopt(obj.detach())));
   return T4A_SUCCESS;
@@ -165,6 +166,18 @@ template <class T>
   if (hc != core::HandleCheck::Ok) return core::fail_handle(hc, c.id, c.arg);
   *out = static_cast<T *>(obj);
   return T4A_SUCCESS;
+}
+
+// Inside a borrow section (a gate window included): the handle's object,
+// or nullptr, recording nothing, when it does not resolve (a fast path
+// whose fallback reports it).
+template <class T>
+[[gnu::always_inline]] inline T *borrow_quietly(const In<T> &c) {
+  core::Object *obj = nullptr;
+  if (core::Registry::instance().borrow(c.id, c.kind, &obj) !=
+      core::HandleCheck::Ok) [[unlikely]]
+    return nullptr;
+  return static_cast<T *>(obj);
 }
 
 namespace detail {

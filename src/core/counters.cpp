@@ -1,6 +1,41 @@
 #include "core/counters.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace t4a::core {
+
+namespace {
+// Zero-initialized before any dynamic initializer runs, so a counter may
+// be registered from any translation unit's initializer.
+struct CounterTable {
+  int count;
+  const char *names[k_max_part_counters];
+  uint64_t t4a_runtime_stats::*fields[k_max_part_counters];
+};
+constinit CounterTable g_counters{};
+
+[[noreturn]] void bad_counter(const char *name, const char *why) {
+  // Static initialization: no runtime, no log callback yet; stderr only.
+  std::fprintf(stderr, "t4acuda: part counter '%s': %s\n", name, why);
+  std::abort();
+}
+} // namespace
+
+CounterSlot register_counter(const char *name,
+                             uint64_t t4a_runtime_stats::*field) {
+  CounterTable &t = g_counters;
+  if (t.count == k_max_part_counters)
+    bad_counter(name, "no slot left (core::k_max_part_counters is too small)");
+  for (int i = 0; i < t.count; ++i)
+    if (t.fields[i] == field)
+      bad_counter(name, "its stats field is already filled by another");
+  const auto index = static_cast<uint8_t>(t.count);
+  t.names[index] = name;
+  t.fields[index] = field;
+  ++t.count;
+  return CounterSlot{index};
+}
 
 void RuntimeCounters::fill(t4a_runtime_stats *s) const {
   s->host_waits = host_waits.get();
@@ -26,20 +61,8 @@ void RuntimeCounters::fill(t4a_runtime_stats *s) const {
   s->quarantined = quarantined.get();
   s->leaked_allocations = leaked_allocations.get();
   s->launches = launches.get();
-  s->module_loads = module_loads.get();
-  s->module_unloads = module_unloads.get();
-  s->module_cache_hits = module_cache_hits.get();
-  s->module_evictions = module_evictions.get();
-  s->leaked_modules = leaked_modules.get();
-  s->completions_recorded = completions_recorded.get();
-  s->same_device_copies = same_device_copies.get();
-  s->same_device_bytes = same_device_bytes.get();
-  s->peer_copies = peer_copies.get();
-  s->peer_bytes = peer_bytes.get();
-  s->staged_copies = staged_copies.get();
-  s->staged_bytes = staged_bytes.get();
-  s->cooperative_launches = cooperative_launches.get();
-  s->barrier_audit_failures = barrier_audit_failures.get();
+  for (int i = 0; i < g_counters.count; ++i)
+    s->*g_counters.fields[i] = parts[i].get();
 }
 
 bool RuntimeCounters::claim(const void *me) {

@@ -1,5 +1,18 @@
 // Counters of a runtime and of the process (deliberate leaks).
 // Each is incremented where the thing happens, so tests can assert it.
+//
+// The runtime's own counters and those of the memory layer's allocation
+// and transfer paths are fields of RuntimeCounters. A counter that only
+// one part of a higher layer counts (the module cache, cooperative
+// launches, copies between runtimes, completions) is that part's: it is
+// declared there, once, at static initialization, with the
+// t4a_runtime_stats field it fills, and counted in the runtime's table of
+// part counters, so core names none of them:
+//
+//   const core::CounterSlot k_peer_copies = core::register_counter(
+//       "peer_copies", &t4a_runtime_stats::peer_copies);
+//   ...
+//   rt.counters().of(k_peer_copies).add();
 #pragma once
 
 #include <atomic>
@@ -56,21 +69,32 @@ struct DeviceBytes {
   }
 };
 
+// A part counter's slot: an index into every runtime's table of part
+// counters.
+struct CounterSlot {
+  uint8_t index = 0;
+};
+
+// Slots a runtime has room for.
+inline constexpr int k_max_part_counters = 24;
+
+// Declares a part counter named `name` (a string literal, for messages)
+// that fills `field` of t4a_runtime_stats. Call only during static
+// initialization of the library (a namespace-scope constant of the owning
+// layer), before any runtime exists; a field declared twice, or more than
+// k_max_part_counters slots, is a programming error that aborts at load
+// time with a message.
+CounterSlot register_counter(const char *name,
+                             uint64_t t4a_runtime_stats::*field);
+
 struct RuntimeCounters {
   // launches first: it shares the runtime's admission cache line.
   Counter launches, host_waits, trims, allocations, frees, zero_fills, fills,
       device_copies, uploads, downloads, bytes_uploaded, bytes_downloaded,
-      staging_waits, events_recorded, quarantined, leaked_allocations,
-      module_loads, module_unloads, module_cache_hits, module_evictions,
-      leaked_modules, completions_recorded;
-  // Copies between runtimes (memory/cross_copy.cpp), counted by both
-  // runtimes of each copy, per path.
-  Counter same_device_copies, same_device_bytes, peer_copies, peer_bytes,
-      staged_copies, staged_bytes;
-  // Cooperative launches and grid-barrier audits (launch/cooperative.cpp;
-  // audit failures are also counted by a kernel's destructor, outside
-  // admission: add() only).
-  Counter cooperative_launches, barrier_audit_failures;
+      staging_waits, events_recorded, quarantined, leaked_allocations;
+  // The part counters (register_counter), by slot.
+  Counter parts[k_max_part_counters];
+  Counter &of(CounterSlot s) { return parts[s.index]; }
   DeviceBytes device_bytes;
   Level staging_bytes;
 

@@ -84,6 +84,24 @@ private:
   bool held_ = false;
 };
 
+// Runs f() outside `section`, holding references to what `held` names
+// (objects borrowed in the section), then enters the section again: the
+// one way a borrowed operation that may wait leaves its section (a
+// thread waiting inside one would hold up every release in the process,
+// core/borrow.hpp). The references are dropped outside the section (a
+// last one may run a destructor that waits); when the section cannot be
+// left (nested, or a gate window) f() runs inside it and each drop is
+// deferred until the sections open now have ended (core::retire).
+template <class F>
+auto run_outside(BorrowSection &section, Borrowed &held, F &&f) {
+  held.hold();
+  bool paused = section.pause();
+  auto r = f();
+  held.drop(paused);
+  if (paused) section.resume();
+  return r;
+}
+
 class SectionAdmission {
 public:
   // `borrowed` (at most Borrowed::k_first), then `more[0..n_more-1]`: the

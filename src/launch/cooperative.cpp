@@ -25,6 +25,14 @@ using namespace t4a::driver;
 
 namespace {
 
+// Cooperative launches and grid-barrier audit failures (part counters,
+// core/counters.hpp; audit failures are also counted by a kernel's
+// destructor, outside admission: add() only).
+const core::CounterSlot k_cooperative_launches = core::register_counter(
+    "cooperative_launches", &t4a_runtime_stats::cooperative_launches);
+const core::CounterSlot k_barrier_audit_failures = core::register_counter(
+    "barrier_audit_failures", &t4a_runtime_stats::barrier_audit_failures);
+
 using ull = unsigned long long;
 
 // Kept in the open completion epoch by each barrier launch; its last drop
@@ -82,7 +90,7 @@ void compare(core::Runtime &rt, const Kernel &k, Barrier &b, uint64_t done,
       // A locked add, also under admission: a kernel destroyed outside
       // admission adds to it too, and a plain bump() under admission
       // could lose that increment.
-      rt.counters().barrier_audit_failures.add();
+      rt.counters().of(k_barrier_audit_failures).add();
       char then[128];
       if (released)
         std::snprintf(then, sizeof then,
@@ -543,7 +551,7 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
                               : "launching a kernel (cuLaunchKernel)");
   }
   rt.counters().launches.bump();
-  if (coop) rt.counters().cooperative_launches.bump();
+  if (coop) rt.counters().of(k_cooperative_launches).bump();
   if (audited > 0) ++st->seq;
   t4a_status s = copy_audits(rt, *st, audited, blocks);
   keeps.keep_all();

@@ -20,6 +20,18 @@ const core::PartSlot k_module_cache_slot =
     core::register_part("module cache", 200);
 } // namespace
 
+const core::CounterSlot
+    k_module_loads = core::register_counter("module_loads",
+                                            &t4a_runtime_stats::module_loads),
+    k_module_unloads = core::register_counter(
+        "module_unloads", &t4a_runtime_stats::module_unloads),
+    k_module_cache_hits = core::register_counter(
+        "module_cache_hits", &t4a_runtime_stats::module_cache_hits),
+    k_module_evictions = core::register_counter(
+        "module_evictions", &t4a_runtime_stats::module_evictions),
+    k_leaked_modules = core::register_counter(
+        "leaked_modules", &t4a_runtime_stats::leaked_modules);
+
 Module::Module(Ref<core::Runtime> rt)
     : Object(core::Kind::Module), rt_(std::move(rt)) {}
 
@@ -41,7 +53,7 @@ t4a_status Module::load(Ref<core::Runtime> rt,
   }
   m->bytes_ = artifact.image.size();
   m->key_ = artifact.key;
-  rt->counters().module_loads.add();
+  rt->counters().of(k_module_loads).add();
   *out = std::move(m);
   return T4A_SUCCESS;
 }
@@ -104,7 +116,7 @@ Module::~Module() {
   core::Runtime &rt = *rt_;
   if (rt.completion_unprovable()) {
     // The device may still run a kernel of this module.
-    rt.counters().leaked_modules.add();
+    rt.counters().of(k_leaked_modules).add();
     core::logf(T4A_LOG_WARN,
                "a module of device %d is leaked: completion of the work "
                "that used it is not proven",
@@ -113,15 +125,15 @@ Module::~Module() {
   }
   core::ContextScope scope;
   if (scope.enter(rt.context(), "unloading a module", false) != T4A_SUCCESS) {
-    rt.counters().leaked_modules.add();
+    rt.counters().of(k_leaked_modules).add();
     return;
   }
   if (DrvResult r = cu::module_unload(mod_); !r) {
-    rt.counters().leaked_modules.add();
+    rt.counters().of(k_leaked_modules).add();
     if (!is_driver_gone(r.code)) (void)rt.note_failure(r, "unloading a module");
     return;
   }
-  rt.counters().module_unloads.add();
+  rt.counters().of(k_module_unloads).add();
 }
 
 size_t ModuleCache::KeyHash::operator()(const core::Digest &d) const {
@@ -162,7 +174,7 @@ void ModuleCache::insert(Ref<Module> m, std::vector<Ref<Module>> *evicted) {
     lru_.pop_back();
     index_.erase(victim->key());
     bytes_ -= victim->bytes();
-    victim->runtime().counters().module_evictions.add();
+    victim->runtime().counters().of(k_module_evictions).add();
     evicted->push_back(std::move(victim));
   }
 }

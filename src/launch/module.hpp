@@ -32,6 +32,12 @@
 
 namespace t4a::launch {
 
+// The module cache's counters (part counters, core/counters.hpp), defined
+// in module.cpp: loads, unloads, cache hits, evictions, modules leaked at
+// teardown.
+extern const core::CounterSlot k_module_loads, k_module_unloads,
+    k_module_cache_hits, k_module_evictions, k_leaked_modules;
+
 class Module final : public core::Object {
 public:
   // Loads the artifact's image (under admission, with the runtime's

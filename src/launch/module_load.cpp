@@ -25,7 +25,7 @@ t4a_status load_through_cache(Ref<core::Runtime> rt, const core::Digest &key,
     ModuleCache &cache = ModuleCache::of(*rt);
     m = cache.find(key);
     if (m) {
-      rt->counters().module_cache_hits.add();
+      rt->counters().of(k_module_cache_hits).add();
     } else {
       if (t4a_status s = Module::load(rt, view(), names, &m); s != T4A_SUCCESS)
         return s;

@@ -5,7 +5,6 @@
 #include "core/context_scope.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "core/registry.hpp"
 #include "driver/result_class.hpp"
 
 namespace t4a::memory {
@@ -175,46 +174,34 @@ void device_free(core::Runtime &rt, CUdeviceptr ptr, uint64_t bytes) {
   free_failed(rt, r, ptr, bytes, unprovable);
 }
 
-bool Buffer::alloc_warm(uint64_t runtime_id, uint64_t bytes, uint64_t *id,
-                        t4a_status *status) {
-  core::Ref<Buffer> b;
-  DrvResult r{};
-  bool deferring = false; // call_in_window
-  {
-    // The runtime is borrowed (valid until the window closes) and the
-    // buffer takes the one reference to it that it keeps. The checks are
-    // the explained path's (capi::call, alloc) that can fail here, each
-    // branch-lean: any that fails sends the call there, which reports it.
-    core::GateSection window;
-    core::Object *o = nullptr;
-    if (core::Registry::instance().borrow(runtime_id, core::Kind::Runtime,
-                                          &o) != core::HandleCheck::Ok)
-        [[unlikely]]
-      return false;
-    auto &rt = static_cast<core::Runtime &>(*o);
-    if (rt.capture().gate().closed() || rt.completion_unprovable() ||
-        (rt.counters().allocation_count() & 63) == 0) [[unlikely]]
-      return false;
-    b = core::Ref<Buffer>::adopt(new Buffer(core::Ref<core::Runtime>(&rt)));
-    b->bytes_ = bytes;
-    r = call_in_window(rt, &deferring, [&] {
-      return cu::mem_alloc_from_pool_async(&b->ptr_, bytes, rt.pool(),
-                                           rt.stream());
-    });
-  }
-  end_deferral(deferring);
-  if (!r) [[unlikely]] {
-    b->ptr_ = 0; // nothing was allocated: nothing to free
-    *status = alloc_failed(*b->rt_, r, bytes, "allocating a buffer");
-    return true;
-  }
-  b->rt_->counters().count_allocation(core::borrow::tl_record, bytes);
-  // Registered here, as capi::publish does (may throw std::bad_alloc: the
-  // buffer is then freed and the entry guard reports it).
-  *id = core::Registry::instance().insert(
-      core::Ref<core::Object>::adopt(b.detach()));
-  *status = T4A_SUCCESS;
+bool Buffer::alloc_warm(core::Runtime &rt, uint64_t bytes, Warm *w) {
+  // The checks are the explained path's (capi::call, alloc) that can fail
+  // here, each branch-lean: any that fails sends the call there, which
+  // reports it. The buffer takes the one reference to the runtime that it
+  // keeps.
+  if (rt.capture().gate().closed() || rt.completion_unprovable() ||
+      (rt.counters().allocation_count() & 63) == 0) [[unlikely]]
+    return false;
+  Buffer *b = new Buffer(core::Ref<core::Runtime>(&rt));
+  w->buffer = core::Ref<Buffer>::adopt(b);
+  b->bytes_ = bytes;
+  w->result = call_in_window(rt, &w->deferring, [&] {
+    return cu::mem_alloc_from_pool_async(&b->ptr_, bytes, rt.pool(),
+                                         rt.stream());
+  });
   return true;
+}
+
+t4a_status Buffer::finish_warm_cold(Warm &w, core::Ref<Buffer> *out) {
+  end_deferral(w.deferring);
+  Buffer &b = *w.buffer;
+  if (!w.result) [[unlikely]] {
+    b.ptr_ = 0; // nothing was allocated: nothing to free
+    return alloc_failed(*b.rt_, w.result, b.bytes_, "allocating a buffer");
+  }
+  b.rt_->counters().count_allocation(core::borrow::tl_record, b.bytes_);
+  *out = std::move(w.buffer);
+  return T4A_SUCCESS;
 }
 
 t4a_status Buffer::alloc(core::Ref<core::Runtime> runtime, uint64_t bytes,

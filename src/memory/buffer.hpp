@@ -25,9 +25,11 @@
 
 #include <cstdint>
 
-#include "memory/block_cache.hpp"
+#include "core/borrow.hpp"
 #include "core/object.hpp"
 #include "core/runtime.hpp"
+#include "driver/cuda_api.hpp"
+#include "memory/block_cache.hpp"
 
 namespace t4a::memory {
 
@@ -36,15 +38,30 @@ public:
   // Admits one allocation on `rt`, whose reference the buffer keeps.
   static t4a_status alloc(core::Ref<core::Runtime> rt, uint64_t bytes,
                           uint32_t flags, core::Ref<Buffer> *out);
-  // t4a_buffer_alloc's warm case (flags 0, bytes > 0), in one capture-gate
-  // window from the runtime's lookup to the enqueue: true, with *status set
-  // and, on success, the new buffer registered and its handle id in *id,
-  // when it ran; false, having done nothing, when
-  // the explained path must decide: the runtime handle does not resolve,
-  // the runtime's completion is unprovable (broken), the gate is closed
-  // (a capture), or the amortized epoch poll is due.
-  static bool alloc_warm(uint64_t runtime_id, uint64_t bytes, uint64_t *id,
-                         t4a_status *status);
+  // t4a_buffer_alloc's warm case (flags 0, bytes > 0), in two steps.
+  // alloc_warm runs inside the capture-gate window (core::GateSection) in
+  // which the caller (capi) borrowed `rt`, from that lookup to the
+  // enqueue: false, having done nothing, when the explained path must
+  // decide (the runtime's completion is unprovable, the gate is closed by
+  // a capture, or the amortized epoch poll is due); true when it ran, with
+  // what it made in *w. finish_warm, after the window closed, reports a
+  // failed enqueue or counts the allocation and gives the buffer (SUCCESS,
+  // *out set).
+  struct Warm {
+    core::Ref<Buffer> buffer;
+    driver::DrvResult result{};
+    bool deferring = false; // log delivery deferred by a context retry
+  };
+  static bool alloc_warm(core::Runtime &rt, uint64_t bytes, Warm *w);
+  [[gnu::always_inline]] static t4a_status finish_warm(Warm &w,
+                                                       core::Ref<Buffer> *out) {
+    if (w.deferring || !w.result) [[unlikely]]
+      return finish_warm_cold(w, out);
+    Buffer &b = *w.buffer;
+    b.rt_->counters().count_allocation(core::borrow::tl_record, b.bytes_);
+    *out = std::move(w.buffer);
+    return T4A_SUCCESS;
+  }
   // Wraps foreign memory [ptr, ptr + bytes) of `rt`'s device; `owner`'s
   // last reference releases it (memory/dlpack.hpp).
   static core::Ref<Buffer> adopt_foreign(core::Ref<core::Runtime> rt,
@@ -76,6 +93,9 @@ public:
   static void operator delete(void *p) noexcept;
 
 private:
+  // finish_warm after a context retry (its log delivery deferred) or a
+  // failed enqueue.
+  static t4a_status finish_warm_cold(Warm &w, core::Ref<Buffer> *out);
   explicit Buffer(core::Ref<core::Runtime> rt);
   core::Ref<core::Runtime> rt_;
   CUdeviceptr ptr_ = 0;

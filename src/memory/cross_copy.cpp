@@ -396,12 +396,28 @@ t4a_status choose_path(Runtime &drt, Runtime &srt, bool *peer) {
   return T4A_SUCCESS;
 }
 
+// Copies between runtimes, counted by both runtimes of each copy, per
+// path (part counters, core/counters.hpp): copies and bytes.
+struct PathCounters {
+  core::CounterSlot copies, bytes;
+};
+const PathCounters k_same_device{
+    core::register_counter("same_device_copies",
+                           &t4a_runtime_stats::same_device_copies),
+    core::register_counter("same_device_bytes",
+                           &t4a_runtime_stats::same_device_bytes)};
+const PathCounters k_peer{
+    core::register_counter("peer_copies", &t4a_runtime_stats::peer_copies),
+    core::register_counter("peer_bytes", &t4a_runtime_stats::peer_bytes)};
+const PathCounters k_staged{
+    core::register_counter("staged_copies", &t4a_runtime_stats::staged_copies),
+    core::register_counter("staged_bytes", &t4a_runtime_stats::staged_bytes)};
+
 // Counts a copy of `bytes` on one path in both runtimes.
-void count(Runtime &a, Runtime &b, core::Counter core::RuntimeCounters::*copies,
-           core::Counter core::RuntimeCounters::*bytes_of, uint64_t bytes) {
+void count(Runtime &a, Runtime &b, const PathCounters &path, uint64_t bytes) {
   for (Runtime *rt : {&a, &b}) {
-    (rt->counters().*copies).add();
-    (rt->counters().*bytes_of).add(bytes);
+    rt->counters().of(path.copies).add();
+    rt->counters().of(path.bytes).add(bytes);
   }
 }
 
@@ -423,8 +439,7 @@ t4a_status copy_between(Runtime &drt, Buffer &dst, uint64_t dst_offset,
               bracket(drt, dst, dst_offset, src, src_offset, bytes, false);
           s != T4A_SUCCESS)
         return s;
-      count(drt, srt, &core::RuntimeCounters::same_device_copies,
-            &core::RuntimeCounters::same_device_bytes, bytes);
+      count(drt, srt, k_same_device, bytes);
     } else {
       bool peer = false;
       if (t4a_status s = choose_path(drt, srt, &peer); s != T4A_SUCCESS)
@@ -434,14 +449,12 @@ t4a_status copy_between(Runtime &drt, Buffer &dst, uint64_t dst_offset,
                 bracket(drt, dst, dst_offset, src, src_offset, bytes, true);
             s != T4A_SUCCESS)
           return s;
-        count(drt, srt, &core::RuntimeCounters::peer_copies,
-              &core::RuntimeCounters::peer_bytes, bytes);
+        count(drt, srt, k_peer, bytes);
       } else {
         if (t4a_status s = staged(drt, dst, dst_offset, src, src_offset, bytes);
             s != T4A_SUCCESS)
           return s;
-        count(drt, srt, &core::RuntimeCounters::staged_copies,
-              &core::RuntimeCounters::staged_bytes, bytes);
+        count(drt, srt, k_staged, bytes);
       }
     }
   }

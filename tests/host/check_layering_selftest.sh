@@ -77,6 +77,11 @@ plant launch/module.cpp '/* why */ #include "compile/artifact.hpp"' \
   'launch/module.cpp:@LINE@: #include "compile/artifact.hpp": launch may include only'
 plant memory/buffer.cpp "$(printf '// a stray /* in a line comment\n#include "launch/launch.hpp"')" \
   'memory/buffer.cpp:@LINE@: #include "launch/launch.hpp": memory may include only driver, core, memory (memory -> launch points up)'
+# The handle registry is the C boundary's: launch and memory take objects.
+plant launch/launch.cpp '#include "core/registry.hpp"' \
+  'launch/launch.cpp:@LINE@: #include "core/registry.hpp": only core, compile, capi may include core/registry.hpp (C handles are resolved in capi'
+plant memory/buffer.cpp '#include <core/registry.hpp>' \
+  'memory/buffer.cpp:@LINE@: #include <core/registry.hpp>: only core, compile, capi may include core/registry.hpp'
 plant newlayer/thing.cpp '#include "core/error.hpp"' \
   'newlayer/thing.cpp:1: a source file outside every layer'
 
