@@ -5,6 +5,7 @@ the real one."""
 import ctypes
 import gc
 import json
+import math
 import os
 import re
 import subprocess
@@ -14,7 +15,12 @@ import numpy as np
 import pytest
 
 import t4acuda
-from t4acuda import _ffi
+from t4acuda import _dlpack, _ffi
+
+try:  # the property tests need Hypothesis (PyPI); scripts/test installs it
+    from hypothesis import event, given, settings, strategies as st
+except ImportError:
+    given = None
 
 FAKE = os.environ.get("T4A_CUDA_DRIVER_PATH", "")
 needs_fake = pytest.mark.skipif(
@@ -593,3 +599,395 @@ def test_package_imports_have_no_cycle():
 
     cyclic = sorted(n for n in names if reaches(n, n, {n}))
     assert cyclic == [], f"modules in an import cycle: {cyclic} ({edges})"
+
+
+# ---- validation: no memory corruption from Python (issue 24 item 3)
+
+INT64_MAX = 2**63 - 1
+ALLOWED_DTYPES = [np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+    np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128)]
+REFUSED_DTYPES = [object, "V8", [("a", "f4")], [("a", "f4"), ("b", "O")], ("f4", (2,)),
+                  "U3", "S4", "M8[s]", "m8[ns]", np.dtype("f4").newbyteorder(),
+                  np.longdouble, np.clongdouble]
+
+
+def ref_dims(shape, dtype, nbytes=None, offset=0):
+    """The rules of docs/python.md ("Validation") written out: the dims
+    `shape` (None: as many elements as fit) gives for `dtype` in `nbytes`
+    bytes from `offset` (None: unbounded), or None where it is refused."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        return None
+    if dt not in ALLOWED_DTYPES:
+        return None
+    if shape is None:
+        shape = (nbytes - offset) // dt.itemsize
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if len(dims) > 32 or not all(isinstance(d, (int, np.integer)) and
+                                 not isinstance(d, (bool, np.bool_)) and d >= 0
+                                 for d in dims):
+        return None
+    dims = tuple(int(d) for d in dims)  # NumPy integers would wrap below
+    if dt.itemsize * math.prod(max(d, 1) for d in dims) > INT64_MAX:
+        return None  # a C-order stride would not fit in int64
+    if nbytes is not None and offset + dt.itemsize * math.prod(dims) > nbytes:
+        return None
+    return dims
+
+
+def assert_interface(buf, dims, dt):
+    """What the buffer advertises to a consumer is its description and
+    stays inside its bytes."""
+    cai = buf.__cuda_array_interface__
+    assert cai["shape"] == dims and all(type(d) is int for d in cai["shape"])
+    assert np.dtype(cai["typestr"]) == dt and cai["strides"] is None
+    assert cai["data"] == (buf.device_pointer, buf.readonly) and cai["version"] == 3
+    assert dt.itemsize * math.prod(dims) <= buf.nbytes
+    assert dt.itemsize * math.prod(max(d, 1) for d in dims) <= INT64_MAX
+
+
+class _AnyProducer(_Producer):
+    """A producer of any shape, strides (None: compact) and DLPack dtype,
+    whose capsule's destructor calls the deleter while unconsumed."""
+
+    def __init__(self, ptr, shape, strides, dtype):
+        super().__init__(ptr, 1)
+        n = max(len(shape), 1)
+        self._shape = (ctypes.c_int64 * n)(*shape)
+        self._t.dl_tensor.ndim = len(shape)
+        self._t.dl_tensor.shape = self._shape
+        if strides is not None:
+            self._strides = (ctypes.c_int64 * n)(*strides)
+            self._t.dl_tensor.strides = self._strides
+        self._t.dl_tensor.dtype = _ffi.DLDataType(*dtype)
+
+    __dlpack__ = _StridedProducer.__dlpack__
+
+
+@needs_fake
+def test_shapes_offsets_and_sizes_checked_without_wrap(rt):
+    # Issue 24: view(shape=(2**32, 2**32)) of 64 bytes was accepted (an
+    # int64 product wrapping to 0) and advertised to consumers; negative
+    # extents too; sizes and offsets wrapped at 64 bits in ctypes.
+    buf = rt.alloc(64)
+    for shape in ((2**32, 2**32), (-1,), (4, -4), (True,), (2.0,), ("4",), "16",
+                  (0, 2**62), (17,), (1,) * 33, 2**64):
+        with pytest.raises(t4acuda.InvalidArgument, match="shape") as e:
+            buf.view("float32", shape=shape)
+        assert e.value.entry_point == "Buffer.view"
+    assert buf.view("float32", np.int64(16)).shape == (16,)
+    assert buf.view("float32", (0, 2**40)).shape == (0, 2**40)
+    assert buf.__cuda_array_interface__["shape"] == (64,)
+    with pytest.raises(AttributeError):
+        buf.shape = (2**32, 2**32)  # the description is read-only
+    for shape in ((2**32, 2**32), -1, (2, 2.5)):
+        with pytest.raises(t4acuda.InvalidArgument, match="shape"):
+            rt.empty(shape, "uint8")
+    for n in (2**64, 2**64 + 16, -1, 1.5, True):
+        with pytest.raises(t4acuda.InvalidArgument, match="nbytes"):
+            rt.alloc(n)
+    with pytest.raises(t4acuda.InvalidArgument, match="shape"):
+        rt.alloc(16, dtype=np.float32, shape=(5,))
+    with pytest.raises(t4acuda.InvalidArgument, match="shape"):
+        buf.download(np.float32, shape=(2**32, 2**32))
+    with pytest.raises(t4acuda.InvalidArgument, match="needs 64 bytes from offset 4"):
+        buf.download(np.float32, shape=(16,), offset=4)
+    assert buf.download(np.float32, offset=8).shape == (14,)
+    with pytest.raises(t4acuda.InvalidArgument, match="offset"):
+        buf.download(offset=-4)
+    with pytest.raises(t4acuda.InvalidArgument, match="value is 321"):
+        buf.fill(0x141)
+    for kw in ({"offset": 2**64}, {"offset": 65}, {"nbytes": 2**64 + 1}):
+        with pytest.raises(t4acuda.InvalidArgument):
+            buf.fill(1, **kw)
+    with pytest.raises(t4acuda.InvalidArgument, match="src_offset"):
+        buf.copy_from(buf, src_offset=2**64)
+    with pytest.raises(t4acuda.InvalidArgument, match="offset"):
+        buf.download_async(offset=-1)
+    hb = rt.host_alloc(64)
+    with pytest.raises(t4acuda.InvalidArgument, match="shape"):
+        hb.array(np.float32, (2**32, 2**32))
+    with pytest.raises(t4acuda.InvalidArgument, match="needs 80 bytes"):
+        hb.array(np.float32, (4, 5))
+    assert hb.array(np.float64, (2, 4)).shape == (2, 4)
+    hb.close()
+    buf.close()
+
+
+@needs_fake
+@needs_dlpack
+def test_from_dlpack_shape_checked_after_import(rt):
+    # An empty tensor whose C-order strides overflow int64 is a valid
+    # import for the library (0 bytes) but not a shape to advertise: the
+    # buffer is released and the deleter still runs once.
+    backing = rt.alloc(64)
+    p = _AnyProducer(backing.device_pointer, (0, 2**62), None, (_ffi.kDLFloat, 32, 1))
+    with pytest.raises(t4acuda.InvalidArgument, match="overflow int64"):
+        t4acuda.from_dlpack(p, runtime=rt)
+    gc.collect()
+    rt.synchronize()
+    assert p.calls == 1
+    # Float bits 128 (not NumPy's longdouble) and 32-bit bools import as bytes.
+    for dtype, n in (((_ffi.kDLFloat, 128, 1), 2), ((_ffi.kDLBool, 32, 1), 4)):
+        p = _AnyProducer(backing.device_pointer, (n,), None, dtype)
+        b = t4acuda.from_dlpack(p, runtime=rt)
+        assert b.dtype == np.uint8 and b.shape == (b.nbytes,) == (n * dtype[1] // 8,)
+        b.close()
+    # A 0-d buffer is not exported as 1-D over its bytes.
+    with pytest.raises(BufferError, match="0-d"):
+        backing.view(np.float32, ()).__dlpack__(stream=-1, max_version=(1, 0))
+    backing.close()
+
+
+@needs_fake
+def test_object_and_other_non_numeric_dtypes_refused(rt, tmp_path):
+    # Issue 24: rt.empty(4, dtype=object), fill(0x41), download() put raw
+    # device bytes in an object array (printing it segfaults).
+    buf = rt.alloc(64)
+    hb = rt.host_alloc(64)
+    for dt in REFUSED_DTYPES + ["not a dtype"]:
+        calls = [lambda: rt.empty(4, dtype=dt), lambda: rt.alloc(64, dtype=dt),
+                 lambda: buf.view(dt), lambda: buf.download(dt), lambda: hb.array(dt)]
+        a = np.zeros(2, dt) if dt != "not a dtype" else None
+        if a is not None and a.dtype not in ALLOWED_DTYPES:  # ("f4", (2,)) is f4
+            calls += [lambda: rt.upload(a), lambda: buf.upload(a)]
+        for call in calls:
+            with pytest.raises(t4acuda.InvalidArgument, match="dtype"):
+                call()
+    for dt in ALLOWED_DTYPES:
+        assert rt.empty(3, dt, zero=True).download().tolist() == [0] * 3
+        assert buf.view(dt).shape == (64 // dt.itemsize,)
+    art = t4acuda.compile(GLOBALS, cc=(9, 0), cache_dir=str(tmp_path))
+    mod = rt.load(art)
+    with pytest.raises(t4acuda.InvalidArgument, match="dtype"):
+        mod.get_global("table", object)
+    with pytest.raises(t4acuda.InvalidArgument, match="needs 68 bytes"):
+        mod.get_global("table", np.float32, (17,))
+    assert mod.get_global("table", np.float32, (4, 4)).shape == (4, 4)
+    for x in (mod, art, hb, buf):
+        x.close()
+
+
+@needs_fake
+def test_out_arrays_must_be_writeable(rt):
+    # Issue 24: Download.wait(out=...) / poll(out=...) wrote into a
+    # read-only array; out= is checked the same way everywhere.
+    buf = rt.upload(np.arange(16, dtype=np.uint8))
+    d = buf.download_async()
+    for ro in (np.zeros(16, np.uint8), np.zeros(32, np.uint8)[:16]):
+        ro.flags.writeable = False
+        for call in (d.wait, d.poll, buf.download):
+            with pytest.raises(t4acuda.InvalidArgument, match="read-only"):
+                call(out=ro)
+        assert not ro.any()
+    ro = np.frombuffer(bytes(16), np.uint8)  # read-only memory
+    with pytest.raises(t4acuda.InvalidArgument, match="read-only"):
+        d.wait(out=ro)
+    for bad in (np.zeros(16, object), bytearray(16), np.zeros(32, np.uint8)[::2]):
+        for call in (d.wait, d.poll, buf.download):
+            with pytest.raises(t4acuda.InvalidArgument, match="out"):
+                call(out=bad)
+    for call in (d.wait, d.poll):
+        with pytest.raises(t4acuda.InvalidArgument, match="out has 8 bytes"):
+            call(out=np.zeros(8, np.uint8))
+    with pytest.raises(t4acuda.InvalidArgument, match="out has 17 bytes"):
+        buf.download(out=np.zeros(17, np.uint8))
+    with pytest.raises(t4acuda.InvalidArgument, match="out has 16 bytes"):
+        buf.download(out=np.zeros(16, np.uint8), offset=8)
+    out = np.zeros(5, np.float32)  # 20 bytes: a larger out takes the 16
+    assert d.wait(out=out) is out and out.view(np.uint8)[:16].tolist() == list(range(16))
+    out = np.zeros(8, np.uint8)
+    assert buf.download(out=out, offset=8) is out and out.tolist() == list(range(8, 16))
+    d.close()
+    buf.close()
+
+
+# ---- property tests (Hypothesis): accepted exactly when ref_dims accepts
+
+PROP = dict(max_examples=150, deadline=None, database=None, derandomize=True)
+NO_HYPOTHESIS = ("hypothesis is not installed: the property tests need it (PyPI; "
+                 "bindings/python/tests/install-hypothesis build/default/python-test-deps)")
+
+
+@pytest.fixture(scope="module")
+def hrt():
+    # Allocations above 16 MiB fail (the fake driver's FAKE_CUDA_MAX_ALLOC;
+    # its pinned staging chunks are 8 MiB).
+    old = os.environ.get("FAKE_CUDA_MAX_ALLOC")
+    os.environ["FAKE_CUDA_MAX_ALLOC"] = str(2**24)
+    with t4acuda.Runtime() as r:
+        yield r
+    if old is None:
+        del os.environ["FAKE_CUDA_MAX_ALLOC"]
+    else:
+        os.environ["FAKE_CUDA_MAX_ALLOC"] = old
+
+
+if given is None:
+    def test_properties_need_hypothesis():
+        pytest.skip(NO_HYPOTHESIS)
+else:
+    EXTENTS = st.one_of(
+        st.integers(0, 6), st.integers(0, 6), st.integers(-3, -1),
+        st.sampled_from([2**31, 2**32, 2**40, 2**62, 2**63, 2**64]),
+        st.booleans(), st.floats(0, 4), st.integers(0, 6).map(np.int64))
+    SHAPES = st.one_of(EXTENTS, st.lists(EXTENTS, max_size=4),
+                       st.lists(EXTENTS, max_size=4).map(tuple))
+    DTYPES = st.sampled_from(ALLOWED_DTYPES + REFUSED_DTYPES)
+
+    @needs_fake
+    @settings(**PROP)
+    @given(nbytes=st.integers(0, 160), dtype=DTYPES, shape=st.none() | SHAPES)
+    def test_property_view(hrt, nbytes, dtype, shape):
+        expect = ref_dims(shape, dtype, nbytes)
+        with hrt.alloc(nbytes) as buf:
+            try:
+                v = buf.view(dtype, shape)
+            except t4acuda.InvalidArgument:
+                assert expect is None, (shape, dtype, nbytes)
+                event("refused")
+                return
+            event("accepted")
+            assert expect is not None and v.shape == expect, (shape, dtype, nbytes)
+            assert_interface(v, expect, np.dtype(dtype))
+            a = v.download()
+            assert a.shape == expect and a.dtype == np.dtype(dtype)
+            v.close()
+
+    @needs_fake
+    @settings(**PROP)
+    @given(dtype=DTYPES, shape=SHAPES)
+    def test_property_empty(hrt, dtype, shape):
+        expect = ref_dims(shape, dtype)
+        try:
+            b = hrt.empty(shape, dtype)
+        except t4acuda.OutOfMemory:
+            event("accepted, out of memory")
+            assert expect is not None
+            assert np.dtype(dtype).itemsize * math.prod(expect) > 2**24
+            return
+        except t4acuda.InvalidArgument:
+            assert expect is None, (shape, dtype)
+            event("refused")
+            return
+        event("accepted")
+        assert expect is not None and b.shape == expect, (shape, dtype)
+        assert b.nbytes == np.dtype(dtype).itemsize * math.prod(expect)
+        assert_interface(b, expect, np.dtype(dtype))
+        b.close()
+
+    DL_CODES = {"i": _ffi.kDLInt, "u": _ffi.kDLUInt, "f": _ffi.kDLFloat,
+                "b": _ffi.kDLBool, "c": _ffi.kDLComplex}
+
+    @needs_fake
+    @needs_dlpack
+    @settings(**PROP)
+    @given(nbytes=st.integers(0, 96), dtype=st.sampled_from(ALLOWED_DTYPES),
+           dims=st.sampled_from([(), (0, 2**62)]) | st.lists(
+               st.integers(0, 4) | st.integers(1, 4), min_size=1, max_size=4).map(tuple),
+           versioned=st.booleans())
+    def test_property_dlpack_export_and_back(hrt, nbytes, dtype, dims, versioned):
+        expect = ref_dims(dims, dtype, nbytes)
+        with hrt.alloc(nbytes) as buf:
+            try:
+                v = buf.view(dtype, dims)
+            except t4acuda.InvalidArgument:
+                assert expect is None
+                event("refused")
+                return
+            assert expect == dims
+            if not dims:  # t4a_dlpack_desc's ndim 0 is 1-D over the buffer
+                with pytest.raises(BufferError, match="0-d"):
+                    v.__dlpack__(stream=-1, max_version=(1, 0) if versioned else None)
+                event("0-d, not exported")
+                return v.close()
+            event("accepted")
+            cap = v.__dlpack__(stream=-1, max_version=(1, 0) if versioned else None)
+            name = b"dltensor_versioned" if versioned else b"dltensor"
+            ptr = _dlpack._GetPointerObj(cap, name)
+            t = ctypes.cast(ptr, _dlpack._PV if versioned else _dlpack._PL).contents.dl_tensor
+            assert tuple(t.shape[i] for i in range(t.ndim)) == dims
+            assert (t.dtype.code, t.dtype.bits, t.dtype.lanes) == (
+                DL_CODES[dtype.kind], dtype.itemsize * 8, 1)
+            assert (t.device.device_type, (t.data or 0) + t.byte_offset) == (
+                _ffi.kDLCUDA, v.device_pointer)
+            if t.strides:
+                step = 1
+                for i in reversed(range(t.ndim)):
+                    assert dims[i] <= 1 or 0 in dims or t.strides[i] == step
+                    step *= dims[i]
+            assert t.byte_offset + dtype.itemsize * math.prod(dims) <= nbytes
+            del t, cap
+            back = hrt.from_dlpack(v)
+            assert (back.shape, back.dtype) == (dims, dtype)
+            assert back.nbytes == dtype.itemsize * math.prod(dims)
+            assert_interface(back, dims, dtype)
+            back.close()
+            v.close()
+
+    # DLPack (code, bits) -> the NumPy dtype a from_dlpack import gets;
+    # any other valid DLPack dtype imports as bytes.
+    NUMPY_OF = {(c, 8 * d.itemsize): d for d in ALLOWED_DTYPES
+                for c in [DL_CODES[d.kind]]}
+    DL_DTYPES = st.sampled_from(
+        [(c, b, 1) for (c, b) in NUMPY_OF] +
+        [(2, 128, 1), (6, 32, 1), (4, 16, 1), (3, 64, 1), (2, 32, 2), (0, 4, 2),
+         (0, 24, 1), (2, 24, 1), (0, 0, 1), (0, 12, 1), (7, 32, 1)])
+
+    def ref_import(shape, strides, dtype, backing):
+        """(dtype, shape, nbytes) of a from_dlpack import of a tensor over
+        `backing` bytes, or None where it is refused."""
+        code, bits, lanes = dtype
+        if any(d < 0 for d in shape):
+            return None
+        if strides is not None and 0 not in shape:
+            step = 1
+            for d, s in zip(reversed(shape), reversed(strides)):
+                if d != 1 and s != step:
+                    return None  # a Buffer has no strides
+                step *= d
+        if code > 6 or bits * lanes == 0 or bits * lanes % 8:
+            return None
+        nbytes = math.prod(shape) * bits * lanes // 8
+        if nbytes > backing:
+            return None
+        dt = NUMPY_OF.get((code, bits)) if lanes == 1 else None
+        if dt is None:
+            return np.dtype(np.uint8), (nbytes,), nbytes
+        if ref_dims(shape, dt) is None:
+            return None
+        return dt, tuple(shape), nbytes
+
+    @needs_fake
+    @needs_dlpack
+    @settings(**PROP)
+    @given(shape=st.lists(st.one_of(st.integers(-1, 4), st.integers(1, 3),
+                                    st.just(2**40)), max_size=3),
+           strides=st.none() | st.lists(st.integers(-2, 13), min_size=3, max_size=3),
+           dtype=DL_DTYPES, compact=st.booleans())
+    def test_property_from_dlpack(hrt, shape, strides, dtype, compact):
+        backing = 128
+        if strides is not None:
+            strides = strides[:len(shape)]
+            if compact:  # C-order strides, so both cases come often
+                strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+        expect = ref_import(shape, strides, dtype, backing)
+        with hrt.alloc(backing) as mem:
+            p = _AnyProducer(mem.device_pointer, shape, strides, dtype)
+            try:
+                b = t4acuda.from_dlpack(p, runtime=hrt)
+            except (t4acuda.Error, BufferError):
+                assert expect is None, (shape, strides, dtype)
+                event("refused")
+            else:
+                assert expect is not None, (shape, strides, dtype)
+                event("accepted as bytes" if expect[0] == np.uint8 and dtype[1] != 8
+                      else "accepted")
+                assert (b.dtype, b.shape, b.nbytes) == expect
+                assert_interface(b, expect[1], expect[0])
+                b.close()
+            gc.collect()
+            hrt.synchronize()
+            assert p.calls == 1

@@ -5,7 +5,7 @@ import ctypes
 import sys
 import threading
 
-from . import _dlpack, _ffi
+from . import _checks, _dlpack, _ffi
 from ._errors import check, error_for, python_error, Error
 
 C = _ffi.C
@@ -23,6 +23,22 @@ def _need_numpy(what):
     if _np is None:
         raise ImportError(f"t4acuda: {what} needs NumPy (pip install numpy)")
     return _np
+
+
+_BYTES = _np.dtype(_np.uint8) if _np is not None else "uint8"
+
+
+def _describe(entry, nbytes, dtype=None, shape=None):
+    """A Buffer's (nbytes, dtype, shape), checked by _checks: dtype None
+    is bytes; shape None is as many elements as fit."""
+    if type(nbytes) is not int or not 0 <= nbytes <= _checks.INT64_MAX:  # fast path
+        nbytes = _checks.count(entry, "nbytes", nbytes)
+    if dtype is None and shape is None:
+        return nbytes, _BYTES, (nbytes,)
+    dt = _checks.dtype(entry, "uint8" if dtype is None else dtype)
+    if shape is None:
+        shape = nbytes // dt.itemsize
+    return nbytes, dt, _checks.layout(entry, shape, dt, nbytes)[0]
 
 
 def _handle(type_name, id_):
@@ -400,28 +416,29 @@ class Runtime(_Owned):
     def alloc(self, nbytes, zero=False, dtype=None, shape=None):
         """A device buffer of `nbytes` bytes (zero-filled in stream order if
         `zero`); dtype/shape describe it for download() and DLPack."""
+        desc = _describe("Runtime.alloc", nbytes, dtype, shape)
         h = S["t4a_buffer"]()
-        check(C.t4a_buffer_alloc(self._live(), nbytes,
+        check(C.t4a_buffer_alloc(self._live(), desc[0],
                                  K["T4A_BUFFER_ZERO"] if zero else 0, _byref(h)))
-        return Buffer(self, h, nbytes, dtype, shape)
+        return Buffer._of(self, h, desc)
 
     def empty(self, shape, dtype="float32", zero=False):
-        np = _need_numpy("Runtime.empty")
-        dt = np.dtype(dtype)
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        dt = _checks.dtype("Runtime.empty", dtype)
+        shape, n = _checks.layout("Runtime.empty", shape, dt)
         return self.alloc(n, zero=zero, dtype=dt, shape=shape)
 
     def upload(self, array):
         """A new buffer holding a copy of `array` (any C-contiguous buffer)."""
         np = _need_numpy("Runtime.upload")
         a = np.ascontiguousarray(array)
+        _checks.dtype("Runtime.upload", a.dtype, "array.dtype")
         buf = self.alloc(a.nbytes, dtype=a.dtype, shape=a.shape)
         buf.upload(a)
         return buf
 
     def host_alloc(self, nbytes):
         """Pinned host memory (t4a_host_buffer_alloc)."""
+        nbytes = _checks.count("Runtime.host_alloc", "nbytes", nbytes)
         h = S["t4a_host_buffer"]()
         check(C.t4a_host_buffer_alloc(self._live(), nbytes, _byref(h)))
         return HostBuffer(h)
@@ -467,19 +484,30 @@ class Runtime(_Owned):
 
 class Buffer(_Owned):
     """Device memory of one runtime. dtype and shape are a description used
-    by download(), DLPack and __cuda_array_interface__ (default: bytes)."""
+    by download(), DLPack and __cuda_array_interface__ (default: bytes),
+    checked against nbytes when the Buffer is made (docs/python.md,
+    "Validation"); nbytes, dtype, shape and readonly are read-only."""
     _release, _type = "t4a_buffer_release", "t4a_buffer"
 
     def __init__(self, runtime, handle, nbytes, dtype=None, shape=None, readonly=False):
+        desc = _describe("Buffer", nbytes, dtype, shape)
         self._set(handle)
         self.runtime = runtime
-        self.nbytes = nbytes
-        self.readonly = readonly
-        if dtype is None:
-            dtype, shape = "uint8", (nbytes,) if shape is None else shape
-        self.dtype = _np.dtype(dtype) if _np is not None else dtype
-        self.shape = tuple(shape) if shape is not None else (
-            nbytes // self.dtype.itemsize,)
+        self._desc, self._readonly = desc, bool(readonly)
+
+    @classmethod
+    def _of(cls, runtime, handle, desc, readonly=False):
+        """A Buffer owning `handle`, with a description from _describe."""
+        b = cls.__new__(cls)
+        b._set(handle)
+        b.runtime = runtime
+        b._desc, b._readonly = desc, bool(readonly)
+        return b
+
+    nbytes = property(lambda self: self._desc[0], doc="Size in bytes.")
+    dtype = property(lambda self: self._desc[1], doc="Element type (a NumPy dtype).")
+    shape = property(lambda self: self._desc[2], doc="Extents (a tuple of ints).")
+    readonly = property(lambda self: self._readonly, doc="A read-only DLPack import.")
 
     @property
     def device_pointer(self):
@@ -495,44 +523,43 @@ class Buffer(_Owned):
         check(C.t4a_buffer_info_get(self._live(), _byref(info)))
         return _struct_dict(info)
 
-    def retain(self):
-        """Another owned reference to the same device memory."""
+    def _retained(self, desc):
         h = self._live()
         check(C.t4a_buffer_retain(h))
-        return Buffer(self.runtime, _handle("t4a_buffer", h.id), self.nbytes, self.dtype,
-                      self.shape, self.readonly)
+        return Buffer._of(self.runtime, _handle("t4a_buffer", h.id), desc, self._readonly)
+
+    def retain(self):
+        """Another owned reference to the same device memory."""
+        return self._retained(self._desc)
 
     def view(self, dtype, shape=None):
-        """The same memory (another reference) described as dtype/shape."""
-        b = self.retain()
-        np = _need_numpy("Buffer.view")
-        b.dtype = np.dtype(dtype)
-        if shape is None:
-            shape = (self.nbytes // b.dtype.itemsize,)
-        b.shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        need = int(np.prod(b.shape, dtype=np.int64)) * b.dtype.itemsize
-        if need > self.nbytes:
-            b.close()
-            raise python_error("T4A_ERROR_INVALID_ARGUMENT", "Buffer.view",
-                               f"shape {b.shape} of {b.dtype} needs {need} bytes, "
-                               f"the buffer has {self.nbytes}")
-        return b
+        """The same memory (another reference) described as dtype/shape
+        (default shape: as many elements as fit)."""
+        return self._retained(_describe("Buffer.view", self.nbytes, dtype, shape))
+
+    def _offset(self, entry, offset, name="offset"):
+        return _checks.count(entry, name, offset, self.nbytes)
 
     def fill(self, value, offset=0, nbytes=None):
         """Sets bytes to `value` (0..255), in stream order."""
-        if nbytes is None:
-            nbytes = self.nbytes - offset
+        value = _checks.count("Buffer.fill", "value", value, 255)
+        offset = self._offset("Buffer.fill", offset)
+        nbytes = self.nbytes - offset if nbytes is None else _checks.count(
+            "Buffer.fill", "nbytes", nbytes)
         check(C.t4a_buffer_fill(self.runtime._live(), self._live(), offset, nbytes, value))
 
     def copy_from(self, src, nbytes=None, dst_offset=0, src_offset=0):
-        if nbytes is None:
-            nbytes = min(self.nbytes - dst_offset, src.nbytes - src_offset)
+        dst_offset = self._offset("Buffer.copy_from", dst_offset, "dst_offset")
+        src_offset = src._offset("Buffer.copy_from", src_offset, "src_offset")
+        nbytes = min(self.nbytes - dst_offset, src.nbytes - src_offset) if nbytes is None \
+            else _checks.count("Buffer.copy_from", "nbytes", nbytes)
         check(C.t4a_buffer_copy(self.runtime._live(), self._live(), dst_offset,
                                 src._live(), src_offset, nbytes))
 
     def upload(self, src, offset=0):
         """Copies host data (ndarray, bytes, HostBuffer) into the buffer.
         Returns once `src` may be reused (the library stages it)."""
+        offset = self._offset("Buffer.upload", offset)
         if isinstance(src, HostBuffer):
             check(C.t4a_buffer_upload_host(self.runtime._live(), self._live(), offset,
                                            src._live(), 0, src.nbytes))
@@ -540,29 +567,36 @@ class Buffer(_Owned):
         np = _need_numpy("Buffer.upload")
         a = np.ascontiguousarray(src) if not isinstance(src, (bytes, bytearray)) \
             else np.frombuffer(src, np.uint8)
+        _checks.dtype("Buffer.upload", a.dtype, "src.dtype")
         check(C.t4a_buffer_upload(self.runtime._live(), self._live(), offset,
                                   a.ctypes.data_as(ctypes.c_void_p), a.nbytes))
 
     def download(self, dtype=None, shape=None, offset=0, out=None):
-        """A new ndarray (or `out`, C-contiguous) with the buffer's bytes,
-        after the work before it on the runtime's stream."""
+        """A new ndarray (default: the buffer's dtype and shape; with dtype
+        or offset given, as many elements as fit after offset) or `out` (a
+        writeable C-contiguous ndarray, filled with its nbytes from offset)
+        with the buffer's bytes, after the work before it on the stream."""
         np = _need_numpy("Buffer.download")
+        e = "Buffer.download"
+        offset = self._offset(e, offset)
         if out is None:
-            dt = np.dtype(dtype) if dtype is not None else self.dtype
+            dt = self.dtype if dtype is None else _checks.dtype(e, dtype)
             if shape is None:
-                shape = self.shape if dtype is None else ((self.nbytes - offset) // dt.itemsize,)
-            out = np.empty(shape, dt)
-        elif not out.flags.c_contiguous or not out.flags.writeable:
-            raise python_error("T4A_ERROR_INVALID_ARGUMENT", "Buffer.download",
-                               "out must be a writable C-contiguous ndarray")
+                shape = self.shape if dtype is None and offset == 0 else (
+                    (self.nbytes - offset) // dt.itemsize)
+            out = np.empty(_checks.layout(e, shape, dt, self.nbytes, offset)[0], dt)
+        elif _checks.out_array(e, out).nbytes > self.nbytes - offset:
+            raise _checks.bad(e, f"out has {out.nbytes} bytes; the buffer has "
+                                 f"{self.nbytes - offset} from offset {offset}")
         check(C.t4a_buffer_download_sync(self.runtime._live(), self._live(), offset,
                                          out.ctypes.data_as(ctypes.c_void_p), out.nbytes))
         return out
 
     def download_async(self, nbytes=None, offset=0):
         """A Download: the copy is enqueued now; poll()/wait() deliver it."""
-        if nbytes is None:
-            nbytes = self.nbytes - offset
+        offset = self._offset("Buffer.download_async", offset)
+        nbytes = self.nbytes - offset if nbytes is None else _checks.count(
+            "Buffer.download_async", "nbytes", nbytes)
         h = S["t4a_download"]()
         check(C.t4a_buffer_download(self.runtime._live(), self._live(), offset, nbytes,
                                     _byref(h)))
@@ -570,15 +604,21 @@ class Buffer(_Owned):
 
     def download_host(self, host, nbytes=None, src_offset=0, dst_offset=0):
         """Into pinned memory, stream-ordered (no host wait)."""
-        if nbytes is None:
-            nbytes = min(self.nbytes - src_offset, host.nbytes - dst_offset)
+        e = "Buffer.download_host"
+        src_offset = self._offset(e, src_offset, "src_offset")
+        dst_offset = _checks.count(e, "dst_offset", dst_offset, host.nbytes)
+        nbytes = min(self.nbytes - src_offset, host.nbytes - dst_offset) if nbytes is None \
+            else _checks.count(e, "nbytes", nbytes)
         check(C.t4a_buffer_download_host(self.runtime._live(), self._live(), src_offset,
                                          host._live(), dst_offset, nbytes))
 
     def upload_host(self, host, nbytes=None, dst_offset=0, src_offset=0):
         """From pinned memory, stream-ordered (no host wait)."""
-        if nbytes is None:
-            nbytes = min(self.nbytes - dst_offset, host.nbytes - src_offset)
+        e = "Buffer.upload_host"
+        dst_offset = self._offset(e, dst_offset, "dst_offset")
+        src_offset = _checks.count(e, "src_offset", src_offset, host.nbytes)
+        nbytes = min(self.nbytes - dst_offset, host.nbytes - src_offset) if nbytes is None \
+            else _checks.count(e, "nbytes", nbytes)
         check(C.t4a_buffer_upload_host(self.runtime._live(), self._live(), dst_offset,
                                        host._live(), src_offset, nbytes))
 
@@ -603,6 +643,17 @@ class Buffer(_Owned):
         }
 
 
+def _owning(runtime, handle, entry, nbytes, dtype, shape, readonly=False):
+    """A Buffer of a handle the library gave; released if its description
+    is refused."""
+    try:
+        desc = _describe(entry, nbytes, dtype, shape)
+    except Exception:
+        C.t4a_buffer_release(handle)
+        raise
+    return Buffer._of(runtime, handle, desc, readonly)
+
+
 class Download(_Owned):
     """An enqueued device-to-host copy into library staging (t4a_buffer_download)."""
     _release, _type = "t4a_download_release", "t4a_download"
@@ -619,14 +670,15 @@ class Download(_Owned):
     def _dst(self, out):
         np = _need_numpy("Download")
         if out is None:
-            out = np.empty(self.nbytes, np.uint8)
-        elif out.nbytes < self.nbytes or not out.flags.c_contiguous:
-            raise python_error("T4A_ERROR_INVALID_ARGUMENT", "Download",
-                               f"out has {out.nbytes} bytes, the download {self.nbytes}")
+            return np.empty(self.nbytes, np.uint8)
+        if _checks.out_array("Download", out).nbytes < self.nbytes:
+            raise _checks.bad("Download", f"out has {out.nbytes} bytes, the download "
+                                          f"{self.nbytes}")
         return out
 
     def poll(self, out=None):
-        """The data (into `out` or a new uint8 array) when done, else None."""
+        """The data (into `out`, a writeable C-contiguous ndarray of at
+        least nbytes, or a new uint8 array) when done, else None."""
         out = self._dst(out)
         st = C.t4a_download_poll(self._live(), out.ctypes.data_as(ctypes.c_void_p))
         if st == K["T4A_NOT_READY"]:
@@ -660,12 +712,17 @@ class HostBuffer(_Owned):
         return HostBuffer(_handle("t4a_host_buffer", h.id))
 
     def array(self, dtype="uint8", shape=None):
+        """A view of the first bytes as dtype/shape (default shape: as many
+        elements as fit), checked against nbytes."""
         np = _need_numpy("HostBuffer.array")
+        dt = _checks.dtype("HostBuffer.array", dtype)
+        shape, n = _checks.layout("HostBuffer.array",
+                                  self.nbytes // dt.itemsize if shape is None else shape,
+                                  dt, self.nbytes)
         owner = self.retain()  # the view's own reference: close() cannot free it
         raw = (ctypes.c_uint8 * self.nbytes).from_address(self.pointer)
         raw._t4a_owner = owner
-        a = np.frombuffer(raw, dtype=np.dtype(dtype))
-        return a.reshape(shape) if shape is not None else a
+        return np.frombuffer(raw, dtype=dt, count=n // dt.itemsize).reshape(shape)
 
     @property
     def numpy(self):
@@ -814,7 +871,10 @@ class Module(_Owned):
         "&counter", or its name) as a Buffer view of its memory: it keeps
         this module loaded, never frees the memory, and is used like any
         Buffer (upload, download, fill, copy, launch argument). dtype and
-        shape describe it, as for Runtime.alloc (default: bytes)."""
+        shape describe it, as for Runtime.alloc (default: bytes; shape:
+        as many elements as fit)."""
+        if dtype is not None:
+            dtype = _checks.dtype("Module.get_global", dtype)
         h = S["t4a_buffer"]()
         check(C.t4a_module_global(self._live(), name.encode(), _byref(h)))
         info = _ffi.new("t4a_buffer_info")
@@ -822,10 +882,7 @@ class Module(_Owned):
         if s != 0:
             C.t4a_buffer_release(h)
             check(s)
-        nbytes = info.bytes
-        if dtype is not None and shape is None and _np is not None:
-            shape = (nbytes // _np.dtype(dtype).itemsize,)
-        return Buffer(self.runtime, h, nbytes, dtype, shape)
+        return _owning(self.runtime, h, "Module.get_global", info.bytes, dtype, shape)
 
     def retain(self):
         h = self._live()
@@ -1061,4 +1118,4 @@ def from_dlpack(obj, runtime=None):
         runtime = default_runtime(device)
     same = isinstance(obj, Buffer) and obj.runtime is runtime
     handle, nbytes, dtype, shape, readonly = _dlpack.take(obj, runtime, same)
-    return Buffer(runtime, handle, nbytes, dtype, shape, readonly=readonly)
+    return _owning(runtime, handle, "from_dlpack", nbytes, dtype, shape, readonly)

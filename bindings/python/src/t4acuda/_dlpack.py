@@ -12,7 +12,7 @@ capsule still has its unused name.
 
 import ctypes
 
-from . import _ffi
+from . import _checks, _ffi
 from ._errors import check, python_error
 
 try:
@@ -87,6 +87,9 @@ def export(buf, stream, max_version, dl_device, copy):
     versioned = max_version is not None and tuple(max_version) >= (1, 0)
     fn = "t4a_buffer_to_dlpack" if versioned else "t4a_buffer_to_dlpack_legacy"
     _have(fn)
+    if not buf.shape:
+        raise BufferError("Buffer.__dlpack__: a 0-d buffer is not exported (ndim 0 in "
+                          "t4a_dlpack_desc means 1-D over the buffer); view it with shape (1,)")
     desc = _ffi.new("t4a_dlpack_desc")
     dt = buf.dtype
     code = _DL_CODES.get(dt.kind)
@@ -107,13 +110,16 @@ def export(buf, stream, max_version, dl_device, copy):
 
 
 def _np_dtype(dt):
+    """The NumPy dtype of a DLPack one, None when no allowed dtype
+    (_checks.dtype_ok) has its code and bits (the import is then bytes)."""
     kind = _NP_KINDS.get(dt.code)
     if _np is None or kind is None or dt.lanes != 1 or dt.bits % 8:
         return None
     try:
-        return _np.dtype(f"{kind}{dt.bits // 8}" if kind != "b" else "bool")
+        d = _np.dtype(f"{kind}{dt.bits // 8}" if kind != "b" else "bool")
     except TypeError:
         return None
+    return d if d.itemsize * 8 == dt.bits and _checks.dtype_ok(d) else None
 
 
 def _compact(shape, strides):
@@ -145,7 +151,8 @@ def cuda_device_of(obj):
 
 def take(obj, runtime, same_runtime):
     """from_dlpack's work: the producer's capsule taken by the library.
-    Returns (t4a_buffer, nbytes, dtype, shape, readonly) for a Buffer.
+    Returns (t4a_buffer, nbytes, dtype, shape, readonly) for a Buffer
+    (dtype and shape None: bytes); the caller checks the description.
 
     Inside a raw scope of the runtime, the producer is asked for the tensor
     with the runtime's stream as the consumer stream (so its pending work is
@@ -197,5 +204,5 @@ def take(obj, runtime, same_runtime):
     info = _ffi.new("t4a_buffer_info")
     check(C.t4a_buffer_info_get(out, ctypes.byref(info)))
     if dtype is None:
-        dtype, shape = "uint8", (info.bytes,)
+        shape = None  # bytes
     return out, info.bytes, dtype, shape, readonly
