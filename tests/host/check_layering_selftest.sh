@@ -82,6 +82,8 @@ plant launch/launch.cpp '#include "core/registry.hpp"' \
   'launch/launch.cpp:@LINE@: #include "core/registry.hpp": only core, compile, capi may include core/registry.hpp (C handles are resolved in capi'
 plant memory/buffer.cpp '#include <core/registry.hpp>' \
   'memory/buffer.cpp:@LINE@: #include <core/registry.hpp>: only core, compile, capi may include core/registry.hpp'
+plant memory/buffer.cpp '#include "core/./registry.hpp"' \
+  'memory/buffer.cpp:@LINE@: #include "core/./registry.hpp": only core, compile, capi may include core/registry.hpp'
 plant newlayer/thing.cpp '#include "core/error.hpp"' \
   'newlayer/thing.cpp:1: a source file outside every layer'
 
