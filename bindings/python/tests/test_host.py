@@ -369,6 +369,121 @@ def test_completion_and_raw_scope(rt):
     buf.close()
 
 
+# ---- reprs: device, size, dtype; closed objects too
+
+@needs_fake
+def test_reprs_show_device_size_dtype_and_closed(rt):
+    name = t4acuda.device_info(0)["name"]
+    assert name and repr(rt) == f"<t4acuda.Runtime device=0 name={name!r}>"
+    buf = rt.empty((4, 8), dtype=np.float32)
+    assert repr(buf) == "<t4acuda.Buffer device=0 nbytes=128 dtype=float32 shape=(4, 8)>"
+    raw = buf.view("uint8")
+    assert repr(raw) == "<t4acuda.Buffer device=0 nbytes=128 dtype=uint8 shape=(128,)>"
+    hb = rt.host_alloc(4096)
+    assert repr(hb) == "<t4acuda.HostBuffer nbytes=4096>"
+    d = raw.download_async(nbytes=64, offset=16)
+    assert repr(d) == "<t4acuda.Download nbytes=64 pending>"
+    d.wait()
+    assert repr(d) == "<t4acuda.Download nbytes=64 delivered>"
+    c = rt.record()
+    rt.synchronize()
+    assert repr(c) == "<t4acuda.Completion device=0 done>"
+    c2 = c.retain()
+    assert repr(c2) == repr(c)
+    art = t4acuda.compile(SAXPY, cc=(8, 0), program_name="saxpy.cu")
+    n = art.info()["image_bytes"]
+    assert repr(art) == f"<t4acuda.Artifact name='saxpy.cu' cubin cc=8.0 image_bytes={n}>"
+    mod = rt.load(art)
+    assert repr(mod) == "<t4acuda.Module name='saxpy.cu' device=0>"
+    k = mod.kernel("fill_f32")
+    assert repr(k) == "<t4acuda.Kernel name='fill_f32' module='saxpy.cu' device=0>"
+    anon = rt.load_data(art.image)
+    assert repr(anon) == "<t4acuda.Module device=0>"
+    assert repr(anon.kernel("fill_f32")) == "<t4acuda.Kernel name='fill_f32' device=0>"
+    with rt.raw() as scope:
+        assert repr(scope) == f"<t4acuda.RawScope device=0 stream={rt.stream:#x}>"
+    assert repr(scope) == "<t4acuda.RawScope device=0 ended>"
+    assert repr(t4acuda.DevicePointer(4096)) == "t4acuda.DevicePointer(0x1000)"
+    # Closed or released: the same description, marked closed, no raise.
+    for o in (k, anon, mod, art, c2, c, d, hb, raw, buf):
+        o.close()
+        assert o.closed
+        assert re.fullmatch(rf"<t4acuda\.{type(o).__name__} .*closed>", repr(o)), repr(o)
+    assert repr(art) == f"<t4acuda.Artifact name='saxpy.cu' cubin cc=8.0 image_bytes={n} closed>"
+    assert repr(mod) == "<t4acuda.Module name='saxpy.cu' device=0 closed>"
+    assert repr(buf) == ("<t4acuda.Buffer device=0 nbytes=128 dtype=float32 shape=(4, 8) "
+                         "closed>")
+    assert repr(hb) == "<t4acuda.HostBuffer nbytes=4096 closed>"
+    assert repr(d) == "<t4acuda.Download nbytes=64 closed>"
+    assert repr(c) == "<t4acuda.Completion device=0 closed>"
+    assert repr(k) == "<t4acuda.Kernel name='fill_f32' module='saxpy.cu' device=0 closed>"
+    closed_rt = t4acuda.Runtime()
+    closed_rt.close()  # never asked before closing: the name still comes
+    assert repr(closed_rt) == f"<t4acuda.Runtime device=0 name={name!r} closed>"
+
+
+@needs_fake
+@needs_dlpack
+def test_repr_of_a_readonly_import(rt):
+    backing = rt.upload(np.arange(8, dtype=np.float32))
+    rb = t4acuda.from_dlpack(_Producer(backing.device_pointer, 8, readonly=True), runtime=rt)
+    assert repr(rb) == ("<t4acuda.Buffer device=0 nbytes=32 dtype=float32 shape=(8,) "
+                        "readonly>")
+    rb.close()
+    assert repr(rb).endswith(" readonly closed>")
+    backing.close()
+
+
+def test_repr_never_raises_on_forged_or_half_made_objects():
+    forged = t4acuda.Completion(t4acuda._core._handle("t4a_completion", 0xdead0002))
+    assert repr(forged) == "<t4acuda.Completion status=T4A_ERROR_INVALID_HANDLE>"
+    art = t4acuda.Artifact(t4acuda._core._handle("t4a_artifact", 0xdead0003))
+    assert repr(art) == "<t4acuda.Artifact ?>"  # its info() failed
+    b = t4acuda.Buffer(None, t4acuda._core._handle("t4a_buffer", 0xdead0004), 16)
+    assert repr(b) == "<t4acuda.Buffer device=? nbytes=16 dtype=uint8 shape=(16,)>"
+    for o in (forged, art, b):
+        o._h = None  # as if closed (the forged handles cannot be released)
+        assert repr(o).endswith(" closed>")
+
+
+# ---- types: py.typed, the declared error classes, the usage file runs
+
+def test_package_is_typed_and_ships_the_marker():
+    pkg = os.path.dirname(t4acuda.__file__)
+    assert os.path.isfile(os.path.join(pkg, "py.typed"))
+    # The wheel holds the whole package folder (scikit-build-core's
+    # wheel.packages), so py.typed ships with it.
+    with open(os.path.join(os.path.dirname(os.path.dirname(pkg)), "pyproject.toml"),
+              encoding="utf-8") as f:
+        assert re.search(r'^wheel\.packages = \["src/t4acuda"\]$', f.read(), re.M)
+
+
+def test_error_classes_declared_for_type_checkers():
+    # _errors makes one class per status at import; type checkers see the
+    # classes of its `if TYPE_CHECKING:` block and __init__'s __all__.
+    import ast
+    from t4acuda import _errors
+    with open(_errors.__file__, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    declared = {node.name for block in tree.body if isinstance(block, ast.If)
+                and getattr(block.test, "id", None) == "TYPE_CHECKING"
+                for node in block.body if isinstance(node, ast.ClassDef)}
+    made = {cls.__name__ for cls in t4acuda.ERRORS.values()}
+    assert declared == made, "declare the status classes of _layouts.json in _errors.py"
+    assert made <= set(t4acuda.__all__)
+    assert [n for n in t4acuda.__all__ if not hasattr(t4acuda, n)] == []
+
+
+@needs_fake
+def test_typecheck_usage_runs():
+    # The file the type check checks (ctest python_typecheck) is a real
+    # program: it runs to the end on the fake driver.
+    path = os.path.join(os.path.dirname(__file__), "typecheck_usage.py")
+    r = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "<t4acuda.Runtime device=0" in r.stdout and " closed>" in r.stdout
+
+
 # ---- DLPack on the fake driver (once the library exports it)
 
 @needs_fake
@@ -808,7 +923,7 @@ def test_out_arrays_must_be_writeable(rt):
 
 PROP = dict(max_examples=150, deadline=None, database=None, derandomize=True)
 NO_HYPOTHESIS = ("hypothesis is not installed: the property tests need it (PyPI; "
-                 "bindings/python/tests/install-hypothesis build/default/python-test-deps)")
+                 "bindings/python/tests/install-test-deps build/default/python-test-deps)")
 
 
 @pytest.fixture(scope="module")

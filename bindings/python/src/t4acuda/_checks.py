@@ -4,24 +4,32 @@ shapes and out= arrays, in Python integers, so nothing wraps at a fixed
 width. Every refusal is InvalidArgument naming the method and the
 argument. docs/python.md ("Validation") states the rules."""
 
-import operator
+from __future__ import annotations
 
-from ._errors import python_error
+import operator
+from typing import TYPE_CHECKING, Any, Optional, Sequence, SupportsIndex, Union
+
+from ._errors import Error, python_error
 
 try:
     import numpy as _np
 except ImportError:  # dtypes, shapes of dtypes and out= arrays need NumPy
-    _np = None
+    _np = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    Shape = Union[SupportsIndex, Sequence[SupportsIndex]]
 
 INT64_MAX = (1 << 63) - 1
 MAX_NDIM = 32  # NumPy 1.x's and t4a_dlpack_desc's (T4A_DLPACK_MAX_NDIM)
 
 
-def bad(entry, message):
+def bad(entry: str, message: str) -> Error:
     return python_error("T4A_ERROR_INVALID_ARGUMENT", entry, message)
 
 
-def count(entry, name, v, limit=INT64_MAX):
+def count(entry: str, name: str, v: SupportsIndex, limit: int = INT64_MAX) -> int:
     """`v` (an int or an integer NumPy scalar; not a bool, float or str) as
     a Python int in [0, limit]."""
     if type(v) is not int:
@@ -37,7 +45,7 @@ def count(entry, name, v, limit=INT64_MAX):
     return v
 
 
-def dtype_ok(dt):
+def dtype_ok(dt: _np.dtype[Any]) -> bool:
     """The element types a buffer may be described as: bool, int8..int64,
     uint8..uint64, float16/32/64, complex64/128, native byte order; what
     NumPy, DLPack and the CUDA Array Interface read alike from any bytes."""
@@ -50,7 +58,7 @@ _ALLOWED = frozenset(x for c in "?bBhHiIlLqQefdFD" for d in [_np.dtype(c)]
 _HASHABLE = (type, _np.dtype) if _np is not None else ()
 
 
-def dtype(entry, dt, name="dtype"):
+def dtype(entry: str, dt: npt.DTypeLike, name: str = "dtype") -> _np.dtype[Any]:
     """np.dtype(dt), refused unless dtype_ok (object, structured, void,
     string, datetime, long double and byte-swapped dtypes are refused)."""
     if isinstance(dt, _HASHABLE) and dt in _ALLOWED:
@@ -68,20 +76,22 @@ def dtype(entry, dt, name="dtype"):
     return d
 
 
-def layout(entry, shape, dt, nbytes=None, offset=0, name="shape"):
+def layout(entry: str, shape: Shape, dt: _np.dtype[Any], nbytes: Optional[int] = None,
+           offset: int = 0, name: str = "shape") -> tuple[tuple[int, ...], int]:
     """(dims, bytes) of `shape` (an int or a sequence of at most MAX_NDIM
     ints) of dtype `dt`: every extent a non-negative int; the C-order byte
     strides (zero extents counted as 1) at most INT64_MAX; offset + bytes
     <= nbytes when nbytes is given."""
     if isinstance(shape, (str, bytes)):
         raise bad(entry, f"{name} must be an int or a sequence of ints, not {shape!r}")
+    items: Any = shape  # an int, or any iterable of ints
     try:
-        dims = tuple(shape)
+        given = tuple(items)
     except TypeError:
-        dims = (shape,)
-    if len(dims) > MAX_NDIM:
-        raise bad(entry, f"{name} has {len(dims)} dimensions; at most {MAX_NDIM}")
-    dims = tuple(count(entry, f"{name}[{i}]", d) for i, d in enumerate(dims))
+        given = (items,)
+    if len(given) > MAX_NDIM:
+        raise bad(entry, f"{name} has {len(given)} dimensions; at most {MAX_NDIM}")
+    dims = tuple(count(entry, f"{name}[{i}]", d) for i, d in enumerate(given))
     n, span = 1, dt.itemsize
     for d in dims:
         n *= d
@@ -96,7 +106,7 @@ def layout(entry, shape, dt, nbytes=None, offset=0, name="shape"):
     return dims, need
 
 
-def out_array(entry, out):
+def out_array(entry: str, out: object) -> npt.NDArray[Any]:
     """`out` as a destination for raw bytes: a writeable C-contiguous
     ndarray of an allowed dtype (the byte count is the caller's check)."""
     if _np is None or not isinstance(out, _np.ndarray):

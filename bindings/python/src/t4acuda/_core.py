@@ -1,9 +1,13 @@
 """Handle classes over the C API: Runtime, Buffer, HostBuffer, Download,
 Artifact, Module, Kernel, PreparedLaunch, Completion, RawScope."""
 
+from __future__ import annotations
+
 import ctypes
 import sys
 import threading
+from typing import (TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Optional,
+                    Sequence, SupportsFloat, SupportsIndex, SupportsInt, TypeVar, Union)
 
 from . import _checks, _dlpack, _ffi
 from ._errors import check, error_for, python_error, Error
@@ -16,19 +20,40 @@ _byref = ctypes.byref
 try:
     import numpy as _np
 except ImportError:  # numpy is needed only for the array helpers
-    _np = None
+    _np = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    import os
+
+    import numpy.typing as npt
+
+    from ._checks import Shape
+    from ._dlpack import Producer
+
+    Array = npt.NDArray[Any]
+    DType = _np.dtype[Any]
+    Desc = tuple[int, DType, tuple[int, ...]]  # a Buffer's (nbytes, dtype, shape)
+    Dims = Union[int, Sequence[int]]  # grid and block: 1 to 3 extents
+    Scalar = Union[ctypes._SimpleCData[Any], _np.generic]  # a typed kernel argument
+    KernelArg = Union["Buffer", "DevicePointer", Scalar]
+    PreparedArg = Union["Buffer", "DevicePointer", int, float, Scalar]
+    ArgType = Union[str, type, Callable[..., ctypes._SimpleCData[Any]], DType]
+    Path = Union[str, "os.PathLike[str]"]
+
+_C = TypeVar("_C", bound="ctypes._SimpleCData[Any]")
+_O = TypeVar("_O", bound="_Owned")
 
 
-def _need_numpy(what):
+def _need_numpy(what: str) -> None:
     if _np is None:
         raise ImportError(f"t4acuda: {what} needs NumPy (pip install numpy)")
-    return _np
 
 
 _BYTES = _np.dtype(_np.uint8) if _np is not None else "uint8"
 
 
-def _describe(entry, nbytes, dtype=None, shape=None):
+def _describe(entry: str, nbytes: SupportsIndex, dtype: npt.DTypeLike = None,
+              shape: Optional[Shape] = None) -> Desc:
     """A Buffer's (nbytes, dtype, shape), checked by _checks: dtype None
     is bytes; shape None is as many elements as fit."""
     if type(nbytes) is not int or not 0 <= nbytes <= _checks.INT64_MAX:  # fast path
@@ -41,13 +66,13 @@ def _describe(entry, nbytes, dtype=None, shape=None):
     return nbytes, dt, _checks.layout(entry, shape, dt, nbytes)[0]
 
 
-def _handle(type_name, id_):
+def _handle(type_name: str, id_: int) -> ctypes.Structure:
     h = S[type_name]()
     h.id = id_
     return h
 
 
-def _get_string(fn, *args):
+def _get_string(fn: Callable[..., int], *args: Any) -> bytes:
     """Query-then-copy of a string or bytes out of `fn(*args, buf, cap, &needed)`."""
     needed = ctypes.c_size_t(0)
     check(fn(*args, None, 0, _byref(needed)))
@@ -59,40 +84,40 @@ def _get_string(fn, *args):
 # ---------------------------------------------------------------- versions
 
 
-def version():
+def version() -> tuple[int, int, int]:
     """The loaded library's version as (major, minor, patch)."""
     v = C.t4a_version()
     return (v // 10000, (v // 100) % 100, v % 100)
 
 
-def version_string():
+def version_string() -> str:
     return C.t4a_version_string().decode()
 
 
-def built_cuda_version():
+def built_cuda_version() -> int:
     """The CUDA version the library was built against (e.g. 13000)."""
     return C.t4a_built_cuda_version()
 
 
-def status_name(status):
+def status_name(status: int) -> str:
     return C.t4a_status_name(status).decode()
 
 
-def status_description(status):
+def status_description(status: int) -> str:
     return C.t4a_status_description(status).decode()
 
 
-def last_error_clear():
+def last_error_clear() -> None:
     C.t4a_last_error_clear()
 
 
-def driver_version():
+def driver_version() -> int:
     v = ctypes.c_int32(0)
     check(C.t4a_driver_version(_byref(v)))
     return v.value
 
 
-def driver_lacks():
+def driver_lacks() -> list[str]:
     """What the loaded CUDA driver lacks, one line per missing optional
     entry point: "<entry point> (CUDA <major.minor>): <what is unavailable>"
     (t4a_driver_lacks); an empty list when it has everything."""
@@ -100,21 +125,21 @@ def driver_lacks():
     return text.splitlines()
 
 
-def nvrtc_version():
+def nvrtc_version() -> tuple[int, int]:
     major, minor = ctypes.c_int32(0), ctypes.c_int32(0)
     check(C.t4a_nvrtc_version(_byref(major), _byref(minor)))
     return (major.value, minor.value)
 
 
-def device_count():
+def device_count() -> int:
     n = ctypes.c_int32(0)
     check(C.t4a_device_count(_byref(n)))
     return n.value
 
 
-def _struct_dict(s):
-    out = {}
-    for name, _ in s._fields_:
+def _struct_dict(s: ctypes.Structure) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, *_ in s._fields_:
         if name == "struct_size" or name.startswith("reserved"):
             continue
         v = getattr(s, name)
@@ -128,31 +153,31 @@ def _struct_dict(s):
     return out
 
 
-def device_info(ordinal=0):
+def device_info(ordinal: int = 0) -> dict[str, Any]:
     info = _ffi.new("t4a_device_info")
     check(C.t4a_device_info_get(ordinal, _byref(info)))
     return _struct_dict(info)
 
 
-def device_can_access_peer(ordinal, peer):
+def device_can_access_peer(ordinal: int, peer: int) -> bool:
     v = ctypes.c_int32(0)
     check(C.t4a_device_can_access_peer(ordinal, peer, _byref(v)))
     return bool(v.value)
 
 
-def compile_stats():
+def compile_stats() -> dict[str, Any]:
     s = _ffi.new("t4a_compile_stats")
     check(C.t4a_compile_stats_get(_byref(s)))
     return _struct_dict(s)
 
 
-def process_stats():
+def process_stats() -> dict[str, Any]:
     s = _ffi.new("t4a_process_stats")
     check(C.t4a_process_stats_get(_byref(s)))
     return _struct_dict(s)
 
 
-def process_fault():
+def process_fault() -> Optional[dict[str, Any]]:
     """The process's first sticky device fault, or None."""
     s = _ffi.new("t4a_process_fault")
     check(C.t4a_process_fault_get(_byref(s)))
@@ -160,10 +185,11 @@ def process_fault():
 
 
 _LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p)
-_log_keep = [None]
+_log_keep: list[Any] = [None]
 
 
-def set_log_callback(fn, max_level=None):
+def set_log_callback(fn: Optional[Callable[[int, str], object]],
+                     max_level: Optional[int] = None) -> None:
     """Routes the library's log to `fn(level, message)` (None: back to the
     default stderr logger). The callback runs on whatever thread logs, with
     no library lock held; exceptions in it are printed and dropped."""
@@ -174,7 +200,7 @@ def set_log_callback(fn, max_level=None):
         _log_keep[0] = None
         return
 
-    def trampoline(_user, level, message):
+    def trampoline(_user: Optional[int], level: int, message: bytes) -> None:
         try:
             fn(level, message.decode("utf-8", "replace"))
         except Exception:  # never let an exception unwind into C
@@ -188,7 +214,7 @@ def set_log_callback(fn, max_level=None):
 
 # ---------------------------------------------------------------- scalars
 
-_SCALAR_TYPES = {
+_SCALAR_TYPES: dict[str, type[ctypes._SimpleCData[Any]]] = {
     "i8": ctypes.c_int8, "u8": ctypes.c_uint8, "i16": ctypes.c_int16,
     "u16": ctypes.c_uint16, "i32": ctypes.c_int32, "u32": ctypes.c_uint32,
     "i64": ctypes.c_int64, "u64": ctypes.c_uint64, "f32": ctypes.c_float,
@@ -196,26 +222,26 @@ _SCALAR_TYPES = {
 }
 
 
-def _scalar_ctor(ct, name):
-    def make(value):
+def _scalar_ctor(ct: type[_C], name: str) -> Callable[[Any], _C]:
+    def make(value: Any) -> _C:
         return ct(value)
     make.__name__ = name
     make.__doc__ = f"A kernel argument of C type {ct.__name__[2:]}."
     return make
 
 
-i8 = _scalar_ctor(ctypes.c_int8, "i8")
-u8 = _scalar_ctor(ctypes.c_uint8, "u8")
-i16 = _scalar_ctor(ctypes.c_int16, "i16")
-u16 = _scalar_ctor(ctypes.c_uint16, "u16")
-i32 = _scalar_ctor(ctypes.c_int32, "i32")
-u32 = _scalar_ctor(ctypes.c_uint32, "u32")
-i64 = _scalar_ctor(ctypes.c_int64, "i64")
-u64 = _scalar_ctor(ctypes.c_uint64, "u64")
-f32 = _scalar_ctor(ctypes.c_float, "f32")
-f64 = _scalar_ctor(ctypes.c_double, "f64")
+i8: Callable[[SupportsIndex], ctypes.c_int8] = _scalar_ctor(ctypes.c_int8, "i8")
+u8: Callable[[SupportsIndex], ctypes.c_uint8] = _scalar_ctor(ctypes.c_uint8, "u8")
+i16: Callable[[SupportsIndex], ctypes.c_int16] = _scalar_ctor(ctypes.c_int16, "i16")
+u16: Callable[[SupportsIndex], ctypes.c_uint16] = _scalar_ctor(ctypes.c_uint16, "u16")
+i32: Callable[[SupportsIndex], ctypes.c_int32] = _scalar_ctor(ctypes.c_int32, "i32")
+u32: Callable[[SupportsIndex], ctypes.c_uint32] = _scalar_ctor(ctypes.c_uint32, "u32")
+i64: Callable[[SupportsIndex], ctypes.c_int64] = _scalar_ctor(ctypes.c_int64, "i64")
+u64: Callable[[SupportsIndex], ctypes.c_uint64] = _scalar_ctor(ctypes.c_uint64, "u64")
+f32: Callable[[SupportsFloat], ctypes.c_float] = _scalar_ctor(ctypes.c_float, "f32")
+f64: Callable[[SupportsFloat], ctypes.c_double] = _scalar_ctor(ctypes.c_double, "f64")
 
-_NP_CTYPES = {
+_NP_CTYPES: dict[str, type[ctypes._SimpleCData[Any]]] = {
     "int8": ctypes.c_int8, "uint8": ctypes.c_uint8, "int16": ctypes.c_int16,
     "uint16": ctypes.c_uint16, "int32": ctypes.c_int32, "uint32": ctypes.c_uint32,
     "int64": ctypes.c_int64, "uint64": ctypes.c_uint64, "float32": ctypes.c_float,
@@ -227,11 +253,14 @@ class DevicePointer:
     """A raw device address passed as a kernel argument as is."""
     __slots__ = ("value",)
 
-    def __init__(self, value):
+    def __init__(self, value: SupportsInt) -> None:
         self.value = int(value)
 
+    def __repr__(self) -> str:
+        return f"t4acuda.DevicePointer({self.value:#x})"
 
-def _as_scalar(arg, index):
+
+def _as_scalar(arg: object, index: int) -> ctypes._SimpleCData[Any]:
     """A ctypes scalar for a typed kernel argument; TypeError for a plain
     Python number (its C type would be a guess)."""
     if isinstance(arg, ctypes._SimpleCData):
@@ -257,40 +286,45 @@ def _as_scalar(arg, index):
 
 class _Owned:
     """An owned reference to one library handle; close() releases it once."""
-    _release = None  # name of the C release function
-    _type = None     # name of the handle struct
-    _h = None
+    _release = ""  # name of the C release function
+    _type = ""     # name of the handle struct
+    _h: Optional[ctypes.Structure] = None
     _lock = threading.Lock()  # until _set gives the object its own
 
-    def _set(self, handle):
+    def _set(self, handle: ctypes.Structure) -> None:
         self._h = handle
         self._lock = threading.Lock()
 
     @property
-    def handle(self):
+    def handle(self) -> ctypes.Structure:
         """The C handle (a ctypes struct with .id); 0 once closed."""
         return self._h if self._h is not None else S[self._type]()
 
-    def _live(self):
+    @property
+    def closed(self) -> bool:
+        """True once close() released this reference."""
+        return self._h is None
+
+    def _live(self) -> ctypes.Structure:
         h = self._h
         if h is None:
             raise python_error("T4A_ERROR_INVALID_HANDLE", type(self).__name__,
                                f"this {type(self).__name__} was closed")
         return h
 
-    def close(self):
+    def close(self) -> None:
         with self._lock:
             h, self._h = self._h, None
         if h is not None and h.id:
             check(getattr(C, self._release)(h))
 
-    def __enter__(self):
+    def __enter__(self: _O) -> _O:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         if sys is None or sys.is_finalizing():
             return  # the library may be unloading; the process is ending anyway
         try:
@@ -298,19 +332,39 @@ class _Owned:
         except Exception:  # nothing may escape __del__
             pass
 
-    def __repr__(self):
-        hid = self._h.id if self._h is not None else 0
-        return f"<t4acuda.{type(self).__name__} id={hid:#x}>"
+    def _repr_fields(self) -> list[str]:
+        """What __repr__ shows between the class name and "closed"."""
+        return [f"id={self._h.id:#x}"] if self._h is not None else []
+
+    def __repr__(self) -> str:
+        # Never raises, open or closed: a failed query leaves its field out.
+        try:
+            fields = self._repr_fields()
+        except Exception:
+            fields = ["?"]
+        if self._h is None:
+            fields.append("closed")
+        return " ".join([f"<t4acuda.{type(self).__name__}", *fields]) + ">"
 
 
 class Completion(_Owned):
     """A point in a runtime's stream (Runtime.record())."""
     _release, _type = "t4a_completion_release", "t4a_completion"
 
-    def __init__(self, handle):
+    def __init__(self, handle: ctypes.Structure, device: Optional[int] = None) -> None:
         self._set(handle)
+        self._device = device  # the recording runtime's device ordinal
 
-    def poll(self):
+    def _repr_fields(self) -> list[str]:
+        out = [] if self._device is None else [f"device={self._device}"]
+        if self._h is not None:
+            # t4a_completion_poll only asks (the state a poll() would say).
+            st = C.t4a_completion_poll(self._h)
+            out.append("done" if st == 0 else "pending" if st == K["T4A_NOT_READY"]
+                       else f"status={_ffi.STATUS_NAMES.get(st, st)}")
+        return out
+
+    def poll(self) -> bool:
         """True when the work before it is done; never waits."""
         st = C.t4a_completion_poll(self._live())
         if st == K["T4A_NOT_READY"]:
@@ -318,44 +372,48 @@ class Completion(_Owned):
         check(st)
         return True
 
-    def wait(self):
+    def wait(self) -> None:
         check(C.t4a_completion_wait(self._live()))
 
-    def retain(self):
+    def retain(self) -> Completion:
         """Another owned reference to the same completion."""
         h = self._live()
         check(C.t4a_completion_retain(h))
-        return Completion(_handle("t4a_completion", h.id))
+        return Completion(_handle("t4a_completion", h.id), self._device)
 
 
 class RawScope:
     """A raw scope (Runtime.raw()): the runtime's context is current and its
     stream (an int, a CUstream) may be used directly until end()."""
 
-    def __init__(self, runtime):
+    def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
-        self._h = S["t4a_raw_scope"]()
+        self._h: Optional[ctypes.Structure] = S["t4a_raw_scope"]()
         info = _ffi.new("t4a_raw_info")
         check(C.t4a_raw_begin(runtime._live(), _byref(self._h), _byref(info)))
-        self.stream = info.stream or 0
-        self.context = info.context or 0
-        self.device_ordinal = info.device_ordinal
+        self.stream: int = info.stream or 0
+        self.context: int = info.context or 0
+        self.device_ordinal: int = info.device_ordinal
 
-    def buffer_pointer(self, buffer):
+    def buffer_pointer(self, buffer: Buffer) -> int:
         p = ctypes.c_uint64(0)
         check(C.t4a_raw_buffer(self._h, buffer._live(), _byref(p)))
         return p.value
 
-    def end(self):
+    def end(self) -> None:
         if self._h is not None:
             h, self._h = self._h, None
             check(C.t4a_raw_end(h))
 
-    def __enter__(self):
+    def __enter__(self) -> RawScope:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.end()
+
+    def __repr__(self) -> str:
+        state = "ended" if self._h is None else f"stream={self.stream:#x}"
+        return f"<t4acuda.RawScope device={self.device_ordinal} {state}>"
 
 
 class Runtime(_Owned):
@@ -368,7 +426,7 @@ class Runtime(_Owned):
     """
     _release, _type = "t4a_runtime_destroy", "t4a_runtime"
 
-    def __init__(self, device=0, **options):
+    def __init__(self, device: int = 0, **options: int) -> None:
         opts = _ffi.new("t4a_runtime_options")
         opts.device_ordinal = device
         names = {f[0] for f in opts._fields_}
@@ -380,40 +438,52 @@ class Runtime(_Owned):
         h = S["t4a_runtime"]()
         check(C.t4a_runtime_create(_byref(opts), _byref(h)))
         self._set(h)
-        self._stream = None
+        self._stream: Optional[int] = None
+        self._ordinal: int = opts.device_ordinal  # for repr; .device asks the library
+        self._name: Optional[str] = None
 
-    def synchronize(self):
+    def _repr_fields(self) -> list[str]:
+        if self._name is None:
+            try:  # once, and only for repr
+                self._name = str(device_info(self._ordinal)["name"])
+            except Exception:
+                self._name = ""
+        return [f"device={self._ordinal}"] + ([f"name={self._name!r}"] if self._name else [])
+
+    def synchronize(self) -> None:
         check(C.t4a_runtime_synchronize(self._live()))
 
-    def trim(self):
+    def trim(self) -> None:
         check(C.t4a_runtime_trim(self._live()))
 
-    def info(self):
+    def info(self) -> dict[str, Any]:
         info = _ffi.new("t4a_runtime_info")
         check(C.t4a_runtime_info_get(self._live(), _byref(info)))
         return _struct_dict(info)
 
     @property
-    def stream(self):
+    def stream(self) -> int:
         """The runtime's CUstream as an int."""
         if self._stream is None:
             self._stream = self.info()["stream"] or 0
         return self._stream
 
     @property
-    def device(self):
+    def device(self) -> int:
+        """The device ordinal."""
         return self.info()["device_ordinal"]
 
-    def stats(self):
+    def stats(self) -> dict[str, Any]:
         s = _ffi.new("t4a_runtime_stats")
         check(C.t4a_runtime_stats_get(self._live(), _byref(s)))
         return _struct_dict(s)
 
-    def enable_peer(self, peer):
+    def enable_peer(self, peer: Runtime) -> None:
         check(C.t4a_runtime_enable_peer(self._live(), peer._live()))
 
     # -- memory
-    def alloc(self, nbytes, zero=False, dtype=None, shape=None):
+    def alloc(self, nbytes: SupportsIndex, zero: bool = False, dtype: npt.DTypeLike = None,
+              shape: Optional[Shape] = None) -> Buffer:
         """A device buffer of `nbytes` bytes (zero-filled in stream order if
         `zero`); dtype/shape describe it for download() and DLPack."""
         desc = _describe("Runtime.alloc", nbytes, dtype, shape)
@@ -422,63 +492,64 @@ class Runtime(_Owned):
                                  K["T4A_BUFFER_ZERO"] if zero else 0, _byref(h)))
         return Buffer._of(self, h, desc)
 
-    def empty(self, shape, dtype="float32", zero=False):
+    def empty(self, shape: Shape, dtype: npt.DTypeLike = "float32",
+              zero: bool = False) -> Buffer:
         dt = _checks.dtype("Runtime.empty", dtype)
-        shape, n = _checks.layout("Runtime.empty", shape, dt)
-        return self.alloc(n, zero=zero, dtype=dt, shape=shape)
+        dims, n = _checks.layout("Runtime.empty", shape, dt)
+        return self.alloc(n, zero=zero, dtype=dt, shape=dims)
 
-    def upload(self, array):
+    def upload(self, array: npt.ArrayLike) -> Buffer:
         """A new buffer holding a copy of `array` (any C-contiguous buffer)."""
-        np = _need_numpy("Runtime.upload")
-        a = np.ascontiguousarray(array)
+        _need_numpy("Runtime.upload")
+        a = _np.ascontiguousarray(array)
         _checks.dtype("Runtime.upload", a.dtype, "array.dtype")
         buf = self.alloc(a.nbytes, dtype=a.dtype, shape=a.shape)
         buf.upload(a)
         return buf
 
-    def host_alloc(self, nbytes):
+    def host_alloc(self, nbytes: SupportsIndex) -> HostBuffer:
         """Pinned host memory (t4a_host_buffer_alloc)."""
-        nbytes = _checks.count("Runtime.host_alloc", "nbytes", nbytes)
+        n = _checks.count("Runtime.host_alloc", "nbytes", nbytes)
         h = S["t4a_host_buffer"]()
-        check(C.t4a_host_buffer_alloc(self._live(), nbytes, _byref(h)))
+        check(C.t4a_host_buffer_alloc(self._live(), n, _byref(h)))
         return HostBuffer(h)
 
     # -- modules, completions
-    def load(self, artifact):
+    def load(self, artifact: Artifact) -> Module:
         h = S["t4a_module"]()
         check(C.t4a_module_load(self._live(), artifact._live(), _byref(h)))
-        return Module(self, h)
+        return Module(self, h, artifact.name)
 
-    def load_data(self, image):
+    def load_data(self, image: Union[bytes, bytearray, memoryview]) -> Module:
         """A module from a cubin/PTX/fatbin image (bytes)."""
-        image = bytes(image)
+        data = bytes(image)
         h = S["t4a_module"]()
-        check(C.t4a_module_load_data(self._live(), image, len(image), _byref(h)))
+        check(C.t4a_module_load_data(self._live(), data, len(data), _byref(h)))
         return Module(self, h)
 
-    def record(self):
+    def record(self) -> Completion:
         h = S["t4a_completion"]()
         check(C.t4a_runtime_record(self._live(), _byref(h)))
-        return Completion(h)
+        return Completion(h, self._ordinal)
 
-    def wait(self, completion):
+    def wait(self, completion: Completion) -> None:
         """This runtime's stream waits for `completion` (no host wait)."""
         check(C.t4a_runtime_wait(self._live(), completion._live()))
 
-    def wait_stream(self, stream):
+    def wait_stream(self, stream: SupportsInt) -> None:
         """This runtime's stream waits for the work enqueued so far on a
         foreign CUstream (an int)."""
         check(C.t4a_runtime_wait_stream(self._live(), ctypes.c_void_p(int(stream) or None)))
 
-    def signal_stream(self, stream):
+    def signal_stream(self, stream: SupportsInt) -> None:
         """A foreign CUstream waits for this runtime's work so far."""
         check(C.t4a_runtime_signal_stream(self._live(), ctypes.c_void_p(int(stream) or None)))
 
-    def raw(self):
+    def raw(self) -> RawScope:
         """A raw scope (context manager): .stream, .context, .buffer_pointer()."""
         return RawScope(self)
 
-    def from_dlpack(self, obj):
+    def from_dlpack(self, obj: Producer) -> Buffer:
         return from_dlpack(obj, runtime=self)
 
 
@@ -489,14 +560,21 @@ class Buffer(_Owned):
     "Validation"); nbytes, dtype, shape and readonly are read-only."""
     _release, _type = "t4a_buffer_release", "t4a_buffer"
 
-    def __init__(self, runtime, handle, nbytes, dtype=None, shape=None, readonly=False):
+    runtime: Runtime
+    _desc: Desc
+    _readonly: bool
+
+    def __init__(self, runtime: Runtime, handle: ctypes.Structure, nbytes: SupportsIndex,
+                 dtype: npt.DTypeLike = None, shape: Optional[Shape] = None,
+                 readonly: bool = False) -> None:
         desc = _describe("Buffer", nbytes, dtype, shape)
         self._set(handle)
         self.runtime = runtime
         self._desc, self._readonly = desc, bool(readonly)
 
     @classmethod
-    def _of(cls, runtime, handle, desc, readonly=False):
+    def _of(cls, runtime: Runtime, handle: ctypes.Structure, desc: Desc,
+            readonly: bool = False) -> Buffer:
         """A Buffer owning `handle`, with a description from _describe."""
         b = cls.__new__(cls)
         b._set(handle)
@@ -504,133 +582,165 @@ class Buffer(_Owned):
         b._desc, b._readonly = desc, bool(readonly)
         return b
 
-    nbytes = property(lambda self: self._desc[0], doc="Size in bytes.")
-    dtype = property(lambda self: self._desc[1], doc="Element type (a NumPy dtype).")
-    shape = property(lambda self: self._desc[2], doc="Extents (a tuple of ints).")
-    readonly = property(lambda self: self._readonly, doc="A read-only DLPack import.")
+    @property
+    def nbytes(self) -> int:
+        """Size in bytes."""
+        return self._desc[0]
 
     @property
-    def device_pointer(self):
+    def dtype(self) -> DType:
+        """Element type (a NumPy dtype)."""
+        return self._desc[1]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Extents (a tuple of ints)."""
+        return self._desc[2]
+
+    @property
+    def readonly(self) -> bool:
+        """A read-only DLPack import."""
+        return self._readonly
+
+    def _repr_fields(self) -> list[str]:
+        n, dt, shape = self._desc
+        out = [f"device={getattr(self.runtime, '_ordinal', '?')}", f"nbytes={n}",
+               f"dtype={dt}", f"shape={shape}"]
+        return out + ["readonly"] if self._readonly else out
+
+    @property
+    def device_pointer(self) -> int:
         return self.info()["device_pointer"]
 
     @property
-    def is_view(self):
+    def is_view(self) -> bool:
         """True for a view of a module global (Module.get_global)."""
         return bool(self.info()["flags"] & _ffi.CONSTANTS["T4A_BUFFER_INFO_VIEW"])
 
-    def info(self):
+    def info(self) -> dict[str, Any]:
         info = _ffi.new("t4a_buffer_info")
         check(C.t4a_buffer_info_get(self._live(), _byref(info)))
         return _struct_dict(info)
 
-    def _retained(self, desc):
+    def _retained(self, desc: Desc) -> Buffer:
         h = self._live()
         check(C.t4a_buffer_retain(h))
         return Buffer._of(self.runtime, _handle("t4a_buffer", h.id), desc, self._readonly)
 
-    def retain(self):
+    def retain(self) -> Buffer:
         """Another owned reference to the same device memory."""
         return self._retained(self._desc)
 
-    def view(self, dtype, shape=None):
+    def view(self, dtype: npt.DTypeLike, shape: Optional[Shape] = None) -> Buffer:
         """The same memory (another reference) described as dtype/shape
         (default shape: as many elements as fit)."""
         return self._retained(_describe("Buffer.view", self.nbytes, dtype, shape))
 
-    def _offset(self, entry, offset, name="offset"):
+    def _offset(self, entry: str, offset: SupportsIndex, name: str = "offset") -> int:
         return _checks.count(entry, name, offset, self.nbytes)
 
-    def fill(self, value, offset=0, nbytes=None):
+    def fill(self, value: SupportsIndex, offset: SupportsIndex = 0,
+             nbytes: Optional[SupportsIndex] = None) -> None:
         """Sets bytes to `value` (0..255), in stream order."""
-        value = _checks.count("Buffer.fill", "value", value, 255)
-        offset = self._offset("Buffer.fill", offset)
-        nbytes = self.nbytes - offset if nbytes is None else _checks.count(
+        v = _checks.count("Buffer.fill", "value", value, 255)
+        off = self._offset("Buffer.fill", offset)
+        n = self.nbytes - off if nbytes is None else _checks.count(
             "Buffer.fill", "nbytes", nbytes)
-        check(C.t4a_buffer_fill(self.runtime._live(), self._live(), offset, nbytes, value))
+        check(C.t4a_buffer_fill(self.runtime._live(), self._live(), off, n, v))
 
-    def copy_from(self, src, nbytes=None, dst_offset=0, src_offset=0):
-        dst_offset = self._offset("Buffer.copy_from", dst_offset, "dst_offset")
-        src_offset = src._offset("Buffer.copy_from", src_offset, "src_offset")
-        nbytes = min(self.nbytes - dst_offset, src.nbytes - src_offset) if nbytes is None \
+    def copy_from(self, src: Buffer, nbytes: Optional[SupportsIndex] = None,
+                  dst_offset: SupportsIndex = 0, src_offset: SupportsIndex = 0) -> None:
+        dst = self._offset("Buffer.copy_from", dst_offset, "dst_offset")
+        so = src._offset("Buffer.copy_from", src_offset, "src_offset")
+        n = min(self.nbytes - dst, src.nbytes - so) if nbytes is None \
             else _checks.count("Buffer.copy_from", "nbytes", nbytes)
-        check(C.t4a_buffer_copy(self.runtime._live(), self._live(), dst_offset,
-                                src._live(), src_offset, nbytes))
+        check(C.t4a_buffer_copy(self.runtime._live(), self._live(), dst,
+                                src._live(), so, n))
 
-    def upload(self, src, offset=0):
+    def upload(self, src: Union[HostBuffer, npt.ArrayLike],
+               offset: SupportsIndex = 0) -> None:
         """Copies host data (ndarray, bytes, HostBuffer) into the buffer.
         Returns once `src` may be reused (the library stages it)."""
-        offset = self._offset("Buffer.upload", offset)
+        off = self._offset("Buffer.upload", offset)
         if isinstance(src, HostBuffer):
-            check(C.t4a_buffer_upload_host(self.runtime._live(), self._live(), offset,
+            check(C.t4a_buffer_upload_host(self.runtime._live(), self._live(), off,
                                            src._live(), 0, src.nbytes))
             return
-        np = _need_numpy("Buffer.upload")
-        a = np.ascontiguousarray(src) if not isinstance(src, (bytes, bytearray)) \
-            else np.frombuffer(src, np.uint8)
+        _need_numpy("Buffer.upload")
+        a = _np.ascontiguousarray(src) if not isinstance(src, (bytes, bytearray)) \
+            else _np.frombuffer(src, _np.uint8)
         _checks.dtype("Buffer.upload", a.dtype, "src.dtype")
-        check(C.t4a_buffer_upload(self.runtime._live(), self._live(), offset,
+        check(C.t4a_buffer_upload(self.runtime._live(), self._live(), off,
                                   a.ctypes.data_as(ctypes.c_void_p), a.nbytes))
 
-    def download(self, dtype=None, shape=None, offset=0, out=None):
+    def download(self, dtype: npt.DTypeLike = None, shape: Optional[Shape] = None,
+                 offset: SupportsIndex = 0, out: Optional[Array] = None) -> Array:
         """A new ndarray (default: the buffer's dtype and shape; with dtype
         or offset given, as many elements as fit after offset) or `out` (a
         writeable C-contiguous ndarray, filled with its nbytes from offset)
         with the buffer's bytes, after the work before it on the stream."""
-        np = _need_numpy("Buffer.download")
+        _need_numpy("Buffer.download")
         e = "Buffer.download"
-        offset = self._offset(e, offset)
+        off = self._offset(e, offset)
         if out is None:
             dt = self.dtype if dtype is None else _checks.dtype(e, dtype)
             if shape is None:
-                shape = self.shape if dtype is None and offset == 0 else (
-                    (self.nbytes - offset) // dt.itemsize)
-            out = np.empty(_checks.layout(e, shape, dt, self.nbytes, offset)[0], dt)
-        elif _checks.out_array(e, out).nbytes > self.nbytes - offset:
+                shape = self.shape if dtype is None and off == 0 else (
+                    (self.nbytes - off) // dt.itemsize)
+            out = _np.empty(_checks.layout(e, shape, dt, self.nbytes, off)[0], dt)
+        elif _checks.out_array(e, out).nbytes > self.nbytes - off:
             raise _checks.bad(e, f"out has {out.nbytes} bytes; the buffer has "
-                                 f"{self.nbytes - offset} from offset {offset}")
-        check(C.t4a_buffer_download_sync(self.runtime._live(), self._live(), offset,
+                                 f"{self.nbytes - off} from offset {off}")
+        check(C.t4a_buffer_download_sync(self.runtime._live(), self._live(), off,
                                          out.ctypes.data_as(ctypes.c_void_p), out.nbytes))
         return out
 
-    def download_async(self, nbytes=None, offset=0):
+    def download_async(self, nbytes: Optional[SupportsIndex] = None,
+                       offset: SupportsIndex = 0) -> Download:
         """A Download: the copy is enqueued now; poll()/wait() deliver it."""
-        offset = self._offset("Buffer.download_async", offset)
-        nbytes = self.nbytes - offset if nbytes is None else _checks.count(
+        off = self._offset("Buffer.download_async", offset)
+        n = self.nbytes - off if nbytes is None else _checks.count(
             "Buffer.download_async", "nbytes", nbytes)
         h = S["t4a_download"]()
-        check(C.t4a_buffer_download(self.runtime._live(), self._live(), offset, nbytes,
+        check(C.t4a_buffer_download(self.runtime._live(), self._live(), off, n,
                                     _byref(h)))
-        return Download(h)
+        return Download(h, n)
 
-    def download_host(self, host, nbytes=None, src_offset=0, dst_offset=0):
+    def download_host(self, host: HostBuffer, nbytes: Optional[SupportsIndex] = None,
+                      src_offset: SupportsIndex = 0, dst_offset: SupportsIndex = 0) -> None:
         """Into pinned memory, stream-ordered (no host wait)."""
         e = "Buffer.download_host"
-        src_offset = self._offset(e, src_offset, "src_offset")
-        dst_offset = _checks.count(e, "dst_offset", dst_offset, host.nbytes)
-        nbytes = min(self.nbytes - src_offset, host.nbytes - dst_offset) if nbytes is None \
+        so = self._offset(e, src_offset, "src_offset")
+        do = _checks.count(e, "dst_offset", dst_offset, host.nbytes)
+        n = min(self.nbytes - so, host.nbytes - do) if nbytes is None \
             else _checks.count(e, "nbytes", nbytes)
-        check(C.t4a_buffer_download_host(self.runtime._live(), self._live(), src_offset,
-                                         host._live(), dst_offset, nbytes))
+        check(C.t4a_buffer_download_host(self.runtime._live(), self._live(), so,
+                                         host._live(), do, n))
 
-    def upload_host(self, host, nbytes=None, dst_offset=0, src_offset=0):
+    def upload_host(self, host: HostBuffer, nbytes: Optional[SupportsIndex] = None,
+                    dst_offset: SupportsIndex = 0, src_offset: SupportsIndex = 0) -> None:
         """From pinned memory, stream-ordered (no host wait)."""
         e = "Buffer.upload_host"
-        dst_offset = self._offset(e, dst_offset, "dst_offset")
-        src_offset = _checks.count(e, "src_offset", src_offset, host.nbytes)
-        nbytes = min(self.nbytes - dst_offset, host.nbytes - src_offset) if nbytes is None \
+        do = self._offset(e, dst_offset, "dst_offset")
+        so = _checks.count(e, "src_offset", src_offset, host.nbytes)
+        n = min(self.nbytes - do, host.nbytes - so) if nbytes is None \
             else _checks.count(e, "nbytes", nbytes)
-        check(C.t4a_buffer_upload_host(self.runtime._live(), self._live(), dst_offset,
-                                       host._live(), src_offset, nbytes))
+        check(C.t4a_buffer_upload_host(self.runtime._live(), self._live(), do,
+                                       host._live(), so, n))
 
     # -- interop
-    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(self, stream: Optional[int] = None,
+                   max_version: Optional[tuple[int, int]] = None,
+                   dl_device: Optional[tuple[int, int]] = None,
+                   copy: Optional[bool] = None) -> Any:
+        """A DLPack capsule of the buffer (no copy; see from_dlpack)."""
         return _dlpack.export(self, stream, max_version, dl_device, copy)
 
-    def __dlpack_device__(self):
+    def __dlpack_device__(self) -> tuple[int, int]:
         return (_ffi.kDLCUDA, self.info()["device_ordinal"])
 
     @property
-    def __cuda_array_interface__(self):
+    def __cuda_array_interface__(self) -> dict[str, Any]:
         """CUDA Array Interface v3. "stream" is the runtime's stream: the
         consumer orders its use after the work enqueued on it so far."""
         return {
@@ -643,7 +753,8 @@ class Buffer(_Owned):
         }
 
 
-def _owning(runtime, handle, entry, nbytes, dtype, shape, readonly=False):
+def _owning(runtime: Runtime, handle: ctypes.Structure, entry: str, nbytes: int,
+            dtype: npt.DTypeLike, shape: Optional[Shape], readonly: bool = False) -> Buffer:
     """A Buffer of a handle the library gave; released if its description
     is refused."""
     try:
@@ -658,25 +769,34 @@ class Download(_Owned):
     """An enqueued device-to-host copy into library staging (t4a_buffer_download)."""
     _release, _type = "t4a_download_release", "t4a_download"
 
-    def __init__(self, handle):
+    def __init__(self, handle: ctypes.Structure, nbytes: Optional[int] = None) -> None:
         self._set(handle)
+        self._nbytes = nbytes  # None: asked of the library on first use
+        self._delivered = False
 
     @property
-    def nbytes(self):
-        n = ctypes.c_uint64(0)
-        check(C.t4a_download_size(self._live(), _byref(n)))
-        return n.value
+    def nbytes(self) -> int:
+        if self._nbytes is None:
+            n = ctypes.c_uint64(0)
+            check(C.t4a_download_size(self._live(), _byref(n)))
+            self._nbytes = n.value
+        return self._nbytes
 
-    def _dst(self, out):
-        np = _need_numpy("Download")
+    def _repr_fields(self) -> list[str]:
+        out = [] if self._nbytes is None and self._h is None else [f"nbytes={self.nbytes}"]
+        return out + (["delivered" if self._delivered else "pending"]
+                      if self._h is not None else [])
+
+    def _dst(self, out: Optional[Array]) -> Array:
+        _need_numpy("Download")
         if out is None:
-            return np.empty(self.nbytes, np.uint8)
+            return _np.empty(self.nbytes, _np.uint8)
         if _checks.out_array("Download", out).nbytes < self.nbytes:
             raise _checks.bad("Download", f"out has {out.nbytes} bytes, the download "
                                           f"{self.nbytes}")
         return out
 
-    def poll(self, out=None):
+    def poll(self, out: Optional[Array] = None) -> Optional[Array]:
         """The data (into `out`, a writeable C-contiguous ndarray of at
         least nbytes, or a new uint8 array) when done, else None."""
         out = self._dst(out)
@@ -684,11 +804,14 @@ class Download(_Owned):
         if st == K["T4A_NOT_READY"]:
             return None
         check(st)
+        self._delivered = True
         return out
 
-    def wait(self, out=None):
+    def wait(self, out: Optional[Array] = None) -> Array:
+        """The data (into `out`, as for poll()) once the copy is done."""
         out = self._dst(out)
         check(C.t4a_download_wait(self._live(), out.ctypes.data_as(ctypes.c_void_p)))
+        self._delivered = True
         return out
 
 
@@ -698,34 +821,37 @@ class HostBuffer(_Owned):
     once close() (or __del__) released this handle and every view is gone."""
     _release, _type = "t4a_host_buffer_release", "t4a_host_buffer"
 
-    def __init__(self, handle):
+    def __init__(self, handle: ctypes.Structure) -> None:
         self._set(handle)
         p = ctypes.c_void_p(0)
         n = ctypes.c_uint64(0)
         check(C.t4a_host_buffer_pointer(handle, _byref(p), _byref(n)))
-        self.pointer = p.value
-        self.nbytes = n.value
+        self.pointer: int = p.value or 0
+        self.nbytes: int = n.value
 
-    def retain(self):
+    def _repr_fields(self) -> list[str]:
+        return [f"nbytes={self.nbytes}"]
+
+    def retain(self) -> HostBuffer:
         h = self._live()
         check(C.t4a_host_buffer_retain(h))
         return HostBuffer(_handle("t4a_host_buffer", h.id))
 
-    def array(self, dtype="uint8", shape=None):
+    def array(self, dtype: npt.DTypeLike = "uint8", shape: Optional[Shape] = None) -> Array:
         """A view of the first bytes as dtype/shape (default shape: as many
         elements as fit), checked against nbytes."""
-        np = _need_numpy("HostBuffer.array")
+        _need_numpy("HostBuffer.array")
         dt = _checks.dtype("HostBuffer.array", dtype)
-        shape, n = _checks.layout("HostBuffer.array",
-                                  self.nbytes // dt.itemsize if shape is None else shape,
-                                  dt, self.nbytes)
+        dims, n = _checks.layout("HostBuffer.array",
+                                 self.nbytes // dt.itemsize if shape is None else shape,
+                                 dt, self.nbytes)
         owner = self.retain()  # the view's own reference: close() cannot free it
-        raw = (ctypes.c_uint8 * self.nbytes).from_address(self.pointer)
+        raw: Any = (ctypes.c_uint8 * self.nbytes).from_address(self.pointer)
         raw._t4a_owner = owner
-        return np.frombuffer(raw, dtype=dt, count=n // dt.itemsize).reshape(shape)
+        return _np.frombuffer(raw, dtype=dt, count=n // dt.itemsize).reshape(dims)
 
     @property
-    def numpy(self):
+    def numpy(self) -> Array:
         return self.array()
 
 
@@ -733,59 +859,70 @@ class Artifact(_Owned):
     """A compiled image (compile())."""
     _release, _type = "t4a_artifact_release", "t4a_artifact"
 
-    def __init__(self, handle):
+    def __init__(self, handle: ctypes.Structure, name: Optional[str] = None) -> None:
         self._set(handle)
+        self.name = name  # compile()'s program_name
+        self._about: Optional[list[str]] = None
 
-    def info(self):
+    def _repr_fields(self) -> list[str]:
+        if self._about is None and self._h is not None:
+            i = self.info()  # once, and only for repr
+            self._about = ["ptx" if i["output"] == K["T4A_COMPILE_PTX"] else "cubin",
+                           f"cc={i['cc_major']}.{i['cc_minor']}",
+                           f"image_bytes={i['image_bytes']}"]
+        return ([f"name={self.name!r}"] if self.name else []) + (self._about or [])
+
+    def info(self) -> dict[str, Any]:
         i = _ffi.new("t4a_artifact_info")
         check(C.t4a_artifact_info_get(self._live(), _byref(i)))
         return _struct_dict(i)
 
     @property
-    def image(self):
+    def image(self) -> bytes:
         return _get_string(C.t4a_artifact_image, self._live())
 
     @property
-    def log(self):
+    def log(self) -> str:
         return _get_string(C.t4a_artifact_log, self._live()).rstrip(b"\0").decode(
             "utf-8", "replace")
 
     @property
-    def key(self):
+    def key(self) -> str:
         return _get_string(C.t4a_artifact_key, self._live()).rstrip(b"\0").decode()
 
-    def lowered_name(self, index):
+    def lowered_name(self, index: int) -> str:
         return _get_string(C.t4a_artifact_lowered_name, self._live(), index).rstrip(
             b"\0").decode()
 
-    def lowered_name_of(self, expression):
+    def lowered_name_of(self, expression: str) -> str:
         """The lowered name of the request's name expression `expression`
         (matched exactly, then with whitespace and a leading '&' ignored)."""
         return _get_string(C.t4a_artifact_lowered_name_of, self._live(),
                            expression.encode()).rstrip(b"\0").decode()
 
-    def retain(self):
+    def retain(self) -> Artifact:
         h = self._live()
         check(C.t4a_artifact_retain(h))
-        return Artifact(_handle("t4a_artifact", h.id))
+        return Artifact(_handle("t4a_artifact", h.id), self.name)
 
 
-def _cstr_array(items):
-    items = [s.encode() if isinstance(s, str) else bytes(s) for s in items]
-    arr = (ctypes.c_char_p * max(len(items), 1))(*items)
-    return arr, items
+def _cstr_array(items: Iterable[Union[str, bytes]]) -> tuple[ctypes.Array[ctypes.c_char_p],
+                                                             list[bytes]]:
+    encoded = [s.encode() if isinstance(s, str) else bytes(s) for s in items]
+    arr = (ctypes.c_char_p * max(len(encoded), 1))(*encoded)
+    return arr, encoded
 
 
-def last_compile_log():
+def last_compile_log() -> str:
     return _get_string(C.t4a_last_compile_log).rstrip(b"\0").decode("utf-8", "replace")
 
 
-def toolkit_headers():
+def toolkit_headers() -> dict[str, Any]:
     """The CUDA toolkit headers a compile gets without options, as a dict:
     'nvrtc', 'include' (a list of directories, empty when none was found),
     'version', 'from', 'passed-over' (t4a_toolkit_headers)."""
     text = _get_string(C.t4a_toolkit_headers).rstrip(b"\0").decode("utf-8", "replace")
-    out = {"include": []}
+    out: dict[str, Any] = {"include": []}
     for line in text.splitlines():
         key, _, value = line.partition(" ")
         if key == "include":
@@ -795,9 +932,13 @@ def toolkit_headers():
     return out
 
 
-def compile(source, options=(), name_expressions=(), headers=None, program_name=None,
-            output="cubin", runtime=None, cc=None, flags=0, cache_dir=None,
-            disk_cache_max_bytes=0, toolkit_include=None):
+def compile(source: Union[str, bytes], options: Sequence[Union[str, bytes]] = (),
+            name_expressions: Sequence[Union[str, bytes]] = (),
+            headers: Optional[Mapping[Union[str, bytes], Union[str, bytes]]] = None,
+            program_name: Optional[str] = None, output: Literal["cubin", "ptx"] = "cubin",
+            runtime: Optional[Runtime] = None, cc: Optional[tuple[int, int]] = None,
+            flags: int = 0, cache_dir: Optional[Path] = None, disk_cache_max_bytes: int = 0,
+            toolkit_include: Optional[Path] = None) -> Artifact:
     """Compiles CUDA C++ with NVRTC (through both caches) into an Artifact.
     The CUDA toolkit's headers (cuda_fp16.h, cooperative_groups.h, CCCL) are
     found without options; `toolkit_include` names the include directory,
@@ -805,7 +946,7 @@ def compile(source, options=(), name_expressions=(), headers=None, program_name=
     t4acuda.Compile with .log holding the full log. Artifact.info()
     ['origin'] says where it came from (1 NVRTC, 2 memory, 3 disk)."""
     req = _ffi.new("t4a_compile_request")
-    keep = []
+    keep: list[object] = []
     req.source = source.encode() if isinstance(source, str) else source
     keep.append(req.source)
     if output not in ("cubin", "ptx"):
@@ -846,17 +987,24 @@ def compile(source, options=(), name_expressions=(), headers=None, program_name=
         err = error_for(st, "t4a_compile")
         err.log = last_compile_log() if st == _ffi.STATUS["T4A_ERROR_COMPILE"] else ""
         raise err
-    return Artifact(h)
+    return Artifact(h, program_name)
 
 
 class Module(_Owned):
+    """A module loaded into a runtime (Runtime.load, Runtime.load_data)."""
     _release, _type = "t4a_module_release", "t4a_module"
 
-    def __init__(self, runtime, handle):
+    def __init__(self, runtime: Runtime, handle: ctypes.Structure,
+                 name: Optional[str] = None) -> None:
         self._set(handle)
         self.runtime = runtime
+        self.name = name  # the artifact's program_name; None for load_data
 
-    def kernel(self, name):
+    def _repr_fields(self) -> list[str]:
+        return ([f"name={self.name!r}"] if self.name else []) + [
+            f"device={getattr(self.runtime, '_ordinal', '?')}"]
+
+    def kernel(self, name: str) -> Kernel:
         """A kernel by name expression of the module's artifact
         ("reduce<128, true>"; whitespace and a leading '&' ignored) or by its
         lowered or extern "C" name."""
@@ -866,15 +1014,15 @@ class Module(_Owned):
 
     __getitem__ = kernel
 
-    def get_global(self, name, dtype=None, shape=None):
+    def get_global(self, name: str, dtype: npt.DTypeLike = None,
+                   shape: Optional[Shape] = None) -> Buffer:
         """A __device__ or __constant__ variable (a name expression such as
         "&counter", or its name) as a Buffer view of its memory: it keeps
         this module loaded, never frees the memory, and is used like any
         Buffer (upload, download, fill, copy, launch argument). dtype and
         shape describe it, as for Runtime.alloc (default: bytes; shape:
         as many elements as fit)."""
-        if dtype is not None:
-            dtype = _checks.dtype("Module.get_global", dtype)
+        dt = None if dtype is None else _checks.dtype("Module.get_global", dtype)
         h = S["t4a_buffer"]()
         check(C.t4a_module_global(self._live(), name.encode(), _byref(h)))
         info = _ffi.new("t4a_buffer_info")
@@ -882,22 +1030,20 @@ class Module(_Owned):
         if s != 0:
             C.t4a_buffer_release(h)
             check(s)
-        return _owning(self.runtime, h, "Module.get_global", info.bytes, dtype, shape)
+        return _owning(self.runtime, h, "Module.get_global", info.bytes, dt, shape)
 
-    def retain(self):
+    def retain(self) -> Module:
         h = self._live()
         check(C.t4a_module_retain(h))
-        return Module(self.runtime, _handle("t4a_module", h.id))
+        return Module(self.runtime, _handle("t4a_module", h.id), self.name)
 
 
-def _dims(v, what):
-    if isinstance(v, int):
-        v = (v,)
-    v = tuple(v)
-    if not 1 <= len(v) <= 3 or not all(isinstance(x, int) and x >= 0 for x in v):
+def _dims(v: Dims, what: str) -> tuple[int, ...]:
+    t = (v,) if isinstance(v, int) else tuple(v)
+    if not 1 <= len(t) <= 3 or not all(isinstance(x, int) and x >= 0 for x in t):
         raise python_error("T4A_ERROR_INVALID_ARGUMENT", "Kernel.launch",
-                           f"{what} must be 1 to 3 non-negative ints, not {v!r}")
-    return v + (1,) * (3 - len(v))
+                           f"{what} must be 1 to 3 non-negative ints, not {t!r}")
+    return t + (1,) * (3 - len(t))
 
 
 class Kernel(_Owned):
@@ -905,26 +1051,32 @@ class Kernel(_Owned):
     sizes against the kernel's parameters before calling t4a_launch."""
     _release, _type = "t4a_kernel_release", "t4a_kernel"
 
-    def __init__(self, module, handle, name=""):
+    def __init__(self, module: Module, handle: ctypes.Structure, name: str = "") -> None:
         self._set(handle)
         self.module = module
         self.runtime = module.runtime
         self.name = name
-        self._params = None
+        self._params: Union[tuple[int, ...], Literal[False], None] = None
 
-    def info(self):
+    def _repr_fields(self) -> list[str]:
+        out = [f"name={self.name!r}"]
+        if self.module.name:
+            out.append(f"module={self.module.name!r}")
+        return out + [f"device={getattr(self.runtime, '_ordinal', '?')}"]
+
+    def info(self) -> dict[str, Any]:
         i = _ffi.new("t4a_kernel_info")
         check(C.t4a_kernel_info_get(self._live(), _byref(i)))
         return _struct_dict(i)
 
-    def param(self, index):
+    def param(self, index: int) -> tuple[int, int]:
         """(offset, size) of parameter `index`."""
         off, size = ctypes.c_uint64(0), ctypes.c_uint64(0)
         check(C.t4a_kernel_param(self._live(), index, _byref(off), _byref(size)))
         return off.value, size.value
 
     @property
-    def param_sizes(self):
+    def param_sizes(self) -> Optional[tuple[int, ...]]:
         """Sizes of the parameters, or None when the driver cannot tell."""
         if self._params is None:
             n = self.info()["param_count"]
@@ -932,24 +1084,24 @@ class Kernel(_Owned):
                 self.param(i)[1] for i in range(n))
         return self._params if self._params is not False else None
 
-    def occupancy(self, block_size, dynamic_shared=0):
+    def occupancy(self, block_size: int, dynamic_shared: int = 0) -> int:
         n = ctypes.c_int32(0)
         check(C.t4a_kernel_occupancy(self._live(), block_size, dynamic_shared, _byref(n)))
         return n.value
 
-    def suggest_block_size(self, dynamic_shared=0):
+    def suggest_block_size(self, dynamic_shared: int = 0) -> tuple[int, int]:
         """(block_size, min_grid_size)."""
         b, g = ctypes.c_int32(0), ctypes.c_int32(0)
         check(C.t4a_kernel_suggest_block_size(self._live(), dynamic_shared, _byref(b),
                                               _byref(g)))
         return b.value, g.value
 
-    def retain(self):
+    def retain(self) -> Kernel:
         h = self._live()
         check(C.t4a_kernel_retain(h))
         return Kernel(self.module, _handle("t4a_kernel", h.id), self.name)
 
-    def _check_sizes(self, sizes):
+    def _check_sizes(self, sizes: Sequence[Optional[int]]) -> None:
         expected = self.param_sizes
         if expected is None:
             return
@@ -964,14 +1116,14 @@ class Kernel(_Owned):
                     f"kernel {self.name!r} argument {i}: {got} bytes given, the parameter "
                     f"has {want} (a float parameter takes t4acuda.f32, not f64)")
 
-    def launch(self, grid, block, *args, shared=0):
+    def launch(self, grid: Dims, block: Dims, *args: KernelArg, shared: int = 0) -> None:
         """Enqueues the kernel on its runtime's stream. Arguments: Buffer
         (its device address), DevicePointer, t4acuda.f32(x)-style or NumPy
         scalars; a plain Python int or float is refused."""
         n = len(args)
         arr = (S["t4a_arg"] * max(n, 1))()
         keep = []
-        sizes = []
+        sizes: list[Optional[int]] = []
         for i, a in enumerate(args):
             slot = arr[i]
             if isinstance(a, Buffer):
@@ -999,13 +1151,14 @@ class Kernel(_Owned):
         desc.args = ctypes.addressof(arr)
         check(C.t4a_launch(self.runtime._live(), _byref(desc)))
 
-    def prepare(self, grid, block, *argtypes, shared=0):
+    def prepare(self, grid: Dims, block: Dims, *argtypes: ArgType,
+                shared: int = 0) -> PreparedLaunch:
         """A PreparedLaunch: argtypes are "buffer", "pointer" or a scalar
         type (t4acuda.f32, "f32", numpy.float32, ...)."""
         return PreparedLaunch(self, grid, block, argtypes, shared)
 
 
-def _argtype(t, i):
+def _argtype(t: ArgType, i: int) -> Union[str, type[ctypes._SimpleCData[Any]]]:
     if t in ("buffer", Buffer):
         return "buffer"
     if t in ("pointer", DevicePointer):
@@ -1018,8 +1171,9 @@ def _argtype(t, i):
     if isinstance(t, type) and issubclass(t, ctypes._SimpleCData):
         return t
     if _np is not None:
+        spec: Any = t  # NumPy says whether it names a dtype
         try:
-            ct = _NP_CTYPES.get(_np.dtype(t).name)
+            ct = _NP_CTYPES.get(_np.dtype(spec).name)
         except TypeError:
             ct = None
         if ct is not None and t not in (float, int, bool):
@@ -1033,21 +1187,18 @@ class PreparedLaunch:
     it only stores the values (types were fixed at prepare()) and calls
     t4a_launch. Not thread-safe: one per thread."""
 
-    def __init__(self, kernel, grid, block, argtypes, shared):
+    def __init__(self, kernel: Kernel, grid: Dims, block: Dims, argtypes: Sequence[ArgType],
+                 shared: int) -> None:
         self.kernel = kernel
         n = len(argtypes)
         self._types = [_argtype(t, i) for i, t in enumerate(argtypes)]
         self._args = (S["t4a_arg"] * max(n, 1))()
-        self._vals = []
-        sizes = []
+        self._vals: list[Optional[ctypes._SimpleCData[Any]]] = []
+        sizes: list[Optional[int]] = []
         for i, t in enumerate(self._types):
             slot = self._args[i]
-            if t == "buffer":
-                slot.kind = K["T4A_ARG_BUFFER"]
-                self._vals.append(None)
-                sizes.append(8)
-            elif t == "pointer":
-                slot.kind = K["T4A_ARG_DEVICE_POINTER"]
+            if isinstance(t, str):  # "buffer" or "pointer"
+                slot.kind = K["T4A_ARG_BUFFER"] if t == "buffer" else K["T4A_ARG_DEVICE_POINTER"]
                 self._vals.append(None)
                 sizes.append(8)
             else:
@@ -1070,12 +1221,15 @@ class PreparedLaunch:
         self._launch = C.t4a_launch
         self._n = n
         self._slots = [self._args[i] for i in range(n)]
-        self._keep = [None] * n
+        self._keep: list[Optional[Buffer]] = [None] * n
 
-    def __call__(self, *args):
+    def __call__(self, *args: PreparedArg) -> None:
+        """Launches with these values, one per argtype of prepare(): a Buffer,
+        a DevicePointer or int address, or a number (of the fixed type)."""
         if len(args) != self._n:
             raise TypeError(f"prepared launch takes {self._n} arguments, {len(args)} given")
-        for i, a in enumerate(args):
+        values: Sequence[Any] = args  # each of the type prepare() fixed for its slot
+        for i, a in enumerate(values):
             v = self._vals[i]
             if v is not None:
                 v.value = a.value if isinstance(a, ctypes._SimpleCData) else a
@@ -1093,11 +1247,11 @@ class PreparedLaunch:
 
 # ---- DLPack import (the capsule work is in _dlpack)
 
-_defaults = {}
+_defaults: dict[int, Runtime] = {}
 _defaults_lock = threading.Lock()
 
 
-def default_runtime(device=0):
+def default_runtime(device: int = 0) -> Runtime:
     """The process's shared runtime of `device` (made on first use; used by
     from_dlpack when no runtime is given). Never destroyed before exit."""
     with _defaults_lock:
@@ -1107,7 +1261,7 @@ def default_runtime(device=0):
         return rt
 
 
-def from_dlpack(obj, runtime=None):
+def from_dlpack(obj: Producer, runtime: Optional[Runtime] = None) -> Buffer:
     """A Buffer over a CUDA tensor of another library (no copy), on
     `runtime` (default: default_runtime of the tensor's device). The
     producer's pending work is ordered before the runtime's stream (no host

@@ -10,7 +10,10 @@ takes the tensor; the capsule's destructor calls the deleter only while the
 capsule still has its unused name.
 """
 
+from __future__ import annotations
+
 import ctypes
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 from . import _checks, _ffi
 from ._errors import check, python_error
@@ -18,7 +21,46 @@ from ._errors import check, python_error
 try:
     import numpy as _np
 except ImportError:  # the binding works without NumPy (dtypes as strings)
-    _np = None
+    _np = None  # type: ignore[assignment]
+
+
+class Producer(Protocol):
+    """What from_dlpack takes: a DLPack producer (a CUDA tensor of PyTorch,
+    CuPy, JAX, ... or a t4acuda Buffer)."""
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def __dlpack_device__(self) -> Any: ...
+
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    # What this module uses of _core's objects (it does not import _core).
+    class _Scope(Protocol):
+        stream: int
+
+    class _Runtime(Protocol):
+        def _live(self) -> ctypes.Structure: ...
+
+        def raw(self) -> AbstractContextManager[_Scope]: ...
+
+    class _Buffer(Protocol):
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+
+        @property
+        def dtype(self) -> _np.dtype[Any]: ...
+
+        @property
+        def readonly(self) -> bool: ...
+
+        @property
+        def runtime(self) -> _Runtime: ...
+
+        def _live(self) -> ctypes.Structure: ...
+
+        def __dlpack_device__(self) -> tuple[int, int]: ...
 
 C = _ffi.C
 _V_NAME = b"dltensor_versioned"
@@ -46,11 +88,10 @@ _PV = ctypes.POINTER(_ffi.DLManagedTensorVersioned)
 _PL = ctypes.POINTER(_ffi.DLManagedTensor)
 
 
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _capsule_destructor(capsule):
+def _destroy_capsule(capsule: Optional[int]) -> None:
     # Only an unconsumed capsule still owns its tensor.
     if _IsValid(capsule, _V_NAME):
-        t = ctypes.cast(_GetPointer(capsule, _V_NAME), _PV)
+        t: Any = ctypes.cast(_GetPointer(capsule, _V_NAME), _PV)
     elif _IsValid(capsule, _L_NAME):
         t = ctypes.cast(_GetPointer(capsule, _L_NAME), _PL)
     else:
@@ -59,6 +100,7 @@ def _capsule_destructor(capsule):
         t.contents.deleter(t)
 
 
+_capsule_destructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_destroy_capsule)
 _DESTRUCTOR = ctypes.cast(_capsule_destructor, ctypes.c_void_p)
 
 _DL_CODES = {"i": _ffi.kDLInt, "u": _ffi.kDLUInt, "f": _ffi.kDLFloat,
@@ -66,14 +108,15 @@ _DL_CODES = {"i": _ffi.kDLInt, "u": _ffi.kDLUInt, "f": _ffi.kDLFloat,
 _NP_KINDS = {v: k for k, v in _DL_CODES.items()}
 
 
-def _have(name):
+def _have(name: str) -> None:
     if name not in _ffi.DECLARED:
         raise python_error("T4A_ERROR_UNSUPPORTED", name,
                            f"the loaded library ({_ffi.LIBRARY_PATH}) has no DLPack "
                            f"support ({name} is not exported)")
 
 
-def export(buf, stream, max_version, dl_device, copy):
+def export(buf: _Buffer, stream: Optional[int], max_version: Optional[tuple[int, int]],
+           dl_device: Optional[tuple[int, int]], copy: Optional[bool]) -> Any:
     """Buffer.__dlpack__."""
     dev = buf.__dlpack_device__()
     if dl_device is not None and tuple(dl_device) != dev:
@@ -109,7 +152,7 @@ def export(buf, stream, max_version, dl_device, copy):
     return _New(out.value, _V_NAME if versioned else _L_NAME, _DESTRUCTOR.value)
 
 
-def _np_dtype(dt):
+def _np_dtype(dt: Any) -> Optional[_np.dtype[Any]]:
     """The NumPy dtype of a DLPack one, None when no allowed dtype
     (_checks.dtype_ok) has its code and bits (the import is then bytes)."""
     kind = _NP_KINDS.get(dt.code)
@@ -122,7 +165,7 @@ def _np_dtype(dt):
     return d if d.itemsize * 8 == dt.bits and _checks.dtype_ok(d) else None
 
 
-def _compact(shape, strides):
+def _compact(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     """Whether element strides are C-contiguous for shape (extent-1
     dimensions may have any stride; an empty tensor is compact)."""
     if 0 in shape:
@@ -135,7 +178,7 @@ def _compact(shape, strides):
     return True
 
 
-def cuda_device_of(obj):
+def cuda_device_of(obj: object) -> int:
     """The CUDA device ordinal of a DLPack producer; TypeError or
     InvalidArgument for anything else."""
     if not hasattr(obj, "__dlpack__") or not hasattr(obj, "__dlpack_device__"):
@@ -149,7 +192,8 @@ def cuda_device_of(obj):
     return int(dev_id)
 
 
-def take(obj, runtime, same_runtime):
+def take(obj: Producer, runtime: _Runtime, same_runtime: bool) -> tuple[
+        ctypes.Structure, int, Optional[_np.dtype[Any]], Optional[tuple[int, ...]], bool]:
     """from_dlpack's work: the producer's capsule taken by the library.
     Returns (t4a_buffer, nbytes, dtype, shape, readonly) for a Buffer
     (dtype and shape None: bytes); the caller checks the description.
@@ -203,6 +247,5 @@ def take(obj, runtime, same_runtime):
     check(fn(runtime._live(), ptr, ctypes.byref(out)))
     info = _ffi.new("t4a_buffer_info")
     check(C.t4a_buffer_info_get(out, ctypes.byref(info)))
-    if dtype is None:
-        shape = None  # bytes
-    return out, info.bytes, dtype, shape, readonly
+    # dtype None: bytes (and no shape)
+    return out, info.bytes, dtype, shape if dtype is not None else None, readonly

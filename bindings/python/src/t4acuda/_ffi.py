@@ -10,17 +10,20 @@ t4a_dlpack_desc struct and the four DLPack functions come from the file
 when it lists them.
 """
 
+from __future__ import annotations
+
 import ctypes
 import ctypes.util
 import json
 import os
+from typing import Any, Optional
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 with open(os.path.join(_HERE, "_layouts.json"), encoding="utf-8") as _f:
-    LAYOUTS = json.load(_f)
+    LAYOUTS: dict[str, Any] = json.load(_f)
 
-_SCALARS = {
+_SCALARS: dict[str, type[ctypes._SimpleCData[Any]]] = {
     "u8": ctypes.c_uint8,
     "i8": ctypes.c_int8,
     "u16": ctypes.c_uint16,
@@ -44,10 +47,10 @@ class LayoutError(ImportError):
     """The ctypes declarations disagree with _layouts.json."""
 
 
-def _load_library():
+def _load_library() -> tuple[ctypes.CDLL, str]:
     """T4ACUDA_LIBRARY, else the copy bundled in this package, else the
     installed one. Returns (CDLL, path tried)."""
-    tried = []
+    tried: list[str] = []
     env = os.environ.get("T4ACUDA_LIBRARY")
     if env:
         try:
@@ -64,12 +67,12 @@ def _load_library():
                 raise ImportError(
                     f"t4acuda: the bundled library {path!r} cannot be loaded: {e}") from e
     candidates = [ctypes.util.find_library("t4acuda"), "libt4acuda.so.0"]
-    for name in candidates:
-        if not name:
+    for found in candidates:
+        if not found:
             continue
-        tried.append(name)
+        tried.append(found)
         try:
-            return ctypes.CDLL(name), name
+            return ctypes.CDLL(found), found
         except OSError:
             continue
     raise ImportError(
@@ -133,11 +136,11 @@ DLPACK_STRUCTS = {
 }
 
 # ---- structs ----
-STRUCTS = {}
+STRUCTS: dict[str, type[ctypes.Structure]] = {}
 _STRUCT_LAYOUTS = {s["name"]: s for s in LAYOUTS["structs"]}
 
 
-def _field_type(field):
+def _field_type(field: dict[str, Any]) -> type[ctypes._CData]:
     kind = field["kind"]
     if kind == "handle" or (kind not in _SCALARS and field.get("type") in STRUCTS):
         return STRUCTS[field["type"]]
@@ -149,7 +152,7 @@ def _field_type(field):
     return _SCALARS[kind]
 
 
-def _make_struct(layout):
+def _make_struct(layout: dict[str, Any]) -> type[ctypes.Structure]:
     fields = []
     for f in layout["fields"]:
         fields.append((f["name"], _field_type(f)))
@@ -158,7 +161,7 @@ def _make_struct(layout):
     return cls
 
 
-def check_struct(cls, layout):
+def check_struct(cls: type[ctypes.Structure], layout: dict[str, Any]) -> None:
     """Fails (LayoutError) unless `cls` has the size, alignment and field
     offsets and sizes that `layout` records."""
     name = layout["name"]
@@ -191,7 +194,7 @@ for _s in LAYOUTS["structs"]:
         STRUCTS[_s["name"]] = _make_struct(_s)
 
 
-def new(name):
+def new(name: str) -> ctypes.Structure:
     """A zero-filled `name` struct with struct_size set (all defaults)."""
     s = STRUCTS[name]()
     if "struct_size" in (f[0] for f in s._fields_):
@@ -200,8 +203,8 @@ def new(name):
 
 
 # ---- constants and statuses ----
-CONSTANTS = {c["name"]: c["value"] for c in LAYOUTS["constants"]}
-STATUS = {}
+CONSTANTS: dict[str, Any] = {c["name"]: c["value"] for c in LAYOUTS["constants"]}
+STATUS: dict[str, int] = {}
 for _e in LAYOUTS["enums"]:
     if _e["name"] == "t4a_status_code":
         STATUS = {v["name"]: v["value"] for v in _e["values"]}
@@ -224,10 +227,15 @@ if "t4a_dlpack_desc" not in STRUCTS:
 CONSTANTS.setdefault("T4A_DLPACK_READ_ONLY", 1)
 
 # ---- functions ----
-FUNCTIONS = {f["name"]: f for f in LAYOUTS["functions"]}
-_H = lambda n: {"kind": "handle", "type": n}  # noqa: E731
+FUNCTIONS: dict[str, dict[str, Any]] = {f["name"]: f for f in LAYOUTS["functions"]}
+
+
+def _H(n: str) -> dict[str, str]:
+    return {"kind": "handle", "type": n}
+
+
 _P = {"kind": "ptr"}
-_DLPACK_FUNCTIONS = {
+_DLPACK_FUNCTIONS: dict[str, list[dict[str, str]]] = {
     "t4a_buffer_to_dlpack": [_H("t4a_runtime"), _H("t4a_buffer"), _P, {"kind": "i64"}, _P],
     "t4a_buffer_to_dlpack_legacy": [_H("t4a_runtime"), _H("t4a_buffer"), _P,
                                     {"kind": "i64"}, _P],
@@ -241,7 +249,7 @@ for _name, _params in _DLPACK_FUNCTIONS.items():
         "declared_here": True})
 
 
-def _param_type(p):
+def _param_type(p: dict[str, Any]) -> Optional[type[ctypes._CData]]:
     kind = p["kind"]
     if kind == "handle":
         return STRUCTS[p["type"]]
@@ -250,7 +258,7 @@ def _param_type(p):
     return _SCALARS[kind]
 
 
-def _declare(fn):
+def _declare(fn: dict[str, Any]) -> Any:
     """Sets argtypes/restype of the library's function; None when the
     library does not export it."""
     try:
@@ -262,7 +270,7 @@ def _declare(fn):
     return cfn
 
 
-DECLARED = {}
+DECLARED: dict[str, Any] = {}
 for _fn in FUNCTIONS.values():
     _c = _declare(_fn)
     if _c is not None:
@@ -273,7 +281,7 @@ class _Lib:
     """The declared functions as attributes (C.t4a_launch); a function the
     loaded library does not export raises Unsupported when called."""
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name in DECLARED:
             fn = DECLARED[name]
             setattr(self, name, fn)
