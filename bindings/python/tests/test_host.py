@@ -304,6 +304,71 @@ def test_numpy_round_trip_fake(rt):
 
 
 @needs_fake
+def test_launch_keeps_one_checked_plan_per_shape_and_thread(rt):
+    import threading
+    import weakref
+    k = rt.load(t4acuda.compile(SAXPY, cc=(8, 0))).kernel("fill_f32")
+    buf = rt.alloc(64)
+    before = rt.stats()["launches"]
+    k.launch(1, 16, buf, t4acuda.f32(1.5), t4acuda.u32(16))
+    k.launch(1, 16, buf, t4acuda.f32(2.5), t4acuda.u32(8))  # same shape: reused
+    assert len(k._plans) == 1
+    k.launch(1, 16, buf, t4acuda.f32(1.5), np.uint32(16))  # another type: its own
+    k.launch((1,), (16,), buf, t4acuda.f32(1.5), t4acuda.u32(16))
+    assert len(k._plans) == 3
+    assert rt.stats()["launches"] == before + 4
+    # What the checks refuse is refused on a kept shape too (1.0 == 1 and
+    # True == 1, but not the same types).
+    with pytest.raises(t4acuda.InvalidArgument, match="grid must be"):
+        k.launch(1.0, 16, buf, t4acuda.f32(1.5), t4acuda.u32(16))
+    with pytest.raises(t4acuda.InvalidArgument, match="grid must be"):
+        k.launch((1.0,), (16,), buf, t4acuda.f32(1.5), t4acuda.u32(16))
+    with pytest.raises(t4acuda.InvalidArgument, match="block must be"):
+        k.launch(1, True, buf, t4acuda.f32(1.5), t4acuda.u32(16))
+    with pytest.raises(TypeError, match="plain Python float"):
+        k.launch(1, 16, buf, 1.5, t4acuda.u32(16))
+    with pytest.raises(t4acuda.InvalidArgument, match="shared is"):
+        k.launch(1, 16, buf, t4acuda.f32(1.5), t4acuda.u32(16), shared=2**32)
+    with pytest.raises(t4acuda.InvalidArgument, match="grid must be"):
+        k.launch(2**32, 16, buf, t4acuda.f32(1.5), t4acuda.u32(16))
+    assert rt.stats()["launches"] == before + 4
+    # A list grid is not hashable: checked and launched, not kept.
+    k.launch([1], [16], buf, t4acuda.f32(1.5), t4acuda.u32(16))
+    assert len(k._plans) == 3
+    # Another thread gets a plan of its own (a plan's argument storage is
+    # written before each call).
+    errors = []
+
+    def other():
+        try:
+            k.launch(1, 16, buf, t4acuda.f32(3.5), t4acuda.u32(16))
+        except Exception as e:  # reported below
+            errors.append(e)
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert not errors and len(k._plans) == 4
+    # A kept plan holds no buffer: one released after a launch is gone.
+    tmp = rt.alloc(64)
+    ref = weakref.ref(tmp)
+    k.launch(1, 16, tmp, t4acuda.f32(1.5), t4acuda.u32(16))
+    del tmp
+    gc.collect()
+    assert ref() is None
+    # A closed buffer on a kept shape: the handle error, nothing launched.
+    gone = rt.alloc(64)
+    gone.close()
+    n = rt.stats()["launches"]
+    with pytest.raises(t4acuda.InvalidHandle):
+        k.launch(1, 16, gone, t4acuda.f32(1.5), t4acuda.u32(16))
+    p = k.prepare(1, 16, "buffer", t4acuda.f32, "u32")
+    with pytest.raises(t4acuda.InvalidHandle):
+        p(gone, 1.5, 16)
+    assert rt.stats()["launches"] == n
+    buf.close()
+
+
+@needs_fake
 def test_host_buffer_is_a_numpy_view_without_copy(rt):
     hb = rt.host_alloc(4096)
     view = hb.array(np.uint32)

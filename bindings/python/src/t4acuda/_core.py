@@ -1038,11 +1038,20 @@ class Module(_Owned):
         return Module(self.runtime, _handle("t4a_module", h.id), self.name)
 
 
+# Shapes launch() keeps per kernel before it starts over.
+_MAX_PLANS = 64
+
+
 def _dims(v: Dims, what: str) -> tuple[int, ...]:
-    t = (v,) if isinstance(v, int) else tuple(v)
-    if not 1 <= len(t) <= 3 or not all(isinstance(x, int) and x >= 0 for x in t):
+    given: Any = v  # anything: checked below
+    try:
+        t: tuple[Any, ...] = (given,) if isinstance(given, int) else tuple(given)
+    except TypeError:  # neither an int nor a sequence
+        t = (given,)
+    if not 1 <= len(t) <= 3 or not all(
+            isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**32 for x in t):
         raise python_error("T4A_ERROR_INVALID_ARGUMENT", "Kernel.launch",
-                           f"{what} must be 1 to 3 non-negative ints, not {t!r}")
+                           f"{what} must be 1 to 3 ints in [0, 2**32), not {t!r}")
     return t + (1,) * (3 - len(t))
 
 
@@ -1057,6 +1066,10 @@ class Kernel(_Owned):
         self.runtime = module.runtime
         self.name = name
         self._params: Union[tuple[int, ...], Literal[False], None] = None
+        # launch()'s prepared shapes, by (thread, grid, block, shared,
+        # argument types): one per thread, since a PreparedLaunch's
+        # argument storage is written before each call.
+        self._plans: dict[tuple[Any, ...], PreparedLaunch] = {}
 
     def _repr_fields(self) -> list[str]:
         out = [f"name={self.name!r}"]
@@ -1119,37 +1132,43 @@ class Kernel(_Owned):
     def launch(self, grid: Dims, block: Dims, *args: KernelArg, shared: int = 0) -> None:
         """Enqueues the kernel on its runtime's stream. Arguments: Buffer
         (its device address), DevicePointer, t4acuda.f32(x)-style or NumPy
-        scalars; a plain Python int or float is refused."""
-        n = len(args)
-        arr = (S["t4a_arg"] * max(n, 1))()
-        keep = []
-        sizes: list[Optional[int]] = []
+        scalars; a plain Python int or float is refused.
+
+        The first launch of a shape (grid, block, shared and the argument
+        types) on a thread checks it and keeps a PreparedLaunch for it;
+        later ones of that shape store the values and call t4a_launch."""
+        # The types are in the key too: 1.0 == 1 and True == 1, but only
+        # what the checks accept may reuse a plan.
+        gt = tuple(map(type, grid)) if type(grid) is tuple else type(grid)
+        bt = tuple(map(type, block)) if type(block) is tuple else type(block)
+        try:
+            key = (threading.get_ident(), grid, block, shared, gt, bt, type(shared),
+                   *map(type, args))
+            plan = self._plans.get(key)
+        except TypeError:  # an unhashable grid or block (a list): not kept
+            key, plan = None, None
+        if plan is None:
+            plan = self._plan(key, grid, block, args, shared)
+        plan(*args)
+
+    def _plan(self, key: Optional[tuple[Any, ...]], grid: Dims, block: Dims,
+              args: Sequence[KernelArg], shared: int) -> PreparedLaunch:
+        """The PreparedLaunch of a launch() shape, checked as launch()
+        checks; kept under `key` (at most _MAX_PLANS per kernel)."""
+        types: list[ArgType] = []
         for i, a in enumerate(args):
-            slot = arr[i]
             if isinstance(a, Buffer):
-                slot.kind = K["T4A_ARG_BUFFER"]
-                slot.buffer = a._live()
-                sizes.append(8)
+                types.append("buffer")
             elif isinstance(a, DevicePointer):
-                slot.kind = K["T4A_ARG_DEVICE_POINTER"]
-                slot.device_pointer = a.value
-                sizes.append(8)
+                types.append("pointer")
             else:
-                s = _as_scalar(a, i)
-                keep.append(s)
-                slot.kind = K["T4A_ARG_SCALAR"]
-                slot.value = ctypes.addressof(s)
-                slot.size = ctypes.sizeof(s)
-                sizes.append(ctypes.sizeof(s))
-        self._check_sizes(sizes)
-        desc = _ffi.new("t4a_launch_desc")
-        desc.kernel = self._live()
-        desc.grid[:] = _dims(grid, "grid")
-        desc.block[:] = _dims(block, "block")
-        desc.dynamic_shared_bytes = shared
-        desc.arg_count = n
-        desc.args = ctypes.addressof(arr)
-        check(C.t4a_launch(self.runtime._live(), _byref(desc)))
+                types.append(type(_as_scalar(a, i)))
+        plan = PreparedLaunch(self, grid, block, types, shared)
+        if key is not None:
+            if len(self._plans) >= _MAX_PLANS:
+                self._plans.clear()
+            self._plans[key] = plan
+        return plan
 
     def prepare(self, grid: Dims, block: Dims, *argtypes: ArgType,
                 shared: int = 0) -> PreparedLaunch:
@@ -1209,6 +1228,7 @@ class PreparedLaunch:
                 self._vals.append(v)
                 sizes.append(ctypes.sizeof(v))
         kernel._check_sizes(sizes)
+        shared = _checks.count("Kernel.launch", "shared", shared, 2**32 - 1)
         self._desc = _ffi.new("t4a_launch_desc")
         self._desc.kernel = kernel._live()
         self._desc.grid[:] = _dims(grid, "grid")
@@ -1221,7 +1241,6 @@ class PreparedLaunch:
         self._launch = C.t4a_launch
         self._n = n
         self._slots = [self._args[i] for i in range(n)]
-        self._keep: list[Optional[Buffer]] = [None] * n
 
     def __call__(self, *args: PreparedArg) -> None:
         """Launches with these values, one per argtype of prepare(): a Buffer,
@@ -1234,8 +1253,10 @@ class PreparedLaunch:
             if v is not None:
                 v.value = a.value if isinstance(a, ctypes._SimpleCData) else a
             elif self._types[i] == "buffer":
-                self._slots[i].buffer.id = a._h.id
-                self._keep[i] = a  # alive until the next call replaces it
+                # Only the handle is stored: the library keeps the memory
+                # alive for the launch (a buffer released later is freed
+                # after it, in stream order), so nothing holds the Buffer.
+                self._slots[i].buffer.id = a._live().id
             else:
                 self._slots[i].device_pointer = a.value if isinstance(a, DevicePointer) else a
         st = self._launch(self._rt, self._desc_ref)
