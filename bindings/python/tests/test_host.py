@@ -365,6 +365,11 @@ def test_launch_keeps_one_checked_plan_per_shape_and_thread(rt):
     with pytest.raises(t4acuda.InvalidHandle):
         p(gone, 1.5, 16)
     assert rt.stats()["launches"] == n
+    # A closed kernel: the binding's own error, not a stale handle's.
+    k.close()
+    assert not k._plans
+    with pytest.raises(t4acuda.InvalidHandle, match="Kernel was closed"):
+        k.launch(1, 16, buf, t4acuda.f32(1.5), t4acuda.u32(16))
     buf.close()
 
 

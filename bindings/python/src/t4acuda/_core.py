@@ -1071,6 +1071,12 @@ class Kernel(_Owned):
         # argument storage is written before each call.
         self._plans: dict[tuple[Any, ...], PreparedLaunch] = {}
 
+    def close(self) -> None:
+        plans = self.__dict__.get("_plans")  # absent if __init__ stopped early
+        if plans:
+            plans.clear()  # a closed kernel launches nothing, as before
+        super().close()
+
     def _repr_fields(self) -> list[str]:
         out = [f"name={self.name!r}"]
         if self.module.name:
