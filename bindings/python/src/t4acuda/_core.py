@@ -325,6 +325,8 @@ class _Owned:
         self.close()
 
     def __del__(self) -> None:
+        if self._h is None:
+            return  # closed already: nothing to release
         if sys is None or sys.is_finalizing():
             return  # the library may be unloading; the process is ending anyway
         try:
