@@ -373,6 +373,128 @@ def test_launch_keeps_one_checked_plan_per_shape_and_thread(rt):
     buf.close()
 
 
+def fake_graphs_live():
+    """Graphs plus executable graphs alive in the fake driver."""
+    fn = ctypes.CDLL(FAKE).fake_cuda_graphs_live
+    fn.restype = ctypes.c_int
+    return fn()
+
+
+@needs_fake
+def test_capture_two_launches_and_replay(rt):
+    k = rt.load(t4acuda.compile(SAXPY, cc=(8, 0))).kernel("fill_f32")
+    buf = rt.alloc(64, zero=True)
+    graphs = fake_graphs_live()
+    before = rt.stats()
+    with rt.capture() as cap:
+        assert "capturing" in repr(cap)
+        k.launch(1, 16, buf, t4acuda.f32(1.5), t4acuda.u32(16))
+        k.launch(1, 16, buf, t4acuda.f32(2.5), t4acuda.u32(8))
+        buf.fill(0xab, offset=0, nbytes=8)  # captured: runs only on replay
+    g = cap.graph
+    assert isinstance(g, t4acuda.Graph) and g.runtime is rt
+    assert "ended" in repr(cap)
+    assert repr(g) == "<t4acuda.Graph device=0 nodes=3>"
+    info = g.info()
+    assert info["node_count"] == 3 and info["launches"] == 0 and info["kept_objects"] > 0
+    after = rt.stats()
+    assert after["launches"] == before["launches"] + 2  # counted when captured
+    assert fake_graphs_live() > graphs
+    assert not buf.download(np.uint8).any()  # the capture ran nothing
+    g.launch()
+    rt.replay(g)
+    assert buf.download(np.uint8)[:8].tolist() == [0xab] * 8
+    assert g.info()["launches"] == 2
+    assert rt.stats()["launches"] == after["launches"]  # replays are not launches
+    # retain: another reference; closing one leaves the other usable.
+    g2 = g.retain()
+    g.close()
+    assert g.closed and repr(g) == "<t4acuda.Graph device=0 closed>"
+    with pytest.raises(t4acuda.InvalidHandle, match="Graph was closed"):
+        g.launch()
+    g2.launch()
+    assert g2.info()["launches"] == 3
+    g2.close()
+    rt.synchronize()
+    assert fake_graphs_live() == graphs  # released: destroyed after its replays
+    # Another mode; a mode that does not exist is refused before any call.
+    with rt.capture("relaxed") as cap2:
+        buf.fill(0, offset=0, nbytes=8)
+    with cap2.graph as g3:
+        assert g3.info()["node_count"] == 1
+    with pytest.raises(t4acuda.InvalidArgument, match="mode must be"):
+        rt.capture("local")  # type: ignore[arg-type]
+    with pytest.raises(t4acuda.Capturing, match="entered once"):
+        with cap2:
+            pass
+    buf.close()
+
+
+@needs_fake
+def test_capture_ended_and_graph_discarded_on_exception(rt):
+    k = rt.load(t4acuda.compile(SAXPY, cc=(8, 0))).kernel("fill_f32")
+    buf = rt.alloc(64, zero=True)
+    rt.synchronize()
+    graphs = fake_graphs_live()
+    # A refused operation (allocation) in the block: the capture ends, the
+    # graph is released and the library's error propagates.
+    with pytest.raises(t4acuda.Capturing, match="t4a_buffer_alloc"):
+        with rt.capture() as cap:
+            k.launch(1, 16, buf, t4acuda.f32(1.5), t4acuda.u32(16))
+            rt.alloc(16)
+    assert "failed" in repr(cap)
+    with pytest.raises(t4acuda.Capturing, match="no graph: the capture is failed"):
+        cap.graph
+    # An exception of the caller's own: the same, and the runtime works.
+    with pytest.raises(ValueError, match="mine"):
+        with rt.capture() as cap:
+            buf.fill(0xcd, offset=0, nbytes=4)
+            raise ValueError("mine")
+    rt.synchronize()  # refused while capturing: the capture is over
+    assert not buf.download(np.uint8).any()  # the captured fill never ran
+    assert fake_graphs_live() == graphs  # both graphs discarded
+    other = rt.alloc(16)
+    other.close()
+    # Still usable for a capture afterwards.
+    with rt.capture() as cap:
+        buf.fill(1, offset=0, nbytes=4)
+    cap.graph.launch()
+    assert buf.download(np.uint8)[:4].tolist() == [1] * 4
+    cap.graph.close()
+    buf.close()
+
+
+@needs_fake
+def test_cooperative_launch_sets_the_flag(rt):
+    k = rt.load(t4acuda.compile(SAXPY, cc=(8, 0))).kernel("fill_f32")
+    buf = rt.alloc(64)
+    args = (buf, t4acuda.f32(1.5), t4acuda.u32(16))
+    coop = rt.stats()["cooperative_launches"]
+    k.launch(1, 16, *args)
+    k.launch(1, 16, *args, cooperative=True)  # its own plan: the flag is in the key
+    k.launch(1, 16, *args, cooperative=True)
+    assert len(k._plans) == 2
+    assert rt.stats()["cooperative_launches"] == coop + 2
+    k.launch(1, 16, *args)  # the plain plan stays plain
+    assert rt.stats()["cooperative_launches"] == coop + 2
+    # The fake device: 4 multiprocessors, 32 blocks of 16 threads each.
+    most = k.max_cooperative_blocks(16)
+    assert most == 128
+    k.launch(most, 16, *args, cooperative=True)
+    n = rt.stats()["launches"]
+    with pytest.raises(t4acuda.InvalidArgument, match="co-resident"):
+        k.launch(most + 1, 16, *args, cooperative=True)
+    k.launch(most + 1, 16, *args)  # not cooperative: no limit
+    p = k.prepare(most + 1, 16, "buffer", "f32", "u32", cooperative=True)
+    assert p.cooperative
+    with pytest.raises(t4acuda.InvalidArgument, match="co-resident"):
+        p(buf, 1.5, 16)
+    k.prepare(2, 16, "buffer", "f32", "u32", cooperative=True)(buf, 1.5, 16)
+    assert rt.stats()["launches"] == n + 2
+    assert rt.stats()["cooperative_launches"] == coop + 4
+    buf.close()
+
+
 @needs_fake
 def test_host_buffer_is_a_numpy_view_without_copy(rt):
     hb = rt.host_alloc(4096)

@@ -4,7 +4,7 @@ by test_host.py (test_typecheck_usage_runs). The annotated assignments
 are the point: each says what the API returns, and mypy checks it.
 
 saxpy: y = a * x + y on the device, with the pieces most programs use
-(compile, load, launch, prepared launch, transfers, pinned memory,
+(compile, load, launch, prepared launch, graph capture, transfers, pinned memory,
 completions, a raw scope, DLPack, errors, reprs)."""
 
 from __future__ import annotations
@@ -43,6 +43,17 @@ def saxpy(rt: t4acuda.Runtime, a: float, x: npt.NDArray[np.float32],
         again: t4acuda.PreparedLaunch = k.prepare((grid,), (block, 1, 1), t4acuda.f32,
                                                   "buffer", "buffer", np.uint32)
         again(0.0, dx, dy, n)  # a = 0 leaves y as it is
+        with rt.capture() as cap:  # a graph of one launch, replayed twice
+            k.launch(grid, block, t4acuda.f32(0.0), dx, dy, t4acuda.u32(n))
+        graph: t4acuda.Graph = cap.graph
+        graph.launch()
+        rt.replay(graph)
+        replays: int = graph.info()["launches"]
+        assert replays == 2
+        graph.close()
+        most: int = k.max_cooperative_blocks(block)
+        if grid <= most:
+            k.launch(grid, block, t4acuda.f32(0.0), dx, dy, t4acuda.u32(n), cooperative=True)
         out = dy.download()
         for b in (dx, dy, k):
             b.close()

@@ -1,5 +1,6 @@
 """Handle classes over the C API: Runtime, Buffer, HostBuffer, Download,
-Artifact, Module, Kernel, PreparedLaunch, Completion, RawScope."""
+Artifact, Module, Kernel, PreparedLaunch, Completion, RawScope, Graph,
+Capture."""
 
 from __future__ import annotations
 
@@ -418,6 +419,98 @@ class RawScope:
         return f"<t4acuda.RawScope device={self.device_ordinal} {state}>"
 
 
+CaptureMode = Literal["global", "thread_local", "relaxed"]
+_CAPTURE_MODES: dict[str, str] = {"global": "T4A_CAPTURE_GLOBAL",
+                                  "thread_local": "T4A_CAPTURE_THREAD_LOCAL",
+                                  "relaxed": "T4A_CAPTURE_RELAXED"}
+
+
+class Graph(_Owned):
+    """A captured, instantiated CUDA graph of one runtime (Capture.graph;
+    experimental). It keeps the buffers, modules and host buffers its work
+    uses alive until closed and its last replay has completed; launch()
+    replays it on its runtime's stream."""
+    _release, _type = "t4a_graph_release", "t4a_graph"
+
+    def __init__(self, runtime: Runtime, handle: ctypes.Structure) -> None:
+        self._set(handle)
+        self.runtime = runtime
+
+    def _repr_fields(self) -> list[str]:
+        out = [f"device={getattr(self.runtime, '_ordinal', '?')}"]
+        if self._h is not None:
+            out.append(f"nodes={self.info()['node_count']}")
+        return out
+
+    def info(self) -> dict[str, Any]:
+        """node_count, kept_objects, launches (replays enqueued)."""
+        i = _ffi.new("t4a_graph_info")
+        check(C.t4a_graph_info_get(self._live(), _byref(i)))
+        return _struct_dict(i)
+
+    def launch(self) -> None:
+        """Replays the graph on its runtime's stream (t4a_graph_launch)."""
+        check(C.t4a_graph_launch(self.runtime._live(), self._live()))
+
+    def retain(self) -> Graph:
+        h = self._live()
+        check(C.t4a_graph_retain(h))
+        return Graph(self.runtime, _handle("t4a_graph", h.id))
+
+
+class Capture:
+    """A graph capture of a runtime's stream (Runtime.capture(); a context
+    manager; experimental). Entering begins it (t4a_capture_begin); leaving
+    ends it (t4a_capture_end) and makes .graph. If the block raises, the
+    capture is ended, the graph released and the exception propagates."""
+
+    def __init__(self, runtime: Runtime, mode: CaptureMode = "global") -> None:
+        if mode not in _CAPTURE_MODES:
+            raise python_error("T4A_ERROR_INVALID_ARGUMENT", "Runtime.capture",
+                               f"mode must be one of {sorted(_CAPTURE_MODES)}, not {mode!r}")
+        self.runtime = runtime
+        self.mode = mode
+        self._graph: Optional[Graph] = None
+        self._state = "new"  # new, capturing, ended, failed
+
+    @property
+    def graph(self) -> Graph:
+        """The captured graph, once the capture ended without an exception."""
+        if self._graph is None:
+            raise python_error("T4A_ERROR_CAPTURING", "Capture.graph",
+                               f"no graph: the capture is {self._state}")
+        return self._graph
+
+    def __enter__(self) -> Capture:
+        if self._state != "new":
+            raise python_error("T4A_ERROR_CAPTURING", "Capture",
+                               "a Capture is entered once; make another with "
+                               "Runtime.capture()")
+        opts = _ffi.new("t4a_capture_options")
+        opts.mode = K[_CAPTURE_MODES[self.mode]]
+        check(C.t4a_capture_begin(self.runtime._live(), _byref(opts)))
+        self._state = "capturing"
+        return self
+
+    def __exit__(self, exc_type: Optional[type[BaseException]], *exc: object) -> None:
+        h = S["t4a_graph"]()
+        st = C.t4a_capture_end(self.runtime._live(), _byref(h))
+        if exc_type is not None:  # discard the graph; the exception propagates
+            self._state = "failed"
+            if st == 0:
+                C.t4a_graph_release(h)
+            return
+        if st != 0:
+            self._state = "failed"
+            check(st)
+        self._state = "ended"
+        self._graph = Graph(self.runtime, h)
+
+    def __repr__(self) -> str:
+        return (f"<t4acuda.Capture device={getattr(self.runtime, '_ordinal', '?')} "
+                f"mode={self.mode} {self._state}>")
+
+
 class Runtime(_Owned):
     """One device, one stream, one memory pool (t4a_runtime_create).
 
@@ -553,6 +646,18 @@ class Runtime(_Owned):
 
     def from_dlpack(self, obj: Producer) -> Buffer:
         return from_dlpack(obj, runtime=self)
+
+    # -- graphs (experimental)
+    def capture(self, mode: CaptureMode = "global") -> Capture:
+        """A graph capture (context manager): launches, fills, copies
+        between this runtime's buffers and host-buffer transfers in the
+        `with` block are captured, not run; other enqueuing or waiting
+        calls raise Capturing. After the block, .graph is the Graph."""
+        return Capture(self, mode)
+
+    def replay(self, graph: Graph) -> None:
+        """Replays `graph` (captured on this runtime) on its stream."""
+        check(C.t4a_graph_launch(self._live(), graph._live()))
 
 
 class Buffer(_Owned):
@@ -1137,30 +1242,45 @@ class Kernel(_Owned):
                     f"kernel {self.name!r} argument {i}: {got} bytes given, the parameter "
                     f"has {want} (a float parameter takes t4acuda.f32, not f64)")
 
-    def launch(self, grid: Dims, block: Dims, *args: KernelArg, shared: int = 0) -> None:
+    def max_cooperative_blocks(self, block_size: int, dynamic_shared: int = 0) -> int:
+        """The most blocks a cooperative launch may have at this block size
+        and dynamic shared bytes (t4a_kernel_max_cooperative_blocks;
+        experimental)."""
+        n = ctypes.c_int32(0)
+        check(C.t4a_kernel_max_cooperative_blocks(self._live(), block_size, dynamic_shared,
+                                                  _byref(n)))
+        return n.value
+
+    def launch(self, grid: Dims, block: Dims, *args: KernelArg, shared: int = 0,
+               cooperative: bool = False) -> None:
         """Enqueues the kernel on its runtime's stream. Arguments: Buffer
         (its device address), DevicePointer, t4acuda.f32(x)-style or NumPy
-        scalars; a plain Python int or float is refused.
+        scalars; a plain Python int or float is refused. `cooperative`:
+        a cooperative launch (T4A_LAUNCH_COOPERATIVE, experimental): all
+        blocks resident at once; a grid above max_cooperative_blocks() is
+        InvalidArgument, a device without it Unsupported.
 
-        The first launch of a shape (grid, block, shared and the argument
-        types) on a thread checks it and keeps a PreparedLaunch for it;
-        later ones of that shape store the values and call t4a_launch."""
+        The first launch of a shape (grid, block, shared, cooperative and
+        the argument types) on a thread checks it and keeps a
+        PreparedLaunch for it; later ones of that shape store the values
+        and call t4a_launch."""
         # The types are in the key too: 1.0 == 1 and True == 1, but only
         # what the checks accept may reuse a plan.
         gt = tuple(map(type, grid)) if type(grid) is tuple else type(grid)
         bt = tuple(map(type, block)) if type(block) is tuple else type(block)
         try:
-            key = (threading.get_ident(), grid, block, shared, gt, bt, type(shared),
-                   *map(type, args))
+            key = (threading.get_ident(), grid, block, shared, cooperative, gt, bt,
+                   type(shared), *map(type, args))
             plan = self._plans.get(key)
         except TypeError:  # an unhashable grid or block (a list): not kept
             key, plan = None, None
         if plan is None:
-            plan = self._plan(key, grid, block, args, shared)
+            plan = self._plan(key, grid, block, args, shared, cooperative)
         plan(*args)
 
     def _plan(self, key: Optional[tuple[Any, ...]], grid: Dims, block: Dims,
-              args: Sequence[KernelArg], shared: int) -> PreparedLaunch:
+              args: Sequence[KernelArg], shared: int,
+              cooperative: bool = False) -> PreparedLaunch:
         """The PreparedLaunch of a launch() shape, checked as launch()
         checks; kept under `key` (at most _MAX_PLANS per kernel)."""
         types: list[ArgType] = []
@@ -1171,7 +1291,7 @@ class Kernel(_Owned):
                 types.append("pointer")
             else:
                 types.append(type(_as_scalar(a, i)))
-        plan = PreparedLaunch(self, grid, block, types, shared)
+        plan = PreparedLaunch(self, grid, block, types, shared, cooperative)
         if key is not None:
             if len(self._plans) >= _MAX_PLANS:
                 self._plans.clear()
@@ -1179,10 +1299,11 @@ class Kernel(_Owned):
         return plan
 
     def prepare(self, grid: Dims, block: Dims, *argtypes: ArgType,
-                shared: int = 0) -> PreparedLaunch:
+                shared: int = 0, cooperative: bool = False) -> PreparedLaunch:
         """A PreparedLaunch: argtypes are "buffer", "pointer" or a scalar
-        type (t4acuda.f32, "f32", numpy.float32, ...)."""
-        return PreparedLaunch(self, grid, block, argtypes, shared)
+        type (t4acuda.f32, "f32", numpy.float32, ...); `cooperative` as
+        for launch()."""
+        return PreparedLaunch(self, grid, block, argtypes, shared, cooperative)
 
 
 def _argtype(t: ArgType, i: int) -> Union[str, type[ctypes._SimpleCData[Any]]]:
@@ -1215,7 +1336,7 @@ class PreparedLaunch:
     t4a_launch. Not thread-safe: one per thread."""
 
     def __init__(self, kernel: Kernel, grid: Dims, block: Dims, argtypes: Sequence[ArgType],
-                 shared: int) -> None:
+                 shared: int, cooperative: bool = False) -> None:
         self.kernel = kernel
         n = len(argtypes)
         self._types = [_argtype(t, i) for i, t in enumerate(argtypes)]
@@ -1239,6 +1360,8 @@ class PreparedLaunch:
         shared = _checks.count("Kernel.launch", "shared", shared, 2**32 - 1)
         self._desc = _ffi.new("t4a_launch_desc")
         self._desc.kernel = kernel._live()
+        self.cooperative = bool(cooperative)
+        self._desc.flags = K["T4A_LAUNCH_COOPERATIVE"] if cooperative else 0
         self._desc.grid[:] = _dims(grid, "grid")
         self._desc.block[:] = _dims(block, "block")
         self._desc.dynamic_shared_bytes = shared
