@@ -498,6 +498,9 @@ class Capture:
         if exc_type is not None:  # discard the graph; the exception propagates
             self._state = "failed"
             if st == 0:
+                # Not checked: the block's exception is what the caller
+                # sees; a failed release of a graph never replayed leaves
+                # its handle live, which the process counters show.
                 C.t4a_graph_release(h)
             return
         if st != 0:
