@@ -366,6 +366,26 @@ static void test_fork_during_nvrtc_compile(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* Whether this binary runs under an AddressSanitizer whose allocator a
+ * forked child may find locked. ASan runtimes older than LLVM 18 (GCC
+ * 12's libasan, the one of the CI machine, among them) install no
+ * pthread_atfork handlers (llvm-project PR 75290, December 2023), so a
+ * child forked while another thread is inside malloc can hang in its
+ * first allocation. No version is tested: every ASan build skips. */
+static int asan_without_fork_handlers(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  return 1;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return 1;
+#else
+  return 0;
+#endif
+#else
+  return 0;
+#endif
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest source_dir[] = {
       cmocka_unit_test(test_header_next_to_program_name),
@@ -375,6 +395,16 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_destroy_with_transient_event_failure),
   };
   if (argc == 2 && strcmp(argv[1], "fork_nvrtc") == 0) {
+    if (asan_without_fork_handlers()) {
+      /* The child would wait on the sanitizer's allocator lock, held by
+       * the parent's compiling thread at the fork: a hang of the test's
+       * runtime, not of the library (one child in 20 hung in CI). */
+      printf("skipped under AddressSanitizer: its allocator is not "
+             "fork-safe before LLVM's pthread_atfork handlers "
+             "(llvm-project PR 75290); the default and tsan lanes run this "
+             "test\n");
+      return 77;
+    }
     const struct CMUnitTest fork_nvrtc[] = {
         cmocka_unit_test(test_fork_during_nvrtc_compile),
     };
