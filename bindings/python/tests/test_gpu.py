@@ -229,6 +229,14 @@ def test_read_only_import_rejects_writes(rt):
     other.close()
 
 
+def test_docs_saxpy(run_docs_example, capsys):
+    """docs/python.md 'A first program: saxpy', run as written: it checks
+    its result against NumPy itself (an assert)."""
+    ns = run_docs_example("python.md", "saxpy")
+    assert ns["result"].shape == (1 << 20,)
+    assert "saxpy ok:" in capsys.readouterr().out
+
+
 def test_porting_example(capsys):
     """examples/porting.py (docs/porting.md): five recipes, each checked
     against NumPy, without -I for the toolkit headers."""

@@ -235,6 +235,14 @@ def test_compile_without_gpu(tmp_path):
     ptx.close()
 
 
+def test_docs_compile_without_gpu(run_docs_example, capsys):
+    """docs/python.md 'Compiling without a GPU', run as written (NVRTC only)."""
+    ns = run_docs_example("python.md", "compile-without-gpu")
+    assert ns["cubin"].closed and ns["ptx"].closed
+    out = capsys.readouterr().out
+    assert out.startswith("9 ") and "b'\\x7fELF'" in out, out
+
+
 def test_toolkit_headers_and_origin(tmp_path):
     """cuda_fp16.h without options; where each artifact came from."""
     tk = t4acuda.toolkit_headers()
