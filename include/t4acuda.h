@@ -739,6 +739,15 @@ typedef struct t4a_runtime_options {
    *  @since 0.1.0 */
   uint32_t peer_access;
   uint32_t reserved2; /**< zero. @since 0.1.0 */
+  /** The priority of the runtime's stream (`cuStreamCreateWithPriority`):
+   *  0 (the default) is the device's default priority; lower numbers run
+   *  first. It must lie in the device's range
+   *  (`cuCtxGetStreamPriorityRange`: on Hopper 0 down to -5), else
+   *  #T4A_ERROR_INVALID_ARGUMENT naming the range (the driver would clamp
+   *  it silently). ::t4a_runtime_info::stream_priority reports it.
+   *  @since 0.1.0 (appended) */
+  int32_t stream_priority;
+  uint32_t reserved3; /**< zero. @since 0.1.0 */
 } t4a_runtime_options;
 
 /** Initializer for ::t4a_runtime_options with the defaults: `struct_size`
@@ -746,7 +755,7 @@ typedef struct t4a_runtime_options {
  *  field, so a binding that cannot use the macro zero-fills the struct and
  *  sets `struct_size`). */
 #define T4A_RUNTIME_OPTIONS_INIT                                               \
-  { sizeof(t4a_runtime_options), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  { sizeof(t4a_runtime_options), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /**
  * @brief Creates a runtime on one device.
@@ -884,11 +893,16 @@ typedef struct t4a_runtime_info {
    *  #T4A_POOL_KEEP_ALL (`UINT64_MAX`) for the default, 0 for
    *  #T4A_POOL_RELEASE_ALL, else the value asked for. */
   uint64_t pool_release_threshold;
+  /** the priority of the runtime's stream, as the driver reports it
+   *  (`cuStreamGetPriority`; ::t4a_runtime_options::stream_priority).
+   *  @since 0.1.0 (appended) */
+  int32_t stream_priority;
+  uint32_t reserved0; /**< zero. */
 } t4a_runtime_info;
 
 /** Initializer for ::t4a_runtime_info. */
 #define T4A_RUNTIME_INFO_INIT                                                  \
-  { sizeof(t4a_runtime_info), 0, 0, NULL, NULL, NULL, 0 }
+  { sizeof(t4a_runtime_info), 0, 0, NULL, NULL, NULL, 0, 0, 0 }
 
 /**
  * @brief Describes a runtime.
@@ -2592,7 +2606,7 @@ extern "C" {
  * which experimental declarations its header had.
  * @experimental
  */
-#define T4A_EXPERIMENTAL_REVISION 3
+#define T4A_EXPERIMENTAL_REVISION 4
 
 /**
  * @brief ::t4a_launch_desc::flags: a cooperative launch
@@ -2610,6 +2624,141 @@ extern "C" {
  * @experimental
  */
 #define T4A_LAUNCH_COOPERATIVE 0x1u
+
+/** ::t4a_launch_attrs::flags: programmatic dependent launch
+ *  (`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`): the kernel may
+ *  start before the previous kernel on the runtime's stream has finished,
+ *  once every block of that kernel called
+ *  `cudaTriggerProgrammaticLaunchCompletion()` (or exited); the kernel must
+ *  call `cudaGridDependencySynchronize()` before it reads what the previous
+ *  kernel wrote. The caller's choice, never a default: on a chain of small
+ *  kernels it saved 15 % per kernel on an H200, on a large one it cost
+ *  34 % (docs/launch.md). Needs compute capability 9.0.
+ *  @experimental */
+#define T4A_LAUNCH_ATTR_PROGRAMMATIC 0x1u
+/** ::t4a_launch_attrs::flags: allow a cluster of more than 8 blocks (the
+ *  portable maximum): the kernel's
+ *  `CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED` is set before the
+ *  launch, and the cluster must not exceed what
+ *  `cuOccupancyMaxPotentialClusterSize` reports for the launch's shape
+ *  (16 on an H100 or H200). Without it a cluster above 8 blocks is
+ *  #T4A_ERROR_INVALID_ARGUMENT. @experimental */
+#define T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE 0x2u
+
+/**
+ * @brief Launch attributes of t4a_launch_ex() (Hopper and later).
+ *
+ * Zero bytes are "no attribute". Validated with the rest of the descriptor
+ * before anything is enqueued, each rejection naming the field and the
+ * values: a cluster extent that does not divide the grid's; a cluster of
+ * more blocks than allowed (8, or with
+ * #T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE what the device reports for the
+ * shape); cluster dimensions that differ from the kernel's compiled
+ * `__cluster_dims__`; a kernel that must be launched with a cluster
+ * launched without one; either attribute with #T4A_LAUNCH_COOPERATIVE
+ * (not combined by this version: a cooperative grid's co-residency is
+ * checked per block); unknown flags; a non-zero reserved field. A device
+ * below compute capability 9.0, a device without cluster launch
+ * (`CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH`), or a driver without
+ * `cuLaunchKernelEx` is #T4A_ERROR_UNSUPPORTED naming what it has and what
+ * is needed. A launch with attributes goes through `cuLaunchKernelEx`;
+ * graph capture keeps the attributes in the captured kernel node. Zero
+ * bytes (or NULL) launch exactly as t4a_launch().
+ *
+ * A kernel compiled with `__cluster_dims__` needs no attribute: t4a_launch()
+ * checks that its grid is a multiple of the compiled dimensions and launches
+ * it as it is.
+ * @experimental
+ */
+typedef struct t4a_launch_attrs {
+  uint32_t struct_size; /**< in: sizeof(t4a_launch_attrs) of the caller. */
+  /** 0, #T4A_LAUNCH_ATTR_PROGRAMMATIC, #T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE. */
+  uint32_t flags;
+  /** blocks per cluster in x, y, z (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`);
+   *  all 0 (the default): no cluster, or the kernel's compiled
+   *  `__cluster_dims__`. When `cluster[0]` is set, 0 in `cluster[1]` or
+   *  `cluster[2]` means 1; `cluster[0]` 0 with another axis set is refused.
+   *  Each axis must divide the grid's. */
+  uint32_t cluster[3];
+  uint32_t reserved0; /**< zero. */
+} t4a_launch_attrs;
+
+/** Initializer for ::t4a_launch_attrs (no attribute). @experimental */
+#define T4A_LAUNCH_ATTRS_INIT                                                  \
+  { sizeof(t4a_launch_attrs), 0, {0, 0, 0}, 0 }
+
+/** @brief Cluster occupancy of a launch shape
+ *  (t4a_kernel_cluster_occupancy()). @experimental */
+typedef struct t4a_cluster_occupancy {
+  uint32_t struct_size; /**< in: sizeof(t4a_cluster_occupancy) of the caller. */
+  /** out: clusters of the descriptor's cluster shape that can be resident
+   *  on the device at once (`cuOccupancyMaxActiveClusters`; 0 when not even
+   *  one fits). */
+  int32_t max_active_clusters;
+  /** out: the largest cluster (in blocks) of the descriptor's block size
+   *  and shared memory that can be launched
+   *  (`cuOccupancyMaxPotentialClusterSize`): at most 8 unless the
+   *  `attrs` have #T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE. */
+  int32_t max_cluster_size;
+  uint32_t reserved0; /**< out: zero. */
+} t4a_cluster_occupancy;
+
+/** Initializer for ::t4a_cluster_occupancy. @experimental */
+#define T4A_CLUSTER_OCCUPANCY_INIT                                             \
+  { sizeof(t4a_cluster_occupancy), 0, 0, 0 }
+
+/**
+ * @brief The cluster occupancy of a launch: how many clusters of its
+ *        cluster shape fit on the device at once, and the largest cluster
+ *        its block size and shared memory allow.
+ *
+ * `desc` and `attrs` are read as t4a_launch_ex() reads them (the kernel,
+ * grid, block, dynamic shared bytes and attributes; the arguments are not
+ * read) and checked as it checks the shape and attributes, so a shape this
+ * accepts launches. The cluster is the attrs' or, when they name none, the
+ * kernel's compiled `__cluster_dims__`; with neither,
+ * `max_active_clusters` is that of single-block clusters. Above 48 KiB of
+ * dynamic shared memory the kernel's limit is raised first, as
+ * t4a_launch() does; with #T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE the
+ * kernel's non-portable attribute is set first.
+ * @param[in]     desc  the launch shape (#T4A_LAUNCH_DESC_INIT).
+ * @param[in]     attrs its attributes (#T4A_LAUNCH_ATTRS_INIT), or NULL.
+ * @param[in,out] out   set `out->struct_size` (#T4A_CLUSTER_OCCUPANCY_INIT).
+ * @return #T4A_SUCCESS; #T4A_ERROR_INVALID_HANDLE;
+ *         #T4A_ERROR_INVALID_ARGUMENT; #T4A_ERROR_VERSION_MISMATCH;
+ *         #T4A_ERROR_UNSUPPORTED (device below 9.0, no cluster launch, or
+ *         a driver without the occupancy entry points); #T4A_ERROR_DRIVER;
+ *         #T4A_ERROR_DEVICE_FAULT.
+ * Thread-safe; admitted.
+ * @experimental
+ */
+T4A_API t4a_status t4a_kernel_cluster_occupancy(const t4a_launch_desc *desc,
+                                                const t4a_launch_attrs *attrs,
+                                                t4a_cluster_occupancy *out);
+
+/**
+ * @brief t4a_launch() with launch attributes: thread block clusters,
+ *        programmatic dependent launch (::t4a_launch_attrs).
+ *
+ * Everything t4a_launch() checks is checked, then the attributes (see
+ * ::t4a_launch_attrs), all before anything is enqueued; a rejected launch
+ * enqueues nothing and counts nothing. With attributes the kernel is
+ * launched by `cuLaunchKernelEx`; NULL or zero attributes launch exactly as
+ * t4a_launch() (which is this with NULL). The launch keeps its module and
+ * buffers alive as t4a_launch() does; graph capture records the attributes
+ * in the kernel node (a captured programmatic chain keeps its programmatic
+ * edges on replay).
+ * @param[in] runtime the runtime whose stream runs the kernel.
+ * @param[in] desc    the launch (#T4A_LAUNCH_DESC_INIT).
+ * @param[in] attrs   its attributes (#T4A_LAUNCH_ATTRS_INIT), or NULL.
+ * @return as t4a_launch(); #T4A_ERROR_UNSUPPORTED (an attribute the device
+ *         or driver lacks, naming what it has and what is needed).
+ * Thread-safe; admitted.
+ * @experimental
+ */
+T4A_API t4a_status t4a_launch_ex(t4a_runtime runtime,
+                                 const t4a_launch_desc *desc,
+                                 const t4a_launch_attrs *attrs);
 
 /**
  * @brief The most blocks a cooperative launch of `kernel` may have: blocks

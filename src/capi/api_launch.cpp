@@ -7,6 +7,7 @@
 #include "capi/name_expressions.hpp"
 #include "compile/artifact.hpp"
 #include "driver/cuda_api.hpp"
+#include "launch/attributes.hpp"
 #include "launch/cooperative.hpp"
 #include "launch/kernel.hpp"
 #include "launch/launch.hpp"
@@ -240,47 +241,106 @@ T4A_API t4a_status t4a_kernel_barrier_audit(t4a_kernel kernel, uint32_t index,
   });
 }
 
-// The runtime, the descriptor, its kernel and every buffer argument are
-// borrowed in the one borrow section of capi::call_borrowed (errors in
-// argument order: the runtime, the descriptor itself, the kernel, the
-// buffers; then validate()'s, in field order); the launch takes the
-// objects (launch/launch.hpp).
+namespace {
+
+// t4a_launch and t4a_launch_ex. The runtime, the descriptor, its kernel and
+// every buffer argument are borrowed in the one borrow section of
+// capi::call_borrowed (errors in argument order: the runtime, the
+// descriptor itself, the kernel, the buffers; then validate()'s, in field
+// order; the attributes' struct after the descriptor's fields); the launch
+// takes the objects (launch/launch.hpp).
+t4a_status launch_entry(t4a_runtime runtime, const t4a_launch_desc *desc,
+                        const t4a_launch_attrs *attrs) {
+  return capi::call_borrowed(
+      in(runtime, "runtime"), not_null(desc, "desc"),
+      [&](core::BorrowSection &section, core::Runtime &rt) -> t4a_status {
+        t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+        if (core::StructFault fault = core::copy_struct(desc, &d);
+            fault.status != T4A_SUCCESS) [[unlikely]]
+          return core::fail_struct(fault, "desc", sizeof d);
+        t4a_launch_attrs a = T4A_LAUNCH_ATTRS_INIT;
+        if (attrs != nullptr) [[unlikely]]
+          if (core::StructFault fault = core::copy_struct(attrs, &a);
+              fault.status != T4A_SUCCESS)
+            return core::fail_struct(fault, "attrs", sizeof a);
+        launch::Kernel *k = nullptr;
+        if (t4a_status s = capi::borrow(
+                capi::In<launch::Kernel>{d.kernel.id, core::Kind::Kernel,
+                                         "desc->kernel"},
+                &k);
+            s != T4A_SUCCESS) [[unlikely]]
+          return s;
+        // Each buffer argument borrowed as the walk reaches it (a buffer
+        // released meanwhile is freed after the launch, in stream order).
+        launch::ArgSpace space(launch::readable_args(d));
+        const core::Registry &reg = core::Registry::instance();
+        if (t4a_status s = launch::prepare_args(
+                rt, d, space,
+                [&](uint32_t i, const t4a_arg &arg,
+                    memory::Buffer **b) -> t4a_status {
+                  core::Object *bo = nullptr;
+                  if (core::HandleCheck c =
+                          reg.borrow(arg.buffer.id, core::Kind::Buffer, &bo);
+                      c != core::HandleCheck::Ok) [[unlikely]]
+                    return fail_buffer_arg(c, arg.buffer.id, i);
+                  *b = static_cast<memory::Buffer *>(bo);
+                  return T4A_SUCCESS;
+                });
+            s != T4A_SUCCESS) [[unlikely]]
+          return s;
+        return launch::launch(section, rt, *k, d, space,
+                              attrs != nullptr ? &a : nullptr);
+      });
+}
+
+} // namespace
+
 T4A_API t4a_status t4a_launch(t4a_runtime runtime,
                               const t4a_launch_desc *desc) {
+  return T4A_ENTRY({ return launch_entry(runtime, desc, nullptr); });
+}
+
+// Experimental: launch attributes (launch/attributes.hpp).
+T4A_API t4a_status t4a_launch_ex(t4a_runtime runtime,
+                                 const t4a_launch_desc *desc,
+                                 const t4a_launch_attrs *attrs) {
+  return T4A_ENTRY({ return launch_entry(runtime, desc, attrs); });
+}
+
+// The shape of `desc` and its attributes checked as a launch checks them
+// (its arguments not read), then the occupancy queries.
+T4A_API t4a_status t4a_kernel_cluster_occupancy(const t4a_launch_desc *desc,
+                                                const t4a_launch_attrs *attrs,
+                                                t4a_cluster_occupancy *out) {
   return T4A_ENTRY({
-    return capi::call_borrowed(
-        in(runtime, "runtime"), not_null(desc, "desc"),
-        [&](core::BorrowSection &section, core::Runtime &rt) -> t4a_status {
-          t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
-          if (core::StructFault fault = core::copy_struct(desc, &d);
-              fault.status != T4A_SUCCESS) [[unlikely]]
-            return core::fail_struct(fault, "desc", sizeof d);
-          launch::Kernel *k = nullptr;
-          if (t4a_status s = capi::borrow(
-                  capi::In<launch::Kernel>{d.kernel.id, core::Kind::Kernel,
-                                           "desc->kernel"},
-                  &k);
-              s != T4A_SUCCESS) [[unlikely]]
+    if (desc == nullptr)
+      return core::fail(T4A_ERROR_INVALID_ARGUMENT, "desc is NULL");
+    t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+    if (t4a_status s = core::read_struct(desc, &d, "desc"); s != T4A_SUCCESS)
+      return s;
+    t4a_launch_attrs a = T4A_LAUNCH_ATTRS_INIT;
+    if (t4a_status s = core::read_struct(attrs, &a, "attrs"); s != T4A_SUCCESS)
+      return s;
+    return capi::call(
+        in(d.kernel, "desc->kernel"), capi::out_struct(out, "out"),
+        [&](Ref<launch::Kernel> &k) -> t4a_status {
+          // The arguments are not read: validated as none against a
+          // signature that reports no parameters.
+          t4a_launch_desc shape = d;
+          shape.arg_count = 0;
+          shape.args = nullptr;
+          launch::KernelSignature sig = k->signature();
+          sig.params_known = false;
+          launch::Verdict v;
+          launch::validate(shape, true, nullptr, sig, k->limits(), &v);
+          if (v.status != T4A_SUCCESS)
+            return core::fail(v.status, "%s", v.message);
+          launch::LaunchEx ex;
+          if (t4a_status s = launch::check_attrs(
+                  shape, attrs != nullptr ? &a : nullptr, v, *k, &ex);
+              s != T4A_SUCCESS)
             return s;
-          // Each buffer argument borrowed as the walk reaches it (a buffer
-          // released meanwhile is freed after the launch, in stream order).
-          launch::ArgSpace space(launch::readable_args(d));
-          const core::Registry &reg = core::Registry::instance();
-          if (t4a_status s = launch::prepare_args(
-                  rt, d, space,
-                  [&](uint32_t i, const t4a_arg &a,
-                      memory::Buffer **b) -> t4a_status {
-                    core::Object *bo = nullptr;
-                    if (core::HandleCheck c =
-                            reg.borrow(a.buffer.id, core::Kind::Buffer, &bo);
-                        c != core::HandleCheck::Ok) [[unlikely]]
-                      return fail_buffer_arg(c, a.buffer.id, i);
-                    *b = static_cast<memory::Buffer *>(bo);
-                    return T4A_SUCCESS;
-                  });
-              s != T4A_SUCCESS) [[unlikely]]
-            return s;
-          return launch::launch(section, rt, *k, d, space);
+          return launch::cluster_occupancy(*k, shape, v, ex, out);
         });
   });
 }

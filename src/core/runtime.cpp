@@ -78,6 +78,40 @@ t4a_status make_pool(int32_t ordinal, uint64_t release_threshold,
   *out = pool;
   return T4A_SUCCESS;
 }
+
+// Runtime::create, context current: the runtime's non-blocking stream, at
+// the options' priority (0: cuStreamCreate, as before priorities existed;
+// else checked against the device's range first: the driver would clamp it
+// silently).
+t4a_status create_stream(const t4a_runtime_options &o, CUstream *out) {
+  CUstream made = nullptr;
+  if (o.stream_priority == 0) {
+    if (auto r = cu::stream_create(&made, CU_STREAM_NON_BLOCKING); !r)
+      return fail_driver(r, "creating the stream of a runtime on device %d",
+                         o.device_ordinal);
+    *out = made;
+    return T4A_SUCCESS;
+  }
+  int least = 0, greatest = 0;
+  if (auto r = cu::ctx_get_stream_priority_range(&least, &greatest); !r)
+    return fail_driver(r, "reading the stream priority range of device %d",
+                       o.device_ordinal);
+  if (o.stream_priority > least || o.stream_priority < greatest)
+    return fail(T4A_ERROR_INVALID_ARGUMENT,
+                "options->stream_priority is %d; device %d allows %d (the "
+                "default, lowest) down to %d (highest): lower numbers run "
+                "first",
+                o.stream_priority, o.device_ordinal, least, greatest);
+  if (auto r = cu::stream_create_with_priority(&made, CU_STREAM_NON_BLOCKING,
+                                               o.stream_priority);
+      !r)
+    return fail_driver(r,
+                       "creating the stream of a runtime on device %d at "
+                       "priority %d",
+                       o.device_ordinal, o.stream_priority);
+  *out = made;
+  return T4A_SUCCESS;
+}
 } // namespace
 
 Runtime::Runtime() : Object(Kind::Runtime) { events_.set_owner(this); }
@@ -127,14 +161,8 @@ t4a_status Runtime::create(const t4a_runtime_options &given,
   };
   if (t4a_status s = scope.enter(ctx, "creating a runtime"); s != T4A_SUCCESS)
     return undo(s);
-  {
-    CUstream made = nullptr;
-    if (auto r = cu::stream_create(&made, CU_STREAM_NON_BLOCKING); !r)
-      return undo(fail_driver(r,
-                              "creating the stream of a runtime on device %d",
-                              o.device_ordinal));
-    stream = made;
-  }
+  if (t4a_status s = create_stream(o, &stream); s != T4A_SUCCESS)
+    return undo(s);
   if (t4a_status s =
           make_pool(o.device_ordinal, o.pool_release_threshold, &pool);
       s != T4A_SUCCESS)
@@ -144,6 +172,13 @@ t4a_status Runtime::create(const t4a_runtime_options &given,
   rt->stream_ = stream;
   rt->pool_ = pool;
   rt->ctx_retained_ = true;
+  {
+    // What the driver gave the stream (it is what was asked: checked
+    // against the range above); a failed query reports the request.
+    int prio = o.stream_priority;
+    if (!cu::stream_get_priority(stream, &prio)) prio = o.stream_priority;
+    rt->stream_priority_ = prio;
+  }
   ProcessCounters::instance().runtimes_live.add();
   rt->domain_ = g_next_domain.fetch_add(1, std::memory_order_relaxed);
   logf(T4A_LOG_INFO, "runtime created: device %d, domain %llu",
@@ -377,6 +412,7 @@ void Runtime::info(t4a_runtime_info *out) const {
   i.stream = stream_;
   i.memory_pool = pool_;
   i.pool_release_threshold = options_.pool_release_threshold;
+  i.stream_priority = stream_priority_;
   write_struct(out, i);
 }
 

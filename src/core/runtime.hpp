@@ -155,6 +155,7 @@ private:
   std::atomic<bool> made_[k_max_parts] = {};             // see part_made()
   t4a_runtime_options options_{};
   bool ctx_retained_ = false;
+  int32_t stream_priority_ = 0; // t4a_runtime_info::stream_priority
   // runtimes_live/runtimes_leaked already settled for this runtime.
   std::atomic<bool> leak_accounted_{false};
   std::atomic<uint32_t> drains_{0};     // see drains_in_progress()

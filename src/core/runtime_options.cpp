@@ -11,6 +11,9 @@ void resolve_runtime_options(const t4a_runtime_options &given,
   if (given.reserved2 != 0)
     return c->reject(T4A_ERROR_INVALID_ARGUMENT,
                      "options->reserved2 is %u; it must be 0", given.reserved2);
+  if (given.reserved3 != 0)
+    return c->reject(T4A_ERROR_INVALID_ARGUMENT,
+                     "options->reserved3 is %u; it must be 0", given.reserved3);
   if (given.peer_access != T4A_PEER_ACCESS_EXPLICIT &&
       given.peer_access != T4A_PEER_ACCESS_AUTO)
     return c->reject(

@@ -7,7 +7,7 @@
 //
 // Zero means "the default" in every field, so that a zero-filled struct
 // behaves as T4A_RUNTIME_OPTIONS_INIT. Rejected, in this order:
-// reserved0 or reserved2 not 0; peer_access not T4A_PEER_ACCESS_EXPLICIT
+// reserved0, reserved2 or reserved3 not 0; peer_access not T4A_PEER_ACCESS_EXPLICIT
 // or T4A_PEER_ACCESS_AUTO; a staging chunk (after the defaults) below
 // 4096 bytes or above the staging budget; staging_threads outside 0..64.
 // Accepted options promise: pool_release_threshold is the driver's value
@@ -16,7 +16,8 @@
 // staging_threads in 0..64; module_cache_entries and module_cache_bytes
 // at least 1 (0 given: their defaults); peer_access one of the two modes;
 // every other field as given. device_ordinal is checked against the
-// devices later (device_get); reserved1 is not checked.
+// devices later (device_get), stream_priority against the device's range
+// (Runtime::create); reserved1 is not checked.
 #pragma once
 
 #include "core/check.hpp"

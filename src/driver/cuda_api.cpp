@@ -43,6 +43,13 @@ const char *without(Entry e) {
            "t4a_kernel_param is UNSUPPORTED";
   case Entry::cuLaunchCooperativeKernel:
     return "cooperative launches are UNSUPPORTED";
+  case Entry::cuLaunchKernelEx:
+    return "launches with attributes (thread block clusters, programmatic "
+           "dependent launch) are UNSUPPORTED";
+  case Entry::cuOccupancyMaxActiveClusters:
+  case Entry::cuOccupancyMaxPotentialClusterSize:
+    return "cluster occupancy (t4a_kernel_cluster_occupancy) and cluster "
+           "size checks are UNSUPPORTED";
   case Entry::cuGraphGetNodes:
     return "a captured graph's node count is not reported";
   case Entry::cuStreamBeginCapture:

@@ -194,6 +194,18 @@ inline DrvResult ctx_set_current(CUcontext c) {
 inline DrvResult stream_create(CUstream *s, unsigned flags) {
   return T4A_CU_RELAXED(cuStreamCreate, s, flags);
 }
+inline DrvResult stream_create_with_priority(CUstream *s, unsigned flags,
+                                             int priority) {
+  return T4A_CU_RELAXED(cuStreamCreateWithPriority, s, flags, priority);
+}
+// The context's stream priorities: `least` (the default, 0) down to
+// `greatest` (a negative number on devices with priorities).
+inline DrvResult ctx_get_stream_priority_range(int *least, int *greatest) {
+  return T4A_CU(cuCtxGetStreamPriorityRange, least, greatest);
+}
+inline DrvResult stream_get_priority(CUstream s, int *priority) {
+  return T4A_CU(cuStreamGetPriority, s, priority);
+}
 inline DrvResult stream_destroy(CUstream s) {
   return T4A_CU_RELAXED(cuStreamDestroy, s);
 }
@@ -329,6 +341,21 @@ inline DrvResult launch_cooperative_kernel(CUfunction f, const unsigned grid[3],
                                            void **params) {
   return T4A_CU(cuLaunchCooperativeKernel, f, grid[0], grid[1], grid[2],
                 block[0], block[1], block[2], shared, s, params);
+}
+// Optional: check has(Entry::cuLaunchKernelEx) first.
+inline DrvResult launch_kernel_ex(const CUlaunchConfig *c, CUfunction f,
+                                  void **params) {
+  return T4A_CU(cuLaunchKernelEx, c, f, params, nullptr);
+}
+// Optional: check has(Entry::cuOccupancyMaxActiveClusters) and
+// has(Entry::cuOccupancyMaxPotentialClusterSize) first.
+inline DrvResult occupancy_max_active_clusters(int *n, CUfunction f,
+                                               const CUlaunchConfig *c) {
+  return T4A_CU(cuOccupancyMaxActiveClusters, n, f, c);
+}
+inline DrvResult occupancy_max_potential_cluster_size(int *n, CUfunction f,
+                                                      const CUlaunchConfig *c) {
+  return T4A_CU(cuOccupancyMaxPotentialClusterSize, n, f, c);
 }
 inline DrvResult module_get_global(CUdeviceptr *d, size_t *bytes, CUmodule m,
                                    const char *name) {

@@ -13,6 +13,7 @@
 #include "core/log.hpp"
 #include "core/stream_context.hpp"
 #include "core/struct_io.hpp"
+#include "launch/attributes.hpp"
 #include "launch/barrier_validation.hpp"
 
 namespace t4a::launch {
@@ -485,8 +486,8 @@ private:
 
 t4a_status launch_special(core::Runtime &rt, Kernel &k,
                           const t4a_launch_desc &d, const Verdict &v,
-                          void **params, core::Object *const *buffers,
-                          size_t nbuffers) {
+                          const LaunchEx *ex, void **params,
+                          core::Object *const *buffers, size_t nbuffers) {
   const bool coop = (d.flags & T4A_LAUNCH_COOPERATIVE) != 0;
   CoopState *st = coop ? &k.coop_state() : k.coop();
   const uint64_t blocks = uint64_t(v.grid[0]) * v.grid[1] * v.grid[2];
@@ -504,6 +505,9 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
   if (coop)
     if (t4a_status s = check_co_resident(rt, k, *st, d, v, scope, entered);
         s != T4A_SUCCESS)
+      return s;
+  if (ex != nullptr)
+    if (t4a_status s = prepare_attrs(rt, k, d, v, *ex); s != T4A_SUCCESS)
       return s;
   const uint32_t nb =
       st != nullptr ? st->barrier_count.load(std::memory_order_acquire) : 0;
@@ -532,13 +536,16 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
     keeps.keep_kernel();
     return s;
   }
+  const bool use_ex = ex != nullptr && ex->use_ex;
   DrvResult r = core::in_stream_context(rt, [&] {
-    return coop
-               ? cu::launch_cooperative_kernel(k.function(), v.grid, v.block,
-                                               d.dynamic_shared_bytes,
-                                               rt.stream(), params)
-               : cu::launch_kernel(k.function(), v.grid, v.block,
-                                   d.dynamic_shared_bytes, rt.stream(), params);
+    if (coop)
+      return cu::launch_cooperative_kernel(k.function(), v.grid, v.block,
+                                           d.dynamic_shared_bytes, rt.stream(),
+                                           params);
+    if (use_ex)
+      return launch_ex(k, v, d.dynamic_shared_bytes, rt.stream(), *ex, params);
+    return cu::launch_kernel(k.function(), v.grid, v.block,
+                             d.dynamic_shared_bytes, rt.stream(), params);
   });
   // Kept even when the launch failed, as launch.cpp does.
   if (cap.active()) [[unlikely]]
@@ -546,9 +553,10 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
   if (!r) {
     // Kept even when the launch failed: the driver may have queued it.
     keeps.keep_kernel();
-    return rt.fail_op(r, coop ? "launching a cooperative kernel "
-                                "(cuLaunchCooperativeKernel)"
-                              : "launching a kernel (cuLaunchKernel)");
+    return rt.fail_op(r, coop     ? "launching a cooperative kernel "
+                                    "(cuLaunchCooperativeKernel)"
+                         : use_ex ? "launching a kernel (cuLaunchKernelEx)"
+                                  : "launching a kernel (cuLaunchKernel)");
   }
   rt.counters().launches.bump();
   if (coop) rt.counters().of(k_cooperative_launches).bump();

@@ -39,6 +39,7 @@
 
 #include "core/object.hpp"
 #include "core/runtime.hpp"
+#include "launch/attrs_validation.hpp"
 #include "launch/kernel.hpp"
 #include "launch/launch_validation.hpp"
 #include "memory/host_buffer.hpp"
@@ -128,9 +129,11 @@ void audit_at_release(Kernel &k, CoopState &st);
 // `buffers` are the launch's buffer arguments (kept by a capture in
 // progress). During a capture the resets are captured and the audit is
 // left out.
+// `ex`: launch attributes (launch/attributes.hpp; never with a cooperative
+// launch), or NULL.
 t4a_status launch_special(core::Runtime &rt, Kernel &k,
                           const t4a_launch_desc &d, const Verdict &v,
-                          void **params, core::Object *const *buffers,
-                          size_t nbuffers);
+                          const LaunchEx *ex, void **params,
+                          core::Object *const *buffers, size_t nbuffers);
 
 } // namespace t4a::launch

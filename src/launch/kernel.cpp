@@ -102,7 +102,33 @@ t4a_status Kernel::read_attributes(core::Runtime &rt) {
       !r)
     return rt.fail_op(r, "reading a kernel attribute");
   dynamic_shared_.store(static_cast<uint32_t>(v));
+  read_cluster_attributes();
   return T4A_SUCCESS;
+}
+
+void Kernel::read_cluster_attributes() {
+  // Compiled cluster dimensions (__cluster_dims__) and whether a cluster
+  // must be given. A driver or device without clusters may refuse these
+  // attributes (INVALID_VALUE before CUDA 11.8): the results are ignored
+  // on purpose, and a refused attribute reads as 0, "no cluster", which is
+  // what such a kernel has.
+  struct {
+    CUfunction_attribute a;
+    uint32_t *v;
+  } dims[] = {
+      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, &sig_.required_cluster[0]},
+      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, &sig_.required_cluster[1]},
+      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, &sig_.required_cluster[2]},
+  };
+  for (auto &d : dims) {
+    int v = 0;
+    if (cu::func_get_attribute(&v, d.a, fn_) && v > 0)
+      *d.v = static_cast<uint32_t>(v);
+  }
+  int must = 0;
+  if (cu::func_get_attribute(&must, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET,
+                             fn_))
+    sig_.cluster_must_be_set = must != 0;
 }
 
 t4a_status Kernel::read_params(core::Runtime &rt) {
@@ -155,6 +181,24 @@ t4a_status Kernel::read_limits(core::Runtime &rt) {
       return rt.fail_op(r, "reading the device's launch limits");
     *l.v = x < 0 ? 0u : static_cast<uint32_t>(x);
   }
+  // Launch attributes: the compute capability (required) and cluster
+  // launch support (a driver before CUDA 11.8 does not know the attribute:
+  // its refusal is ignored on purpose and reads as "no clusters").
+  int major = 0, minor = 0, clusters = 0;
+  if (auto r = cu::device_get_attribute(
+          &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+      !r)
+    return rt.fail_op(r, "reading the device's compute capability");
+  if (auto r = cu::device_get_attribute(
+          &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+      !r)
+    return rt.fail_op(r, "reading the device's compute capability");
+  limits_.cc_major = major < 0 ? 0u : static_cast<uint32_t>(major);
+  limits_.cc_minor = minor < 0 ? 0u : static_cast<uint32_t>(minor);
+  limits_.cluster_launch =
+      cu::device_get_attribute(&clusters, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH,
+                               dev) &&
+      clusters != 0;
   // A device that reports no opt-in maximum allows the default.
   if (limits_.max_shared_optin < limits_.max_shared_default)
     limits_.max_shared_optin = limits_.max_shared_default;
@@ -216,6 +260,18 @@ t4a_status Kernel::ensure_dynamic_shared(uint32_t bytes) {
          !dynamic_shared_.compare_exchange_weak(seen,
                                                 static_cast<uint32_t>(now))) {
   }
+  return T4A_SUCCESS;
+}
+
+t4a_status Kernel::allow_non_portable_clusters() {
+  if (non_portable_) return T4A_SUCCESS;
+  if (auto r = cu::func_set_attribute(
+          fn_, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+      !r)
+    return module_->runtime().fail_op(
+        r, "allowing non-portable cluster sizes for the kernel "
+           "(cuFuncSetAttribute)");
+  non_portable_ = true;
   return T4A_SUCCESS;
 }
 

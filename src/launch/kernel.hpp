@@ -49,6 +49,20 @@ public:
   // on a higher one). Under admission, context current.
   t4a_status ensure_dynamic_shared(uint32_t bytes);
 
+  // Sets CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED once (a
+  // launch or query with T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE). Under
+  // admission, context current.
+  t4a_status allow_non_portable_clusters();
+  bool non_portable_allowed() const { return non_portable_; }
+  // The largest cluster of one launch shape (cuOccupancyMaxPotentialClusterSize),
+  // cached for the last shape asked; under admission (launch/attributes.cpp).
+  struct ClusterLimit {
+    bool valid = false;
+    uint32_t shape[8] = {}; // grid, block, dynamic shared, non-portable
+    int32_t max_size = 0;
+  };
+  ClusterLimit &cluster_limit() { return cluster_limit_; }
+
   // Whether launches of this kernel take launch/cooperative.cpp's path
   // (a grid barrier is declared): one relaxed byte load on line 0.
   bool has_barriers() const {
@@ -66,6 +80,7 @@ private:
   t4a_status read_attributes(core::Runtime &rt);
   t4a_status read_params(core::Runtime &rt);
   t4a_status read_limits(core::Runtime &rt);
+  void read_cluster_attributes();
   // Read by every launch (see the class comment). barriers_ first: it
   // takes the object header's tail padding.
   uint8_t barriers_ = 0;
@@ -82,6 +97,9 @@ private:
   // A lower bound of the function's dynamic-shared limit.
   std::atomic<uint32_t> dynamic_shared_{0};
   std::atomic<CoopState *> coop_{nullptr};
+  // Launch attributes (launch/attributes.cpp), under admission.
+  bool non_portable_ = false;
+  ClusterLimit cluster_limit_;
 };
 
 } // namespace t4a::launch

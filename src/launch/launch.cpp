@@ -12,6 +12,7 @@
 #include "core/log.hpp"
 #include "core/section_admission.hpp"
 #include "core/stream_context.hpp"
+#include "launch/attributes.hpp"
 #include "launch/cooperative.hpp"
 #include "launch/kernel.hpp"
 #include "memory/buffer.hpp"
@@ -38,11 +39,11 @@ t4a_status raise_shared(core::Runtime &rt, Kernel &k, uint32_t bytes) {
 // holding references to the runtime, the kernel and the buffers borrowed.
 t4a_status launch_special_held(core::BorrowSection &section, core::Runtime &rt,
                                Kernel &k, const t4a_launch_desc &d,
-                               const Verdict &v, void **params,
-                               Object **buffers, uint32_t nbuf) {
+                               const Verdict &v, const LaunchEx *ex,
+                               void **params, Object **buffers, uint32_t nbuf) {
   core::Borrowed held({&rt, &k}, buffers, nbuf);
   return core::run_outside(section, held, [&] {
-    return launch_special(rt, k, d, v, params, buffers, nbuf);
+    return launch_special(rt, k, d, v, ex, params, buffers, nbuf);
   });
 }
 
@@ -60,11 +61,14 @@ t4a_status launch_special_held(core::BorrowSection &section, core::Runtime &rt,
 // driver's result is in *out.
 [[gnu::always_inline]] inline t4a_status
 enqueue_keeping(core::Runtime &rt, Kernel &k, core::SectionAdmission &adm,
-                const t4a_launch_desc &d, const Verdict &v, void **params,
-                DrvResult *out) {
+                const t4a_launch_desc &d, const Verdict &v, const LaunchEx *ex,
+                void **params, DrvResult *out) {
   core::Epochs &ep = rt.epochs();
   auto enqueue = [&] {
     return core::in_stream_context(rt, [&] {
+      if (ex != nullptr && ex->use_ex) [[unlikely]]
+        return launch_ex(k, v, d.dynamic_shared_bytes, rt.stream(), *ex,
+                         params);
       return cu::launch_kernel(k.function(), v.grid, v.block,
                                d.dynamic_shared_bytes, rt.stream(), params);
     });
@@ -96,7 +100,8 @@ enqueue_keeping(core::Runtime &rt, Kernel &k, core::SectionAdmission &adm,
 } // namespace
 
 t4a_status launch(core::BorrowSection &section, core::Runtime &rt, Kernel &k,
-                  const t4a_launch_desc &d, ArgSpace &space) {
+                  const t4a_launch_desc &d, ArgSpace &space,
+                  const t4a_launch_attrs *attrs) {
   // Everything was borrowed in `section` (no lock, no reference counting)
   // and stays valid until it ends, after admission was given back
   // (core/borrow.hpp); what the launch logs is delivered after it ended.
@@ -105,13 +110,23 @@ t4a_status launch(core::BorrowSection &section, core::Runtime &rt, Kernel &k,
   Verdict v;
   validate(d, &k.runtime() == &rt, space.facts, k.signature(), k.limits(), &v);
   if (v.status != T4A_SUCCESS) return core::fail(v.status, "%s", v.message);
+  // Launch attributes, or a kernel compiled with cluster dimensions
+  // (launch/attributes.hpp): checked here; `ex` is set only when the
+  // launch needs cuLaunchKernelEx or the non-portable opt-in.
+  LaunchEx ex_space;
+  const LaunchEx *ex = nullptr;
+  if (has_attr_facts(k, attrs)) [[unlikely]] {
+    if (t4a_status s = check_attrs(d, attrs, v, k, &ex_space); s != T4A_SUCCESS)
+      return s;
+    if (ex_space.needed()) ex = &ex_space;
+  }
   // A cooperative launch, or a kernel with grid barriers: its own path
   // (launch/cooperative.hpp). One flag word and one byte of the kernel.
   // It waits for admission (and may wait on the host for audit room), so
   // it runs outside the borrow section, holding references to what was
   // borrowed (see the busy case below).
   if ((d.flags | static_cast<uint32_t>(k.has_barriers())) != 0) [[unlikely]]
-    return launch_special_held(section, rt, k, d, v,
+    return launch_special_held(section, rt, k, d, v, ex,
                                n > 0 ? space.params : nullptr, space.buffers,
                                nbuf);
 
@@ -129,16 +144,23 @@ t4a_status launch(core::BorrowSection &section, core::Runtime &rt, Kernel &k,
     if (t4a_status s = raise_shared(rt, k, d.dynamic_shared_bytes);
         s != T4A_SUCCESS)
       return s;
+  if (ex != nullptr) [[unlikely]]
+    if (t4a_status s = prepare_attrs(rt, k, d, v, *ex); s != T4A_SUCCESS)
+      return s;
   // Graph capture (core/capture.hpp): the buffers go to the capture's keeps.
   core::CaptureKeeps cap(rt.capture(), rt.capturing(), nbuf);
   DrvResult r{};
   if (t4a_status s =
-          enqueue_keeping(rt, k, adm, d, v, n > 0 ? space.params : nullptr, &r);
+          enqueue_keeping(rt, k, adm, d, v, ex, n > 0 ? space.params : nullptr,
+                          &r);
       s != T4A_SUCCESS) [[unlikely]]
     return s;
   if (cap.active()) [[unlikely]]
     for (uint32_t j = 0; j < nbuf; ++j) cap.keep(*space.buffers[j]);
-  if (!r) return rt.fail_op(r, "launching a kernel (cuLaunchKernel)");
+  if (!r)
+    return rt.fail_op(r, ex != nullptr && ex->use_ex
+                             ? "launching a kernel (cuLaunchKernelEx)"
+                             : "launching a kernel (cuLaunchKernel)");
   rt.counters().launches.bump();
   return T4A_SUCCESS;
 }

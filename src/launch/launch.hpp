@@ -114,12 +114,15 @@ prepare_args(const core::Runtime &rt, const t4a_launch_desc &d, ArgSpace &space,
   return T4A_SUCCESS;
 }
 
-// t4a_launch after its handles were borrowed in `section`: `rt`, `k`, the
-// descriptor `d` (read through its struct_size) and `space`, prepared by
-// prepare_args.
+// t4a_launch and t4a_launch_ex after their handles were borrowed in
+// `section`: `rt`, `k`, the descriptor `d` (read through its struct_size),
+// `space`, prepared by prepare_args, and the launch attributes `attrs`
+// (read through their struct_size; NULL: none).
 // Errors after those of the handles: validate()'s, in field order, then
-// admission's and the driver's.
+// the attributes' (launch/attributes.hpp), then admission's and the
+// driver's.
 t4a_status launch(core::BorrowSection &section, core::Runtime &rt, Kernel &k,
-                  const t4a_launch_desc &d, ArgSpace &space);
+                  const t4a_launch_desc &d, ArgSpace &space,
+                  const t4a_launch_attrs *attrs);
 
 } // namespace t4a::launch

@@ -33,6 +33,16 @@
  * says not; cuCtxEnablePeerAccess and cuMemPoolSetAccess are recorded
  * (fake_cuda_ctx_peer, fake_cuda_pool_access) and cuMemcpyPeerAsync
  * refuses a copy the grants do not cover (stricter than the driver).
+ * Launch attributes (issue 28): FAKE_CUDA_CC (e.g. "80"; default "90")
+ * is the compute capability the devices report, with
+ * CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH 1 from 90 on; FAKE_CUDA_HIDE (a
+ * comma-separated list of entry-point names) makes cuGetProcAddress find
+ * none of them, as a driver that lacks them. cuLaunchKernelEx records its
+ * cluster and programmatic attributes (fake_cuda_last_launch_ex) and
+ * refuses, as the driver does, a cluster that differs from the function's
+ * compiled dimensions (fake_cuda_set_cluster_dims) or exceeds 8 blocks
+ * without the non-portable attribute (CUDA_ERROR_INVALID_CLUSTER_SIZE).
+ * Stream priorities range from 0 down to -5.
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
 #define _POSIX_C_SOURCE 200809L
@@ -60,6 +70,7 @@ struct fake_node {
 };
 struct CUstream_st {
   CUcontext ctx;
+  int priority;
   /* Stream capture (graphs): while capturing, kernels, memsets and copies
    * become nodes; anything else on the stream invalidates the capture. */
   int capturing, invalid, mode;
@@ -225,12 +236,17 @@ static CUresult f_cuDeviceGetUuid(CUuuid *u, CUdevice d) {
   u->bytes[15] = (char)d;
   return CUDA_SUCCESS;
 }
+static int fake_cc(void) {
+  const char *e = getenv("FAKE_CUDA_CC");
+  return e != NULL && atoi(e) > 0 ? atoi(e) : 90;
+}
 static CUresult f_cuDeviceGetAttribute(int *v, CUdevice_attribute a,
                                        CUdevice d) {
   (void)d;
   switch (a) {
-  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
-  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = fake_cc() / 10; break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = fake_cc() % 10; break;
+  case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: *v = fake_cc() >= 90; break;
   case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 4; break;
   case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *v = 1000000; break;
   case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
@@ -540,6 +556,26 @@ static CUresult f_cuStreamCreate(CUstream *s, unsigned flags) {
   x->ctx = tl_current;
   count(&g_live_streams, 1);
   *s = x;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuCtxGetStreamPriorityRange(int *least, int *greatest) {
+  if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (least != NULL) *least = 0;
+  if (greatest != NULL) *greatest = -5;
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuStreamCreateWithPriority(CUstream *s, unsigned flags,
+                                             int priority) {
+  CUresult r = f_cuStreamCreate(s, flags);
+  /* As the driver: clamped into the range. */
+  if (r == CUDA_SUCCESS)
+    (*s)->priority = priority > 0 ? 0 : priority < -5 ? -5 : priority;
+  return r;
+}
+static CUresult f_cuStreamGetPriority(CUstream s, int *priority) {
+  if (s == NULL || (uintptr_t)s == FAKE_GARBAGE || priority == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  *priority = s->priority;
   return CUDA_SUCCESS;
 }
 static CUstream g_destroyed_streams; /* guarded by g_mu */
@@ -988,6 +1024,9 @@ static int g_kernel_writes_on;
 static unsigned long g_coop_launches, g_plain_launches, g_occupancy_calls;
 struct CUfunc_st {
   int dynamic_shared;
+  int cluster_dims[3]; /* compiled __cluster_dims__ (0: none) */
+  int cluster_must_be_set;
+  int non_portable;
 };
 static struct CUfunc_st g_function;
 static int inside_module_global(CUdeviceptr d) {
@@ -1134,6 +1173,15 @@ static CUresult f_cuFuncGetAttribute(int *v, CUfunction_attribute a,
   case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
     *v = f->dynamic_shared != 0 ? f->dynamic_shared : 48 * 1024;
     break;
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH: *v = f->cluster_dims[0]; break;
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT: *v = f->cluster_dims[1]; break;
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH: *v = f->cluster_dims[2]; break;
+  case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
+    *v = f->cluster_must_be_set;
+    break;
+  case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+    *v = f->non_portable;
+    break;
   default: *v = 0; break;
   }
   return CUDA_SUCCESS;
@@ -1143,6 +1191,10 @@ static CUresult f_cuFuncSetAttribute(CUfunction f, CUfunction_attribute a,
   if (f == NULL) return CUDA_ERROR_INVALID_VALUE;
   if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     f->dynamic_shared = v;
+  if (a == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) {
+    if (fake_cc() < 90) return CUDA_ERROR_NOT_SUPPORTED;
+    f->non_portable = v;
+  }
   return CUDA_SUCCESS;
 }
 static CUresult f_cuModuleGetGlobal(CUdeviceptr *d, size_t *bytes, CUmodule m,
@@ -1237,6 +1289,94 @@ static CUresult f_cuLaunchCooperativeKernel(CUfunction f, unsigned gx,
   op_log("cooperative %llu %llu\n", (unsigned long long)gx, 0ull);
   return CUDA_SUCCESS;
 }
+/* cuLaunchKernelEx: the last launch's attributes (fake_cuda_last_launch_ex:
+ * count, cluster x y z, programmatic) and the launches so far. */
+static unsigned g_last_ex[5];
+static unsigned long g_ex_launches;
+/* The cluster of a configuration: 1 when it names one and writes `dims`,
+ * 0 when none, -1 for an invalid one (CUDA_ERROR_INVALID_CLUSTER_SIZE). */
+static int config_cluster(CUfunction f, const CUlaunchConfig *c,
+                          unsigned dims[3], int *programmatic) {
+  int named = 0;
+  *programmatic = 0;
+  for (unsigned i = 0; i < c->numAttrs; ++i) {
+    const CUlaunchAttribute *a = &c->attrs[i];
+    if (a->id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      dims[0] = a->value.clusterDim.x, dims[1] = a->value.clusterDim.y;
+      dims[2] = a->value.clusterDim.z;
+      named = 1;
+    } else if (a->id ==
+               CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) {
+      *programmatic = a->value.programmaticStreamSerializationAllowed != 0;
+    } else {
+      return -1;
+    }
+  }
+  if (!named) return 0;
+  if (f->cluster_dims[0] != 0)
+    for (int i = 0; i < 3; ++i)
+      if ((int)dims[i] != (f->cluster_dims[i] ? f->cluster_dims[i] : 1))
+        return -1;
+  unsigned blocks = dims[0] * dims[1] * dims[2];
+  if (blocks == 0 || blocks > (f->non_portable ? 16u : 8u)) return -1;
+  return 1;
+}
+static CUresult f_cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f,
+                                   void **params, void **extra) {
+  (void)params, (void)extra;
+  if (!have_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (c == NULL || f == NULL || c->hStream == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (fake_cc() < 90) return CUDA_ERROR_NOT_SUPPORTED;
+  unsigned dims[3] = {1, 1, 1};
+  int programmatic = 0;
+  int cl = config_cluster(f, c, dims, &programmatic);
+  if (cl < 0) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  if (cl > 0 && (c->gridDimX % dims[0] != 0 || c->gridDimY % dims[1] != 0 ||
+                 c->gridDimZ % dims[2] != 0))
+    return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  if (capturing(c->hStream))
+    return add_node(c->hStream, 0, NULL, NULL, c->gridDimX, 0);
+  pthread_mutex_lock(&g_mu);
+  g_last_launch[0] = c->gridDimX, g_last_launch[1] = c->gridDimY;
+  g_last_launch[2] = c->gridDimZ, g_last_launch[3] = c->blockDimX;
+  g_last_launch[4] = c->blockDimY, g_last_launch[5] = c->blockDimZ;
+  g_last_ex[0] = c->numAttrs;
+  g_last_ex[1] = cl > 0 ? dims[0] : 0, g_last_ex[2] = cl > 0 ? dims[1] : 0;
+  g_last_ex[3] = cl > 0 ? dims[2] : 0;
+  g_last_ex[4] = (unsigned)programmatic;
+  ++g_ex_launches;
+  pthread_mutex_unlock(&g_mu);
+  run_kernel();
+  op_log("launch_ex %llu %llu\n", (unsigned long long)c->gridDimX,
+         (unsigned long long)programmatic);
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuOccupancyMaxActiveClusters(int *n, CUfunction f,
+                                               const CUlaunchConfig *c) {
+  if (n == NULL || f == NULL || c == NULL) return CUDA_ERROR_INVALID_VALUE;
+  unsigned dims[3] = {1, 1, 1};
+  int programmatic = 0;
+  int cl = config_cluster(f, c, dims, &programmatic);
+  if (cl < 0) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  if (cl == 0 && f->cluster_dims[0] != 0)
+    for (int i = 0; i < 3; ++i)
+      dims[i] = f->cluster_dims[i] ? (unsigned)f->cluster_dims[i] : 1u;
+  else if (cl == 0)
+    return CUDA_ERROR_INVALID_CLUSTER_SIZE; /* the size must be given */
+  unsigned threads = c->blockDimX * c->blockDimY * c->blockDimZ;
+  unsigned per_sm = threads == 0 ? 0 : 2048 / threads;
+  if (per_sm > 32) per_sm = 32;
+  /* 4 multiprocessors (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT). */
+  *n = (int)(4 * per_sm / (dims[0] * dims[1] * dims[2]));
+  return CUDA_SUCCESS;
+}
+static CUresult f_cuOccupancyMaxPotentialClusterSize(int *n, CUfunction f,
+                                                     const CUlaunchConfig *c) {
+  if (n == NULL || f == NULL || c == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *n = f->non_portable ? 16 : 8;
+  return CUDA_SUCCESS;
+}
 static CUresult f_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n,
                                                               CUfunction f,
                                                               int block,
@@ -1313,7 +1453,10 @@ static const struct {
                                                                 E(cuGraphLaunch) E(
                                                                     cuGraphExecDestroy)
                                                                     E(cuGraphDestroy)
-                                                                        E(cuGraphGetNodes)};
+                                                                        E(cuGraphGetNodes)
+    E(cuLaunchKernelEx) E(cuOccupancyMaxActiveClusters)
+        E(cuOccupancyMaxPotentialClusterSize) E(cuCtxGetStreamPriorityRange)
+            E(cuStreamCreateWithPriority) E(cuStreamGetPriority)};
 #undef E
 
 #define FAKE_LOOKUPS 128
@@ -1345,6 +1488,19 @@ FAKE_API int fake_cuda_lookup_version(const char *symbol) {
   return v;
 }
 
+/* Whether FAKE_CUDA_HIDE names `symbol` (a whole item of its list). */
+static int hidden(const char *symbol) {
+  const char *list = getenv("FAKE_CUDA_HIDE");
+  size_t n = strlen(symbol);
+  for (const char *p = list; p != NULL && *p != '\0';) {
+    const char *end = strchr(p, ',');
+    size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+    if (len == n && strncmp(p, symbol, n) == 0) return 1;
+    p = end != NULL ? end + 1 : NULL;
+  }
+  return 0;
+}
+
 FAKE_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
                                       int version, cuuint64_t flags,
                                       CUdriverProcAddressQueryResult *status) {
@@ -1352,6 +1508,10 @@ FAKE_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
   if (symbol == NULL || pfn == NULL) return CUDA_ERROR_INVALID_VALUE;
   record_lookup(symbol, version);
   *pfn = NULL;
+  if (hidden(symbol)) {
+    if (status != NULL) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return CUDA_SUCCESS;
+  }
   /* As the driver documents: a version newer than the driver's. */
   if (version > driver_version()) return CUDA_ERROR_INVALID_VALUE;
   int best = -1, named = 0;
@@ -1513,4 +1673,34 @@ FAKE_API void fake_cuda_op_log(int on, char *buf, size_t cap) {
   if (on && !g_op_log_on) g_op_log_len = 0;
   g_op_log_on = on;
   pthread_mutex_unlock(&g_mu);
+}
+
+/* Launch attributes (issue 28). */
+
+/* The function's compiled cluster dimensions (__cluster_dims__; 0 0 0:
+ * none) and CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, for kernels looked
+ * up after the call; and its non-portable attribute cleared. */
+FAKE_API void fake_cuda_set_cluster_dims(int x, int y, int z, int must) {
+  pthread_mutex_lock(&g_mu);
+  g_function.cluster_dims[0] = x, g_function.cluster_dims[1] = y;
+  g_function.cluster_dims[2] = z;
+  g_function.cluster_must_be_set = must;
+  g_function.non_portable = 0;
+  pthread_mutex_unlock(&g_mu);
+}
+/* Whether the function's non-portable cluster attribute is set. */
+FAKE_API int fake_cuda_non_portable(void) {
+  pthread_mutex_lock(&g_mu);
+  int v = g_function.non_portable;
+  pthread_mutex_unlock(&g_mu);
+  return v;
+}
+/* The last cuLaunchKernelEx: attribute count, cluster x y z (0 0 0: none),
+ * programmatic; returns the cuLaunchKernelEx launches so far. */
+FAKE_API unsigned long fake_cuda_last_launch_ex(unsigned out[5]) {
+  pthread_mutex_lock(&g_mu);
+  if (out != NULL) memcpy(out, g_last_ex, sizeof g_last_ex);
+  unsigned long n = g_ex_launches;
+  pthread_mutex_unlock(&g_mu);
+  return n;
 }

@@ -30,6 +30,13 @@ _Static_assert(offsetof(t4a_barrier_desc, struct_size) == 0, "size first");
 _Static_assert(offsetof(t4a_barrier_audit, struct_size) == 0, "size first");
 static const t4a_barrier_desc k_barrier_desc = T4A_BARRIER_DESC_INIT;
 static const t4a_barrier_audit k_barrier_audit = T4A_BARRIER_AUDIT_INIT;
+/* Launch attributes (issue 28). */
+_Static_assert(T4A_EXPERIMENTAL_REVISION >= 4, "launch attributes");
+_Static_assert(sizeof(t4a_launch_attrs) == 24, "no padding");
+_Static_assert(sizeof(t4a_cluster_occupancy) == 16, "no padding");
+static const t4a_launch_attrs k_launch_attrs = T4A_LAUNCH_ATTRS_INIT;
+typedef t4a_cluster_occupancy cluster_occ;
+static const cluster_occ k_cluster_occupancy = T4A_CLUSTER_OCCUPANCY_INIT;
 #elif defined(T4A_EXPERIMENTAL_REVISION)
 #error "experimental declarations are visible without T4A_EXPERIMENTAL"
 #endif
@@ -57,8 +64,12 @@ _Static_assert(sizeof(t4a_raw_info) == 4 + 4 + 2 * sizeof(void *),
  * the gaps), so a caller's zeroed struct has no indeterminate bytes and
  * the 64-bit fields are 8-byte aligned. */
 _Static_assert(sizeof(t4a_runtime_options) ==
-                   4 + 4 + 8 + 8 + 8 + 4 + 4 + 4 + 4 + 8 + 4 + 4,
+                   4 + 4 + 8 + 8 + 8 + 4 + 4 + 4 + 4 + 8 + 4 + 4 + 4 + 4,
                "t4a_runtime_options has no padding");
+_Static_assert(offsetof(t4a_runtime_options, stream_priority) == 64,
+               "the stream priority is appended");
+_Static_assert(sizeof(t4a_runtime_info) == 4 + 4 + 8 + 3 * 8 + 8 + 4 + 4,
+               "t4a_runtime_info has no padding");
 _Static_assert(offsetof(t4a_runtime_options, peer_access) == 56,
                "the peer access mode is appended");
 _Static_assert(offsetof(t4a_runtime_options, module_cache_entries) == 40,
@@ -318,6 +329,16 @@ static void test_init_macros(void **state) {
     ba.struct_size = sizeof ba;
     assert_memory_equal(&k_barrier_desc, &bd, sizeof bd);
     assert_memory_equal(&k_barrier_audit, &ba, sizeof ba);
+  }
+  {
+    t4a_launch_attrs la;
+    t4a_cluster_occupancy co;
+    memset(&la, 0, sizeof la);
+    la.struct_size = sizeof la;
+    memset(&co, 0, sizeof co);
+    co.struct_size = sizeof co;
+    assert_memory_equal(&k_launch_attrs, &la, sizeof la);
+    assert_memory_equal(&k_cluster_occupancy, &co, sizeof co);
   }
 #endif
 }

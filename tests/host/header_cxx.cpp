@@ -43,6 +43,11 @@ static const t4a_barrier_desc k_barrier_desc = T4A_BARRIER_DESC_INIT;
 static const t4a_barrier_audit k_barrier_audit = T4A_BARRIER_AUDIT_INIT;
 static_assert(sizeof(k_barrier_desc) == 40 && sizeof(k_barrier_audit) == 64,
               "the experimental barrier structs");
+static const t4a_launch_attrs k_launch_attrs = T4A_LAUNCH_ATTRS_INIT;
+typedef t4a_cluster_occupancy cluster_occ;
+static const cluster_occ k_cluster_occupancy = T4A_CLUSTER_OCCUPANCY_INIT;
+static_assert(sizeof(k_launch_attrs) == 24 && sizeof(k_cluster_occupancy) == 16,
+              "the experimental launch-attribute structs");
 // The facade's cooperative option sets the flag.
 static_assert(T4A_LAUNCH_COOPERATIVE == 1u, "cooperative flag");
 // The graph facade: a move-only capture, a reference-counted graph.
@@ -179,6 +184,11 @@ int main() {
         "barrier_desc");
   check(k_barrier_audit.struct_size == sizeof(t4a_barrier_audit),
         "barrier_audit");
+  check(k_launch_attrs.struct_size == sizeof(t4a_launch_attrs) &&
+            k_launch_attrs.flags == 0 && k_launch_attrs.cluster[0] == 0,
+        "launch_attrs");
+  check(k_cluster_occupancy.struct_size == sizeof(t4a_cluster_occupancy),
+        "cluster_occupancy");
 #endif
   check(k_runtime.id == T4A_NULL_ID && k_buffer.id == T4A_NULL_ID,
         "null handles");

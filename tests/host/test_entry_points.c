@@ -939,6 +939,27 @@ static t4a_status call_launch(uint64_t id) {
   return t4a_launch(rt, &d);
 }
 
+static t4a_status call_launch_ex(uint64_t id) {
+  t4a_runtime rt = {id};
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  t4a_launch_attrs a = T4A_LAUNCH_ATTRS_INIT;
+  d.kernel.id = MAKE_ID(KIND_KERNEL, 1, 1);
+  a.cluster[0] = 2;
+  return t4a_launch_ex(rt, &d, &a);
+}
+
+static t4a_status call_kernel_cluster_occupancy(uint64_t id) {
+  t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
+  t4a_cluster_occupancy o = T4A_CLUSTER_OCCUPANCY_INIT;
+  d.kernel.id = id;
+  d.grid[0] = 2;
+  d.block[0] = 128;
+  o.max_active_clusters = SENTINEL32;
+  t4a_status s = t4a_kernel_cluster_occupancy(&d, NULL, &o);
+  if (s != T4A_SUCCESS) assert_int_equal(o.max_active_clusters, SENTINEL32);
+  return s;
+}
+
 static t4a_status call_runtime_record(uint64_t id) {
   t4a_runtime rt = {id};
   t4a_completion c = {SENTINEL_ID};
@@ -1307,6 +1328,8 @@ static const row k_rows[] = {
     HANDLE_ROW(kernel_declare_barrier, KIND_KERNEL, "kernel", 0),
     HANDLE_ROW(kernel_barrier_audit, KIND_KERNEL, "kernel", 0),
     HANDLE_ROW(launch, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(launch_ex, KIND_RUNTIME, "runtime", 0),
+    HANDLE_ROW(kernel_cluster_occupancy, KIND_KERNEL, "desc->kernel", 0),
     HANDLE_ROW(runtime_record, KIND_RUNTIME, "runtime", 0),
     HANDLE_ROW(runtime_wait, KIND_RUNTIME, "runtime", 0),
     HANDLE_ROW(completion_poll, KIND_COMPLETION, "completion", 0),

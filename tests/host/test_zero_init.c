@@ -75,6 +75,8 @@ static void test_every_init_is_zero_fill(void **state) {
   /* experimental */
   EXPECT_INIT_IS_ZERO_FILL(t4a_capture_options, T4A_CAPTURE_OPTIONS_INIT);
   EXPECT_INIT_IS_ZERO_FILL(t4a_graph_info, T4A_GRAPH_INFO_INIT);
+  EXPECT_INIT_IS_ZERO_FILL(t4a_launch_attrs, T4A_LAUNCH_ATTRS_INIT);
+  EXPECT_INIT_IS_ZERO_FILL(t4a_cluster_occupancy, T4A_CLUSTER_OCCUPANCY_INIT);
   /* t4a_arg has no struct_size (its layout is frozen): all zero bytes */
   {
     static const t4a_arg init = T4A_ARG_INIT;

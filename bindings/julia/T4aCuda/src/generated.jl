@@ -99,7 +99,7 @@ end
 DeviceInfo(; struct_size = UInt32(376), ordinal = Int32(0), name = ntuple(_ -> Cchar(0), 256), uuid = ntuple(_ -> UInt8(0), 16), cc_major = Int32(0), cc_minor = Int32(0), multiprocessor_count = Int32(0), clock_rate_khz = Int32(0), total_memory_bytes = UInt64(0), warp_size = Int32(0), max_threads_per_block = Int32(0), max_block_dim = ntuple(_ -> Int32(0), 3), max_grid_dim = ntuple(_ -> Int32(0), 3), max_shared_per_block = Int32(0), max_shared_per_block_optin = Int32(0), max_registers_per_block = Int32(0), max_threads_per_multiprocessor = Int32(0), pci_domain_id = Int32(0), pci_bus_id = Int32(0), pci_device_id = Int32(0), memory_pools_supported = Int32(0), cooperative_launch = Int32(0), unified_addressing = Int32(0)) =
     DeviceInfo(struct_size, ordinal, name, uuid, cc_major, cc_minor, multiprocessor_count, clock_rate_khz, total_memory_bytes, warp_size, max_threads_per_block, max_block_dim, max_grid_dim, max_shared_per_block, max_shared_per_block_optin, max_registers_per_block, max_threads_per_multiprocessor, pci_domain_id, pci_bus_id, pci_device_id, memory_pools_supported, cooperative_launch, unified_addressing)
 
-# C t4a_runtime_options: 64 bytes, align 8; t4acuda.h
+# C t4a_runtime_options: 72 bytes, align 8; t4acuda.h
 struct RuntimeOptions
     struct_size::UInt32  # offset 0, C uint32_t
     device_ordinal::Int32  # offset 4, C int32_t
@@ -113,11 +113,13 @@ struct RuntimeOptions
     module_cache_bytes::UInt64  # offset 48, C uint64_t
     peer_access::UInt32  # offset 56, C uint32_t
     reserved2::UInt32  # offset 60, C uint32_t
+    stream_priority::Int32  # offset 64, C int32_t
+    reserved3::UInt32  # offset 68, C uint32_t
 end
-RuntimeOptions(; struct_size = UInt32(64), device_ordinal = Int32(0), pool_release_threshold = UInt64(0), staging_bytes = UInt64(0), staging_chunk_bytes = UInt64(0), staging_threads = Int32(0), reserved0 = UInt32(0), module_cache_entries = UInt32(0), reserved1 = UInt32(0), module_cache_bytes = UInt64(0), peer_access = UInt32(0), reserved2 = UInt32(0)) =
-    RuntimeOptions(struct_size, device_ordinal, pool_release_threshold, staging_bytes, staging_chunk_bytes, staging_threads, reserved0, module_cache_entries, reserved1, module_cache_bytes, peer_access, reserved2)
+RuntimeOptions(; struct_size = UInt32(72), device_ordinal = Int32(0), pool_release_threshold = UInt64(0), staging_bytes = UInt64(0), staging_chunk_bytes = UInt64(0), staging_threads = Int32(0), reserved0 = UInt32(0), module_cache_entries = UInt32(0), reserved1 = UInt32(0), module_cache_bytes = UInt64(0), peer_access = UInt32(0), reserved2 = UInt32(0), stream_priority = Int32(0), reserved3 = UInt32(0)) =
+    RuntimeOptions(struct_size, device_ordinal, pool_release_threshold, staging_bytes, staging_chunk_bytes, staging_threads, reserved0, module_cache_entries, reserved1, module_cache_bytes, peer_access, reserved2, stream_priority, reserved3)
 
-# C t4a_runtime_info: 48 bytes, align 8; t4acuda.h
+# C t4a_runtime_info: 56 bytes, align 8; t4acuda.h
 struct RuntimeInfo
     struct_size::UInt32  # offset 0, C uint32_t
     device_ordinal::Int32  # offset 4, C int32_t
@@ -126,9 +128,11 @@ struct RuntimeInfo
     stream::Ptr{Cvoid}  # offset 24, C void *
     memory_pool::Ptr{Cvoid}  # offset 32, C void *
     pool_release_threshold::UInt64  # offset 40, C uint64_t
+    stream_priority::Int32  # offset 48, C int32_t
+    reserved0::UInt32  # offset 52, C uint32_t
 end
-RuntimeInfo(; struct_size = UInt32(48), device_ordinal = Int32(0), domain_id = UInt64(0), context = Ptr{Cvoid}(0), stream = Ptr{Cvoid}(0), memory_pool = Ptr{Cvoid}(0), pool_release_threshold = UInt64(0)) =
-    RuntimeInfo(struct_size, device_ordinal, domain_id, context, stream, memory_pool, pool_release_threshold)
+RuntimeInfo(; struct_size = UInt32(56), device_ordinal = Int32(0), domain_id = UInt64(0), context = Ptr{Cvoid}(0), stream = Ptr{Cvoid}(0), memory_pool = Ptr{Cvoid}(0), pool_release_threshold = UInt64(0), stream_priority = Int32(0), reserved0 = UInt32(0)) =
+    RuntimeInfo(struct_size, device_ordinal, domain_id, context, stream, memory_pool, pool_release_threshold, stream_priority, reserved0)
 
 # C t4a_runtime_stats: 296 bytes, align 8; t4acuda.h
 struct RuntimeStats
@@ -326,6 +330,26 @@ struct ProcessFault
 end
 ProcessFault(; struct_size = UInt32(280), has_fault = Int32(0), device_ordinal = Int32(0), driver_result = Int32(0), domain_id = UInt64(0), operation = ntuple(_ -> Cchar(0), 256)) =
     ProcessFault(struct_size, has_fault, device_ordinal, driver_result, domain_id, operation)
+
+# C t4a_launch_attrs: 24 bytes, align 4; experimental; t4acuda.h
+struct LaunchAttrs
+    struct_size::UInt32  # offset 0, C uint32_t
+    flags::UInt32  # offset 4, C uint32_t
+    cluster::NTuple{3, UInt32}  # offset 8, C uint32_t[3]
+    reserved0::UInt32  # offset 20, C uint32_t
+end
+LaunchAttrs(; struct_size = UInt32(24), flags = UInt32(0), cluster = ntuple(_ -> UInt32(0), 3), reserved0 = UInt32(0)) =
+    LaunchAttrs(struct_size, flags, cluster, reserved0)
+
+# C t4a_cluster_occupancy: 16 bytes, align 4; experimental; t4acuda.h
+struct ClusterOccupancy
+    struct_size::UInt32  # offset 0, C uint32_t
+    max_active_clusters::Int32  # offset 4, C int32_t
+    max_cluster_size::Int32  # offset 8, C int32_t
+    reserved0::UInt32  # offset 12, C uint32_t
+end
+ClusterOccupancy(; struct_size = UInt32(16), max_active_clusters = Int32(0), max_cluster_size = Int32(0), reserved0 = UInt32(0)) =
+    ClusterOccupancy(struct_size, max_active_clusters, max_cluster_size, reserved0)
 
 # C t4a_barrier_desc: 40 bytes, align 8; experimental; t4acuda.h
 struct BarrierDesc
@@ -555,8 +579,10 @@ const T4A_ARG_SCALAR = UInt32(2)
 const T4A_ARG_DEVICE_POINTER = UInt32(3)
 const T4A_MAX_PARAM_BYTES = UInt32(32764)
 const T4A_PROCESS_FAULT_OPERATION_BYTES = Int32(256)
-const T4A_EXPERIMENTAL_REVISION = Int32(3)  # experimental
+const T4A_EXPERIMENTAL_REVISION = Int32(4)  # experimental
 const T4A_LAUNCH_COOPERATIVE = UInt32(1)  # experimental
+const T4A_LAUNCH_ATTR_PROGRAMMATIC = UInt32(1)  # experimental
+const T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE = UInt32(2)  # experimental
 const T4A_BARRIER_EXPECT_PER_BLOCK = UInt32(1)  # experimental
 const T4A_BARRIER_EXPECT_AT_MOST = UInt32(2)  # experimental
 const DLPACK_MAJOR_VERSION = Int32(1)
@@ -886,6 +912,14 @@ t4a_process_stats_get(stats) =
 # t4a_status t4a_process_fault_get(t4a_process_fault * fault)
 t4a_process_fault_get(fault) =
     ccall((:t4a_process_fault_get, libt4acuda), Int32, (Ptr{ProcessFault},), fault)
+
+# t4a_status t4a_kernel_cluster_occupancy(const t4a_launch_desc * desc, const t4a_launch_attrs * attrs, t4a_cluster_occupancy * out)  [experimental]
+t4a_kernel_cluster_occupancy(desc, attrs, out) =
+    ccall((:t4a_kernel_cluster_occupancy, libt4acuda), Int32, (Ptr{LaunchDesc}, Ptr{LaunchAttrs}, Ptr{ClusterOccupancy}), desc, attrs, out)
+
+# t4a_status t4a_launch_ex(t4a_runtime runtime, const t4a_launch_desc * desc, const t4a_launch_attrs * attrs)  [experimental]
+t4a_launch_ex(runtime, desc, attrs) =
+    ccall((:t4a_launch_ex, libt4acuda), Int32, (Runtime, Ptr{LaunchDesc}, Ptr{LaunchAttrs}), runtime, desc, attrs)
 
 # t4a_status t4a_kernel_max_cooperative_blocks(t4a_kernel kernel, int32_t block_size, uint64_t dynamic_shared, int32_t * max_blocks)  [experimental]
 t4a_kernel_max_cooperative_blocks(kernel, block_size, dynamic_shared, max_blocks) =

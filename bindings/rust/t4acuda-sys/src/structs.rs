@@ -71,6 +71,8 @@ c_structs! {
         pub module_cache_bytes: u64,
         pub peer_access: u32,
         pub reserved2: u32,
+        pub stream_priority: i32,
+        pub reserved3: u32,
     }
     /// C `t4a_runtime_info` (include/t4acuda.h).
     pub struct t4a_runtime_info {
@@ -81,6 +83,8 @@ c_structs! {
         pub stream: *mut c_void,
         pub memory_pool: *mut c_void,
         pub pool_release_threshold: u64,
+        pub stream_priority: i32,
+        pub reserved0: u32,
     }
     /// C `t4a_runtime_stats` (include/t4acuda.h).
     pub struct t4a_runtime_stats {
