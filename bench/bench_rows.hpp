@@ -39,6 +39,13 @@ void graph_rows(t4a_runtime rt, CUstream stream, const t4a_launch_desc &d4,
 void cooperative_rows(t4a_runtime rt, CUstream stream,
                       const t4a_compile_request &cr, int reps, bool quick);
 
+// bench/cluster_rows.cpp (called from the launch rows, so group
+// "launch"; compute capability 9.0 and later): a cluster launch against
+// raw cuLaunchKernelEx, and chains of 1,000 small kernels with
+// programmatic dependent launch against raw and against plain launches.
+void cluster_rows(t4a_runtime rt, CUstream stream,
+                  const t4a_compile_request &cr, int reps, bool quick);
+
 // bench/transfer_sweep.cpp (group "sweep"): host transfers 4 B .. 256 MiB.
 void transfer_sweep_rows(const Context &c);
 

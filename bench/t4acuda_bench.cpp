@@ -642,6 +642,7 @@ void compile_launch_rows(const Context &c) {
         sync, 0);
     graph_rows(rt, stream, d4, f4, params, reps, quick);
     cooperative_rows(rt, stream, cr, reps, quick);
+    cluster_rows(rt, stream, cr, reps, quick);
 
     // ---- launches alternating over 8 modules ----
     constexpr int k_mods = 8;

@@ -2,8 +2,10 @@
 // arbitrary bytes — descriptor fields (struct_size-independent: the
 // descriptor is built field by field), argument kinds, sizes and offsets,
 // buffer facts, kernel signatures (known or unknown parameters) and device
-// limits. It must never crash, read out of bounds or overflow, and every
-// rejection must carry a message.
+// limits; then, for an accepted descriptor, its launch attributes
+// (launch/attrs_validation.hpp: clusters, flags, compiled cluster facts,
+// device capability). It must never crash, read out of bounds or
+// overflow, and every rejection must carry a message.
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "launch/attrs_validation.hpp"
 #include "launch/launch_validation.hpp"
 
 #include "fuzz_reader.hpp"
@@ -93,5 +96,45 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           (d.grid[i] != 0 && v.grid[i] != d.grid[i]) ||
           (d.block[i] != 0 && v.block[i] != d.block[i]))
         std::abort();
+  if (v.status != T4A_SUCCESS) return 0;
+  // The attributes of the accepted descriptor.
+  t4a_launch_attrs a = T4A_LAUNCH_ATTRS_INIT;
+  a.flags = r.get<uint8_t>() % 8;
+  for (int i = 0; i < 3; ++i)
+    a.cluster[i] = r.get<uint8_t>() & 1 ? r.get<uint32_t>() : r.get<uint8_t>();
+  a.reserved0 = r.get<uint8_t>() < 8 ? 1 : 0;
+  for (int i = 0; i < 3; ++i)
+    k.required_cluster[i] = r.get<uint8_t>() < 64 ? r.get<uint8_t>() % 5 : 0;
+  k.cluster_must_be_set = r.get<uint8_t>() < 32;
+  lim.cc_major = r.get<uint8_t>() % 12;
+  lim.cc_minor = r.get<uint8_t>() % 10;
+  lim.cluster_launch = r.get<uint8_t>() & 1;
+  const bool given = r.get<uint8_t>() & 1;
+  const char *missing =
+      r.get<uint8_t>() < 32 ? "the driver lacks cuLaunchKernelEx" : nullptr;
+  LaunchEx ex;
+  t4a::core::Check c;
+  validate_attrs(d.flags, given ? &a : nullptr, v.grid, k, lim, missing, &ex,
+                 &c);
+  if (!c.ok()) {
+    if (c.message[0] == '\0') std::abort();
+    return 0;
+  }
+  // Accepted: the cluster divides the grid, stays within the portable
+  // maximum unless opted out of it, never meets a cooperative launch, and
+  // only a device and driver that have them get attributes.
+  if (ex.cluster) {
+    uint64_t blocks = 1;
+    for (int i = 0; i < 3; ++i) {
+      if (ex.dims[i] == 0 || v.grid[i] % ex.dims[i] != 0) std::abort();
+      blocks *= ex.dims[i];
+    }
+    if (blocks > k_portable_cluster && !ex.non_portable) std::abort();
+    if (lim.cc_major < 9 || !lim.cluster_launch) std::abort();
+  }
+  if ((d.flags & k_launch_cooperative) && (ex.cluster || ex.programmatic))
+    std::abort();
+  if (ex.use_ex && missing != nullptr) std::abort();
+  if (ex.use_ex != (ex.cluster_attr || ex.programmatic)) std::abort();
   return 0;
 }

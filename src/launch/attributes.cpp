@@ -59,9 +59,9 @@ t4a_status max_cluster_size(core::Runtime &rt, Kernel &k, const Verdict &v,
                             uint32_t shared, int32_t *out) {
   Kernel::ClusterLimit &c = k.cluster_limit();
   // The non-portable opt-in changes the answer: part of the key.
-  const uint32_t shape[8] = {v.grid[0],  v.grid[1],  v.grid[2],
-                             v.block[0], v.block[1], v.block[2],
-                             shared,     uint32_t(k.non_portable_allowed())};
+  const uint32_t shape[8] = {
+      v.grid[0],  v.grid[1],  v.grid[2], v.block[0],
+      v.block[1], v.block[2], shared,    uint32_t(k.non_portable_allowed())};
   if (c.valid && std::memcmp(c.shape, shape, sizeof shape) == 0) {
     *out = c.max_size;
     return T4A_SUCCESS;
@@ -69,8 +69,8 @@ t4a_status max_cluster_size(core::Runtime &rt, Kernel &k, const Verdict &v,
   LaunchEx none;
   Config cfg(v, shared, rt.stream(), none, false);
   int n = 0;
-  if (auto r = cu::occupancy_max_potential_cluster_size(&n, k.function(),
-                                                        &cfg.cfg);
+  if (auto r =
+          cu::occupancy_max_potential_cluster_size(&n, k.function(), &cfg.cfg);
       !r)
     return rt.fail_op(r, "reading the largest cluster of a launch shape "
                          "(cuOccupancyMaxPotentialClusterSize)");

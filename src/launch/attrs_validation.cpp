@@ -123,8 +123,7 @@ void validate_attrs(uint32_t desc_flags, const t4a_launch_attrs *a,
         "desc->flags has T4A_LAUNCH_COOPERATIVE with %s; this version does not "
         "combine them (a cooperative grid's co-residency is checked per "
         "block, not per cluster)",
-        ex.cluster ? "a thread block cluster"
-                   : "T4A_LAUNCH_ATTR_PROGRAMMATIC");
+        ex.cluster ? "a thread block cluster" : "T4A_LAUNCH_ATTR_PROGRAMMATIC");
   if (ex.cluster) {
     // In 64 bits (three 32-bit axes), saturated to 32: anything above the
     // portable maximum is refused below unless non-portable, and then by

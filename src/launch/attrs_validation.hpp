@@ -11,6 +11,13 @@
 
 #include <cstdint>
 
+// t4a_launch_attrs is of the header's experimental section (the library
+// builds with it; this file also builds alone into its test and fuzzer).
+// The section has its own guard, so it is declared even when the header
+// was included before without it.
+#if !defined(T4A_EXPERIMENTAL)
+#define T4A_EXPERIMENTAL 1
+#endif
 #include "core/check.hpp"
 #include "launch/launch_validation.hpp"
 #include "t4acuda.h"

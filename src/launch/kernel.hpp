@@ -54,8 +54,9 @@ public:
   // admission, context current.
   t4a_status allow_non_portable_clusters();
   bool non_portable_allowed() const { return non_portable_; }
-  // The largest cluster of one launch shape (cuOccupancyMaxPotentialClusterSize),
-  // cached for the last shape asked; under admission (launch/attributes.cpp).
+  // The largest cluster of one launch shape
+  // (cuOccupancyMaxPotentialClusterSize), cached for the last shape asked;
+  // under admission (launch/attributes.cpp).
   struct ClusterLimit {
     bool valid = false;
     uint32_t shape[8] = {}; // grid, block, dynamic shared, non-portable

@@ -150,9 +150,8 @@ t4a_status launch(core::BorrowSection &section, core::Runtime &rt, Kernel &k,
   // Graph capture (core/capture.hpp): the buffers go to the capture's keeps.
   core::CaptureKeeps cap(rt.capture(), rt.capturing(), nbuf);
   DrvResult r{};
-  if (t4a_status s =
-          enqueue_keeping(rt, k, adm, d, v, ex, n > 0 ? space.params : nullptr,
-                          &r);
+  if (t4a_status s = enqueue_keeping(rt, k, adm, d, v, ex,
+                                     n > 0 ? space.params : nullptr, &r);
       s != T4A_SUCCESS) [[unlikely]]
     return s;
   if (cap.active()) [[unlikely]]

@@ -1174,7 +1174,9 @@ static CUresult f_cuFuncGetAttribute(int *v, CUfunction_attribute a,
     *v = f->dynamic_shared != 0 ? f->dynamic_shared : 48 * 1024;
     break;
   case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH: *v = f->cluster_dims[0]; break;
-  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT: *v = f->cluster_dims[1]; break;
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    *v = f->cluster_dims[1];
+    break;
   case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH: *v = f->cluster_dims[2]; break;
   case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
     *v = f->cluster_must_be_set;
@@ -1305,8 +1307,7 @@ static int config_cluster(CUfunction f, const CUlaunchConfig *c,
       dims[0] = a->value.clusterDim.x, dims[1] = a->value.clusterDim.y;
       dims[2] = a->value.clusterDim.z;
       named = 1;
-    } else if (a->id ==
-               CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) {
+    } else if (a->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) {
       *programmatic = a->value.programmaticStreamSerializationAllowed != 0;
     } else {
       return -1;
@@ -1447,16 +1448,17 @@ static const struct {
                                                     E(cuModuleGetGlobal) E(
                                                         cuMemsetD32Async) E(cuStreamBeginCapture)
                                                         E(cuStreamEndCapture) E(
-                                                            cuStreamIsCapturing)
-                                                            E(cuThreadExchangeStreamCaptureMode) E(
-                                                                cuGraphInstantiateWithFlags)
-                                                                E(cuGraphLaunch) E(
-                                                                    cuGraphExecDestroy)
-                                                                    E(cuGraphDestroy)
-                                                                        E(cuGraphGetNodes)
-    E(cuLaunchKernelEx) E(cuOccupancyMaxActiveClusters)
-        E(cuOccupancyMaxPotentialClusterSize) E(cuCtxGetStreamPriorityRange)
-            E(cuStreamCreateWithPriority) E(cuStreamGetPriority)};
+                                                            cuStreamIsCapturing) E(cuThreadExchangeStreamCaptureMode)
+                                                            E(cuGraphInstantiateWithFlags) E(
+                                                                cuGraphLaunch) E(cuGraphExecDestroy)
+                                                                E(cuGraphDestroy) E(
+                                                                    cuGraphGetNodes)
+                                                                    E(cuLaunchKernelEx) E(
+                                                                        cuOccupancyMaxActiveClusters)
+                                                                        E(cuOccupancyMaxPotentialClusterSize)
+                                                                            E(cuCtxGetStreamPriorityRange)
+                                                                                E(cuStreamCreateWithPriority)
+                                                                                    E(cuStreamGetPriority)};
 #undef E
 
 #define FAKE_LOOKUPS 128
