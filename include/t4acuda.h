@@ -2631,9 +2631,9 @@ extern "C" {
  *  once every block of that kernel called
  *  `cudaTriggerProgrammaticLaunchCompletion()` (or exited); the kernel must
  *  call `cudaGridDependencySynchronize()` before it reads what the previous
- *  kernel wrote. The caller's choice, never a default: on a chain of small
- *  kernels it saved 15 % per kernel on an H200, on a large one it cost
- *  34 % (docs/launch.md). Needs compute capability 9.0.
+ *  kernel wrote. The caller's choice, never a default: it shortens chains
+ *  of small kernels and can lengthen a large kernel's (measured in
+ *  docs/performance.md). Needs compute capability 9.0.
  *  @experimental */
 #define T4A_LAUNCH_ATTR_PROGRAMMATIC 0x1u
 /** ::t4a_launch_attrs::flags: allow a cluster of more than 8 blocks (the
