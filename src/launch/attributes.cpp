@@ -181,7 +181,11 @@ t4a_status cluster_occupancy(Kernel &k, const t4a_launch_desc &d,
   std::memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   o.max_active_clusters = clusters < 0 ? 0 : clusters;
-  o.max_cluster_size = size;
+  // Without the non-portable flag a launch accepts at most the portable
+  // maximum, whatever the kernel's opt-in from an earlier call allows.
+  o.max_cluster_size = ex.non_portable || size <= int32_t(k_portable_cluster)
+                           ? size
+                           : int32_t(k_portable_cluster);
   core::write_struct(out, o);
   return T4A_SUCCESS;
 }

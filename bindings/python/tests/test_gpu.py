@@ -247,3 +247,59 @@ def test_porting_example(capsys):
     assert example["main"]() == 0
     out = capsys.readouterr().out
     assert out.count(" ok  (") == 5 and "WRONG" not in out, out
+
+
+CLUSTER_KERNEL = r"""
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+
+// Each block of a 2-block cluster publishes in[blockIdx.x] in its shared
+// memory and reads its neighbour's (rank ^ 1) through distributed shared
+// memory: out[b * blockDim.x + t] = in[b ^ 1] * 3 + t.
+extern "C" __global__ void cluster_neighbour(const int *in, int *out, unsigned n) {
+  __shared__ int value;
+  cg::cluster_group cluster = cg::this_cluster();
+  unsigned rank = cluster.block_rank();
+  if (threadIdx.x == 0) value = in[blockIdx.x];
+  cluster.sync();  // every block's value is written
+  const int *peer = cluster.map_shared_rank(&value, rank ^ 1u);
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = *peer * 3 + (int)threadIdx.x;
+  cluster.sync();  // no block exits while its neighbour may still read it
+}
+"""
+
+
+def test_cluster_launch_neighbour_shared_memory(rt):
+    major, minor = (t4acuda.device_info(rt.device)[k] for k in ("cc_major", "cc_minor"))
+    if major < 9:
+        pytest.skip(f"thread block clusters need compute capability 9.0; "
+                    f"the device is {major}.{minor}")
+    art = t4acuda.compile(CLUSTER_KERNEL, runtime=rt)  # the device's cc (9.0 on H100/H200)
+    with rt.load(art) as m:
+        k = m.kernel("cluster_neighbour")
+        blocks, threads = 64, 128
+        n = blocks * threads
+        src = (np.arange(blocks, dtype=np.int32) * 7919 - 1000).astype(np.int32)
+        d_in = rt.upload(src)
+        d_out = rt.upload(np.full(n, -1, np.int32))
+        occ = k.cluster_occupancy(blocks, threads, cluster=2)
+        assert occ.max_active_clusters > 0 and occ.max_cluster_size >= 2
+        # A cluster must divide the grid: refused before anything runs.
+        with pytest.raises(t4acuda.InvalidArgument, match="not a multiple of 2"):
+            k.launch(blocks - 1, threads, d_in, d_out, t4acuda.u32(n), cluster=2)
+        k.launch(blocks, threads, d_in, d_out, t4acuda.u32(n), cluster=2)
+        got = d_out.download()
+        neighbour = src[np.arange(blocks) ^ 1]
+        want = (neighbour[:, None] * 3 + np.arange(threads, dtype=np.int32)[None, :])
+        assert got.dtype == np.int32 and np.array_equal(got, want.astype(np.int32).ravel())
+        # The same with programmatic dependent launch and a prepared launch.
+        d_out.fill(0xff)
+        p = k.prepare(blocks, threads, "buffer", "buffer", "u32", cluster=(2, 1, 1),
+                      programmatic=True)
+        p(d_in, d_out, n)
+        assert np.array_equal(d_out.download(), want.astype(np.int32).ravel())
+        d_in.close()
+        d_out.close()
+        k.close()
+    art.close()

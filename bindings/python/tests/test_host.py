@@ -503,6 +503,255 @@ def test_cooperative_launch_sets_the_flag(rt):
     buf.close()
 
 
+# ---- launch attributes (t4a_launch_ex) and stream priority on the fake driver
+
+def fake_last_launch_ex():
+    """(cuLaunchKernelEx launches so far, [numAttrs, cluster x, y, z (0 0 0:
+    none), programmatic]) of the fake driver."""
+    fn = ctypes.CDLL(FAKE).fake_cuda_last_launch_ex
+    fn.restype = ctypes.c_ulong
+    fn.argtypes = [ctypes.POINTER(ctypes.c_uint * 5)]
+    out = (ctypes.c_uint * 5)()
+    n = fn(ctypes.byref(out))
+    return n, list(out)
+
+
+def fake_set_cluster_dims(x, y, z, must):
+    ctypes.CDLL(FAKE).fake_cuda_set_cluster_dims(x, y, z, must)
+
+
+class _NoC:
+    """Stands in for the library: any use fails the test."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"{name} was called: the check must come before C")
+
+
+@needs_fake
+def test_cluster_launch_goes_through_launch_ex_and_is_recorded(rt):
+    k = rt.load(t4acuda.compile(SAXPY, cc=(9, 0))).kernel("fill_f32")
+    buf = rt.alloc(64)
+    args = (buf, t4acuda.f32(1.5), t4acuda.u32(16))
+    ex, _ = fake_last_launch_ex()
+    launches = rt.stats()["launches"]
+    k.launch(4, 16, *args)  # no attribute: t4a_launch, not cuLaunchKernelEx
+    assert fake_last_launch_ex()[0] == ex
+    k.launch(4, 16, *args, cluster=2)
+    assert fake_last_launch_ex() == (ex + 1, [1, 2, 1, 1, 0])
+    k.launch(4, 16, *args, cluster=2)  # the same shape: its plan is reused
+    assert len(k._plans) == 2
+    assert fake_last_launch_ex() == (ex + 2, [1, 2, 1, 1, 0])
+    k.launch((4, 2), 16, *args, cluster=(2, 2))
+    assert fake_last_launch_ex() == (ex + 3, [1, 2, 2, 1, 0])
+    k.launch((4, 2, 3), 16, *args, cluster=[2, 1, 3])  # a list: checked, not kept
+    assert fake_last_launch_ex() == (ex + 4, [1, 2, 1, 3, 0])
+    assert len(k._plans) == 3
+    k.launch(4, 16, *args)  # the plain plan stays plain
+    assert fake_last_launch_ex()[0] == ex + 4
+    assert rt.stats()["launches"] == launches + 6
+    # A prepared launch takes the same attributes.
+    p = k.prepare(8, 16, "buffer", "f32", "u32", cluster=(4,))
+    assert p.cluster == (4, 1, 1) and not p.programmatic and not p.non_portable_cluster
+    p(buf, 2.5, 16)
+    assert fake_last_launch_ex() == (ex + 5, [1, 4, 1, 1, 0])
+    assert k.prepare(8, 16, "buffer", "f32", "u32").cluster is None
+    # More than the portable 8 blocks: refused unless non_portable_cluster.
+    with pytest.raises(t4acuda.InvalidArgument, match="portable maximum is 8"):
+        k.launch(16, 16, *args, cluster=16)
+    try:
+        k.launch(16, 16, *args, cluster=16, non_portable_cluster=True)
+        assert fake_last_launch_ex() == (ex + 6, [1, 16, 1, 1, 0])
+        assert ctypes.CDLL(FAKE).fake_cuda_non_portable() == 1
+    finally:  # the fake has one function state for all kernels: cleared
+        fake_set_cluster_dims(0, 0, 0, 0)
+    # Not combined with a cooperative launch by this version (the library's
+    # refusal, as its status).
+    with pytest.raises(t4acuda.InvalidArgument, match="T4A_LAUNCH_COOPERATIVE"):
+        k.launch(4, 16, *args, cluster=2, cooperative=True)
+    assert fake_last_launch_ex()[0] == ex + 6
+    buf.close()
+
+
+@needs_fake
+def test_cluster_not_dividing_the_grid_refused_nothing_launched(rt):
+    k = rt.load(t4acuda.compile(SAXPY, cc=(9, 0))).kernel("fill_f32")
+    buf = rt.alloc(64)
+    args = (buf, t4acuda.f32(1.5), t4acuda.u32(16))
+    ex, _ = fake_last_launch_ex()
+    launches = rt.stats()["launches"]
+    with pytest.raises(t4acuda.InvalidArgument,
+                       match=r"grid\[0\] \(x\) is 3, not a multiple of 2"):
+        k.launch(3, 16, *args, cluster=2)
+    with pytest.raises(t4acuda.InvalidArgument,
+                       match=r"grid\[1\] \(y\) is 5, not a multiple of 2"):
+        k.launch((2, 5), 16, *args, cluster=(1, 2))
+    with pytest.raises(t4acuda.InvalidArgument, match="not a multiple"):
+        k.prepare(3, 16, "buffer", "f32", "u32", cluster=2)(buf, 1.5, 16)
+    with pytest.raises(t4acuda.InvalidArgument, match="not a multiple"):
+        k.cluster_occupancy(3, 16, cluster=2)
+    assert fake_last_launch_ex()[0] == ex
+    assert rt.stats()["launches"] == launches
+    buf.close()
+
+
+@needs_fake
+def test_bad_cluster_values_refused_before_c(rt, monkeypatch):
+    from t4acuda import _core
+    k = rt.load(t4acuda.compile(SAXPY, cc=(9, 0))).kernel("fill_f32")
+    buf = rt.alloc(64)
+    args = (buf, t4acuda.f32(1.5), t4acuda.u32(16))
+    plans = len(k._plans)
+    ex, _ = fake_last_launch_ex()
+    bad_values = [(0, ValueError, "extent 0 is out of range"),
+                  (-1, ValueError, "extent -1 is out of range"),
+                  (2**32, ValueError, f"extent {2**32} is out of range"),
+                  ((2, 2**32), ValueError, f"extent {2**32} is out of range"),
+                  ((2, 0, 1), ValueError, "extent 0 is out of range"),
+                  ((1, 1, 1, 1), ValueError, r"not \(1, 1, 1, 1\) \(4 extents\)"),
+                  ((), ValueError, r"not \(\) \(0 extents\)"),
+                  (1.5, TypeError, "not float 1.5"),
+                  ((2, 1.0), TypeError, "not float 1.0"),
+                  (True, TypeError, "not bool True"),
+                  ("2", TypeError, "not str '2'"),
+                  (np.uint32(2), TypeError, "not uint32 2")]
+    with monkeypatch.context() as m:
+        m.setattr(_core, "C", _NoC())  # a call into the library fails the test
+        for value, exc, message in bad_values:
+            with pytest.raises(exc, match=message):
+                k.launch(4, 16, *args, cluster=value)
+            with pytest.raises(exc, match=message):
+                k.prepare(4, 16, "buffer", "f32", "u32", cluster=value)
+            with pytest.raises(exc, match=message):
+                k.cluster_occupancy(4, 16, cluster=value)
+    assert len(k._plans) == plans
+    assert fake_last_launch_ex()[0] == ex
+    k.launch(4, 16, *args, cluster=2)  # and the kernel still launches
+    assert fake_last_launch_ex()[0] == ex + 1
+    buf.close()
+
+
+@needs_fake
+def test_programmatic_launch_recorded(rt):
+    k = rt.load(t4acuda.compile(SAXPY, cc=(9, 0))).kernel("fill_f32")
+    buf = rt.alloc(64)
+    args = (buf, t4acuda.f32(1.5), t4acuda.u32(16))
+    ex, _ = fake_last_launch_ex()
+    k.launch(3, 16, *args, programmatic=True)
+    assert fake_last_launch_ex() == (ex + 1, [1, 0, 0, 0, 1])
+    k.launch(4, 16, *args, programmatic=True, cluster=2)
+    assert fake_last_launch_ex() == (ex + 2, [2, 2, 1, 1, 1])
+    k.launch(3, 16, *args, programmatic=False)  # False: no attribute, t4a_launch
+    assert fake_last_launch_ex()[0] == ex + 2
+    p = k.prepare(3, 16, "buffer", "f32", "u32", programmatic=True)
+    assert p.programmatic and p.cluster is None
+    p(buf, 1.0, 16)
+    assert fake_last_launch_ex() == (ex + 3, [1, 0, 0, 0, 1])
+    buf.close()
+
+
+@needs_fake
+def test_cluster_occupancy_fake(rt):
+    k = rt.load(t4acuda.compile(SAXPY, cc=(9, 0))).kernel("fill_f32")
+    # The fake device: 4 multiprocessors, 32 blocks of 16 threads each.
+    occ = k.cluster_occupancy(4, 16, cluster=2)
+    assert isinstance(occ, t4acuda.ClusterOccupancy)
+    assert occ == (64, 8) and occ.max_active_clusters == 64 and occ.max_cluster_size == 8
+    assert k.cluster_occupancy((4, 2), 16, shared=0, cluster=(2, 2)).max_active_clusters == 32
+    assert k.cluster_occupancy(4, 16) == (128, 8)  # no cluster: single blocks
+    try:
+        assert k.cluster_occupancy(16, 16, cluster=16,
+                                   non_portable_cluster=True).max_cluster_size == 16
+    finally:  # the kernel's non-portable attribute, set by that call, cleared
+        fake_set_cluster_dims(0, 0, 0, 0)
+    with pytest.raises(t4acuda.InvalidArgument, match="there is no cluster"):
+        k.cluster_occupancy(4, 16, non_portable_cluster=True)
+    with pytest.raises(t4acuda.InvalidArgument, match="shared is"):
+        k.cluster_occupancy(4, 16, shared=-1, cluster=2)
+
+
+@needs_fake
+def test_compiled_cluster_dims_need_no_attribute(rt):
+    # The fake's functions get __cluster_dims__(2, 1, 1) (kept until the
+    # end: the fake driver has one function state for all kernels).
+    fake_set_cluster_dims(2, 1, 1, 0)
+    try:
+        compiled_cluster_dims(rt)
+    finally:
+        fake_set_cluster_dims(0, 0, 0, 0)
+
+
+def compiled_cluster_dims(rt):
+    src = SAXPY + "\n// cluster-dims test\n"
+    k = rt.load(t4acuda.compile(src, cc=(9, 0))).kernel("fill_f32")
+    buf = rt.alloc(64)
+    args = (buf, t4acuda.f32(1.5), t4acuda.u32(16))
+    ex, _ = fake_last_launch_ex()
+    launches = rt.stats()["launches"]
+    k.launch(4, 16, *args)  # t4a_launch, as compiled
+    with pytest.raises(t4acuda.InvalidArgument, match="multiple"):
+        k.launch(3, 16, *args)
+    with pytest.raises(t4acuda.InvalidArgument, match=r"__cluster_dims__\(2, 1, 1\)"):
+        k.launch(4, 16, *args, cluster=4)
+    k.launch(4, 16, *args, cluster=(2, 1, 1))  # the compiled dimensions: accepted
+    assert fake_last_launch_ex() == (ex + 1, [1, 2, 1, 1, 0])
+    assert rt.stats()["launches"] == launches + 2
+    assert k.cluster_occupancy(4, 16).max_active_clusters == 64  # the compiled cluster
+    buf.close()
+
+
+@needs_fake
+def test_stream_priority_option_and_property(rt):
+    assert rt.stream_priority == 0 and rt.info()["stream_priority"] == 0
+    with t4acuda.Runtime(stream_priority=-3) as r:
+        assert r.stream_priority == -3 and r.info()["stream_priority"] == -3
+    with t4acuda.Runtime(0, stream_priority=-5, staging_threads=2) as r:
+        assert r.stream_priority == -5
+    # Outside the device's range (0 down to -5): the library's refusal,
+    # naming the value and the range.
+    with pytest.raises(t4acuda.InvalidArgument,
+                       match=r"stream_priority is -6; device 0 allows 0 .* down to -5"):
+        t4acuda.Runtime(stream_priority=-6)
+    with pytest.raises(t4acuda.InvalidArgument, match="stream_priority is 1;"):
+        t4acuda.Runtime(stream_priority=1)
+    # What would wrap in int32, or is not an int: refused by the binding.
+    with pytest.raises(t4acuda.InvalidArgument, match=f"stream_priority is {2**32 - 3}"):
+        t4acuda.Runtime(stream_priority=2**32 - 3)  # -3 once wrapped
+    for bad in (-1.0, True, "-1"):
+        with pytest.raises(TypeError, match="stream_priority must be an int"):
+            t4acuda.Runtime(stream_priority=bad)  # type: ignore[arg-type]
+
+
+@needs_fake
+def test_launch_attributes_below_9_0_unsupported():
+    # FAKE_CUDA_CC=80: the fake devices are compute capability 8.0.
+    code = """
+import t4acuda
+src = 'extern "C" __global__ void k(float *y) { y[0] = 1.0f; }'
+with t4acuda.Runtime() as rt:
+    k = rt.load(t4acuda.compile(src, cc=(8, 0))).kernel("k")
+    buf = rt.alloc(64)
+    k.launch(2, 32, buf)  # without attributes: launched as before
+    for what, call in [("cluster", lambda: k.launch(2, 32, buf, cluster=2)),
+                       ("programmatic", lambda: k.launch(2, 32, buf, programmatic=True)),
+                       ("occupancy", lambda: k.cluster_occupancy(2, 32, cluster=2))]:
+        try:
+            call()
+        except t4acuda.Unsupported as e:
+            print(what, "UNSUPPORTED", e.status_name, e.message)
+        else:
+            print(what, "launched")
+    print("launches", rt.stats()["launches"])
+"""
+    r = run_py(code, FAKE_CUDA_CC="80")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 4, r.stdout
+    for what, line in zip(("cluster", "programmatic", "occupancy"), lines):
+        assert line.startswith(f"{what} UNSUPPORTED T4A_ERROR_UNSUPPORTED "), line
+        assert "9.0" in line and "8.0" in line, line
+    assert lines[3] == "launches 1"
+
+
 @needs_fake
 def test_host_buffer_is_a_numpy_view_without_copy(rt):
     hb = rt.host_alloc(4096)

@@ -4,8 +4,9 @@ by test_host.py (test_typecheck_usage_runs). The annotated assignments
 are the point: each says what the API returns, and mypy checks it.
 
 saxpy: y = a * x + y on the device, with the pieces most programs use
-(compile, load, launch, prepared launch, graph capture, transfers, pinned memory,
-completions, a raw scope, DLPack, errors, reprs)."""
+(compile, load, launch, prepared launch, graph capture, cluster launch,
+transfers, pinned memory, completions, a raw scope, DLPack, errors, reprs, a
+stream priority)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,13 @@ def saxpy(rt: t4acuda.Runtime, a: float, x: npt.NDArray[np.float32],
         most: int = k.max_cooperative_blocks(block)
         if grid <= most:
             k.launch(grid, block, t4acuda.f32(0.0), dx, dy, t4acuda.u32(n), cooperative=True)
+        if t4acuda.device_info(rt.device)["cc_major"] >= 9:  # clusters: Hopper and later
+            occ: t4acuda.ClusterOccupancy = k.cluster_occupancy(grid, block, cluster=1)
+            fits: int = occ.max_active_clusters
+            largest: int = occ.max_cluster_size
+            if fits > 0 and largest >= 1:
+                k.launch(grid, block, t4acuda.f32(0.0), dx, dy, t4acuda.u32(n),
+                         cluster=(1,), programmatic=True)
         out = dy.download()
         for b in (dx, dy, k):
             b.close()
@@ -102,6 +110,9 @@ def tour(rt: t4acuda.Runtime) -> list[str]:
     except t4acuda.Compile as failed:
         log: str = failed.log
         assert "nope" in log
+    with t4acuda.Runtime(rt.device, stream_priority=-1) as urgent:  # runs first
+        priority: int = urgent.stream_priority
+        assert priority == -1 and rt.stream_priority == 0
     stats: dict[str, object] = rt.stats()
     assert "launches" in stats
     count: int = t4acuda.device_count()

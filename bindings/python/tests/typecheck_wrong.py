@@ -23,6 +23,10 @@ def wrong(rt: t4acuda.Runtime, k: t4acuda.Kernel, buf: t4acuda.Buffer) -> None:
     rt.empty((4, 4), dtype=np.float32).upload_host(buf)  # E: arg-type
     rt.load_data(buf.nbytes)  # E: arg-type
     k.launch(4, 256, buf, shared="0")  # E: arg-type
+    k.launch(4, 256, buf, cluster=(1, 1, 1, 1))  # E: arg-type
+    k.launch(4, 256, buf, cluster=1.5)  # E: arg-type
+    blocks: str = k.cluster_occupancy(4, 256, cluster=2).max_cluster_size  # E: assignment
+    t4acuda.Runtime(stream_priority="-1")  # E: arg-type
     try:
         pass
     except t4acuda.NoSuchStatus:  # E: attr-defined

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 from . import _ffi
 from ._errors import Error, ERRORS, last_error
 from ._core import (
-    Artifact, Buffer, Capture, Completion, DevicePointer, Download, Graph, HostBuffer, Kernel,
-    Module, PreparedLaunch, RawScope, Runtime, built_cuda_version, compile, compile_stats,
-    device_can_access_peer, device_count, device_info, driver_version, f32, f64, i8, i16,
+    Artifact, Buffer, Capture, ClusterOccupancy, Completion, DevicePointer, Download, Graph,
+    HostBuffer, Kernel, Module, PreparedLaunch, RawScope, Runtime, built_cuda_version, compile,
+    compile_stats, device_can_access_peer, device_count, device_info, driver_version, f32, f64, i8, i16,
     i32, i64, last_compile_log, last_error_clear, toolkit_headers, driver_lacks, nvrtc_version, process_fault,
     process_stats, set_log_callback, status_description, status_name, u8, u16, u32, u64,
     version, version_string, default_runtime, from_dlpack)
@@ -37,8 +37,8 @@ del _cls
 
 __all__ = [
     # objects
-    "Artifact", "Buffer", "Capture", "Completion", "DevicePointer", "Download", "Graph",
-    "HostBuffer", "Kernel",
+    "Artifact", "Buffer", "Capture", "ClusterOccupancy", "Completion", "DevicePointer",
+    "Download", "Graph", "HostBuffer", "Kernel",
     "Module", "PreparedLaunch", "RawScope", "Runtime",
     # functions
     "built_cuda_version", "compile", "compile_stats", "default_runtime",

@@ -1,14 +1,15 @@
 """Handle classes over the C API: Runtime, Buffer, HostBuffer, Download,
 Artifact, Module, Kernel, PreparedLaunch, Completion, RawScope, Graph,
-Capture."""
+Capture (and ClusterOccupancy, a result)."""
 
 from __future__ import annotations
 
 import ctypes
 import sys
 import threading
-from typing import (TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Optional,
-                    Sequence, SupportsFloat, SupportsIndex, SupportsInt, TypeVar, Union)
+from typing import (TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, NamedTuple,
+                    Optional, Sequence, SupportsFloat, SupportsIndex, SupportsInt, TypeVar,
+                    Union)
 
 from . import _checks, _dlpack, _ffi
 from ._errors import check, error_for, python_error, Error
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     DType = _np.dtype[Any]
     Desc = tuple[int, DType, tuple[int, ...]]  # a Buffer's (nbytes, dtype, shape)
     Dims = Union[int, Sequence[int]]  # grid and block: 1 to 3 extents
+    # A thread block cluster (launch attributes): 1 to 3 positive extents.
+    Cluster = Union[int, tuple[int], tuple[int, int], tuple[int, int, int]]
     Scalar = Union[ctypes._SimpleCData[Any], _np.generic]  # a typed kernel argument
     KernelArg = Union["Buffer", "DevicePointer", Scalar]
     PreparedArg = Union["Buffer", "DevicePointer", int, float, Scalar]
@@ -514,6 +517,20 @@ class Capture:
                 f"mode={self.mode} {self._state}>")
 
 
+def _stream_priority(v: object) -> int:
+    """Runtime's `stream_priority` as a Python int of int32 range (the range
+    of the device is the library's check): a bool, float or str is
+    TypeError, a value that would wrap in int32 InvalidArgument."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"Runtime: stream_priority must be an int, not "
+                        f"{type(v).__name__} {v!r}")
+    if not -2**31 <= v < 2**31:
+        raise python_error("T4A_ERROR_INVALID_ARGUMENT", "Runtime",
+                           f"stream_priority is {v}; it must be an int32 within the "
+                           "device's priority range (0 the default, lower runs first)")
+    return int(v)
+
+
 class Runtime(_Owned):
     """One device, one stream, one memory pool (t4a_runtime_create).
 
@@ -524,7 +541,13 @@ class Runtime(_Owned):
     """
     _release, _type = "t4a_runtime_destroy", "t4a_runtime"
 
-    def __init__(self, device: int = 0, **options: int) -> None:
+    def __init__(self, device: int = 0, *, stream_priority: int = 0, **options: int) -> None:
+        """`options` are the fields of t4a_runtime_options by name
+        (pool_release_threshold=..., staging_bytes=..., ...).
+        `stream_priority`: the priority of the runtime's stream, 0 (the
+        default) or within the device's range (lower runs first; on Hopper
+        0 down to -5); outside it InvalidArgument naming the range.
+        Runtime.stream_priority reports the priority in force."""
         opts = _ffi.new("t4a_runtime_options")
         opts.device_ordinal = device
         names = {f[0] for f in opts._fields_}
@@ -533,6 +556,7 @@ class Runtime(_Owned):
                 raise TypeError(f"Runtime: unknown option {k!r} (options: "
                                 f"{sorted(n for n in names if n != 'struct_size' and not n.startswith('reserved'))})")
             setattr(opts, k, v)
+        opts.stream_priority = _stream_priority(stream_priority)
         h = S["t4a_runtime"]()
         check(C.t4a_runtime_create(_byref(opts), _byref(h)))
         self._set(h)
@@ -570,6 +594,13 @@ class Runtime(_Owned):
     def device(self) -> int:
         """The device ordinal."""
         return self.info()["device_ordinal"]
+
+    @property
+    def stream_priority(self) -> int:
+        """The priority of the runtime's stream as the driver reports it
+        (t4a_runtime_info::stream_priority; Runtime(stream_priority=...))."""
+        p: int = self.info()["stream_priority"]
+        return p
 
     def stats(self) -> dict[str, Any]:
         s = _ffi.new("t4a_runtime_stats")
@@ -1165,6 +1196,58 @@ def _dims(v: Dims, what: str) -> tuple[int, ...]:
     return t + (1,) * (3 - len(t))
 
 
+# Marks launch()'s plan keys of launches with attributes (never a type, so
+# never equal to an argument type where a plain key has one).
+_WITH_ATTRS = object()
+
+
+def _cluster(entry: str, v: object) -> tuple[int, int, int]:
+    """A launch's `cluster` as three extents, checked in Python integers
+    before anything reaches C: an int or a tuple (or list) of 1 to 3 ints,
+    each positive and below 2**32 (missing axes are 1). A value that is not
+    an int is TypeError; an extent out of range, or more than 3 or no
+    extents, ValueError; each naming the value."""
+    if isinstance(v, (tuple, list)):
+        t: tuple[object, ...] = tuple(v)
+        if not 1 <= len(t) <= 3:
+            raise ValueError(f"{entry}: cluster must be an int or 1 to 3 ints, not {v!r} "
+                             f"({len(t)} extents)")
+    else:
+        t = (v,)
+    out: list[int] = []
+    for x in t:
+        if isinstance(x, bool) or not isinstance(x, int):
+            raise TypeError(f"{entry}: cluster extents must be ints, not "
+                            f"{type(x).__name__} {x!r} (cluster={v!r})")
+        if not 0 < x < 2**32:
+            raise ValueError(f"{entry}: cluster extent {x} is out of range: each must be "
+                             f"a positive int below 2**32 (cluster={v!r})")
+        out.append(int(x))
+    out += [1] * (3 - len(out))
+    return out[0], out[1], out[2]
+
+
+def _launch_attrs(entry: str, cluster: Optional[Cluster], programmatic: bool,
+                  non_portable_cluster: bool) -> Optional[ctypes.Structure]:
+    """The t4a_launch_attrs of these options, or None when they name no
+    attribute (t4a_launch then, exactly as without them)."""
+    dims = (0, 0, 0) if cluster is None else _cluster(entry, cluster)
+    flags = ((K["T4A_LAUNCH_ATTR_PROGRAMMATIC"] if programmatic else 0)
+             | (K["T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE"] if non_portable_cluster else 0))
+    if cluster is None and not flags:
+        return None
+    attrs = _ffi.new("t4a_launch_attrs")
+    attrs.flags = flags
+    attrs.cluster[:] = dims
+    return attrs
+
+
+class ClusterOccupancy(NamedTuple):
+    """Kernel.cluster_occupancy() (t4a_cluster_occupancy; experimental)."""
+    max_active_clusters: int  # clusters of the shape resident at once (0: none fits)
+    max_cluster_size: int  # the largest cluster (blocks) of the block size and shared
+
+
 class Kernel(_Owned):
     """A kernel of a loaded module. launch() checks argument count and
     sizes against the kernel's parameters before calling t4a_launch."""
@@ -1255,7 +1338,8 @@ class Kernel(_Owned):
         return n.value
 
     def launch(self, grid: Dims, block: Dims, *args: KernelArg, shared: int = 0,
-               cooperative: bool = False) -> None:
+               cooperative: bool = False, cluster: Optional[Cluster] = None,
+               programmatic: bool = False, non_portable_cluster: bool = False) -> None:
         """Enqueues the kernel on its runtime's stream. Arguments: Buffer
         (its device address), DevicePointer, t4acuda.f32(x)-style or NumPy
         scalars; a plain Python int or float is refused. `cooperative`:
@@ -1263,27 +1347,71 @@ class Kernel(_Owned):
         blocks resident at once; a grid above max_cooperative_blocks() is
         InvalidArgument, a device without it Unsupported.
 
-        The first launch of a shape (grid, block, shared, cooperative and
-        the argument types) on a thread checks it and keeps a
-        PreparedLaunch for it; later ones of that shape store the values
-        and call t4a_launch."""
+        Launch attributes (t4a_launch_ex, experimental; compute capability
+        9.0): `cluster`, blocks per thread block cluster (an int or 1 to 3
+        ints, each positive and below 2**32, else ValueError, or TypeError
+        for a non-int; every grid axis must be a multiple of the cluster's,
+        at most 8 blocks unless `non_portable_cluster`); `programmatic`,
+        programmatic dependent launch (the kernel may start before the
+        previous one on the stream has finished; it must call
+        cudaGridDependencySynchronize() before reading what that one
+        wrote). Without any of them the launch is t4a_launch's; with one,
+        t4a_launch_ex's (the library's refusals raise as usual:
+        InvalidArgument, Unsupported below 9.0). A kernel compiled with
+        __cluster_dims__ needs no `cluster`.
+
+        The first launch of a shape (grid, block, shared, cooperative, the
+        attributes and the argument types) on a thread checks it and keeps
+        a PreparedLaunch for it; later ones of that shape store the values
+        and call t4a_launch (or t4a_launch_ex)."""
         # The types are in the key too: 1.0 == 1 and True == 1, but only
         # what the checks accept may reuse a plan.
         gt = tuple(map(type, grid)) if type(grid) is tuple else type(grid)
         bt = tuple(map(type, block)) if type(block) is tuple else type(block)
+        key: Optional[tuple[Any, ...]]
         try:
-            key = (threading.get_ident(), grid, block, shared, cooperative, gt, bt,
-                   type(shared), *map(type, args))
+            if cluster is None and not programmatic and not non_portable_cluster:
+                key = (threading.get_ident(), grid, block, shared, cooperative, gt, bt,
+                       type(shared), *map(type, args))
+            else:
+                ct = tuple(map(type, cluster)) if type(cluster) is tuple else type(cluster)
+                key = (threading.get_ident(), grid, block, shared, cooperative, gt, bt,
+                       type(shared), _WITH_ATTRS, cluster, ct, bool(programmatic),
+                       bool(non_portable_cluster), *map(type, args))
             plan = self._plans.get(key)
-        except TypeError:  # an unhashable grid or block (a list): not kept
+        except TypeError:  # an unhashable grid, block or cluster (a list): not kept
             key, plan = None, None
         if plan is None:
-            plan = self._plan(key, grid, block, args, shared, cooperative)
+            plan = self._plan(key, grid, block, args, shared, cooperative, cluster,
+                              programmatic, non_portable_cluster)
         plan(*args)
+
+    def cluster_occupancy(self, grid: Dims, block: Dims, shared: int = 0,
+                          cluster: Optional[Cluster] = None,
+                          non_portable_cluster: bool = False) -> ClusterOccupancy:
+        """How many clusters of a launch shape fit on the device at once,
+        and the largest cluster its block size and shared bytes allow
+        (t4a_kernel_cluster_occupancy; experimental, compute capability
+        9.0). The shape is checked as launch() checks it (`cluster` as
+        there; None: the kernel's __cluster_dims__, or single blocks)."""
+        attrs = _launch_attrs("Kernel.cluster_occupancy", cluster, False,
+                              non_portable_cluster)
+        shared = _checks.count("Kernel.cluster_occupancy", "shared", shared, 2**32 - 1)
+        desc = _ffi.new("t4a_launch_desc")
+        desc.kernel = self._live()
+        desc.grid[:] = _dims(grid, "grid")
+        desc.block[:] = _dims(block, "block")
+        desc.dynamic_shared_bytes = shared
+        out = _ffi.new("t4a_cluster_occupancy")
+        check(C.t4a_kernel_cluster_occupancy(
+            _byref(desc), None if attrs is None else _byref(attrs), _byref(out)))
+        return ClusterOccupancy(out.max_active_clusters, out.max_cluster_size)
 
     def _plan(self, key: Optional[tuple[Any, ...]], grid: Dims, block: Dims,
               args: Sequence[KernelArg], shared: int,
-              cooperative: bool = False) -> PreparedLaunch:
+              cooperative: bool = False, cluster: Optional[Cluster] = None,
+              programmatic: bool = False,
+              non_portable_cluster: bool = False) -> PreparedLaunch:
         """The PreparedLaunch of a launch() shape, checked as launch()
         checks; kept under `key` (at most _MAX_PLANS per kernel)."""
         types: list[ArgType] = []
@@ -1294,7 +1422,9 @@ class Kernel(_Owned):
                 types.append("pointer")
             else:
                 types.append(type(_as_scalar(a, i)))
-        plan = PreparedLaunch(self, grid, block, types, shared, cooperative)
+        plan = PreparedLaunch(self, grid, block, types, shared, cooperative,
+                              cluster=cluster, programmatic=programmatic,
+                              non_portable_cluster=non_portable_cluster)
         if key is not None:
             if len(self._plans) >= _MAX_PLANS:
                 self._plans.clear()
@@ -1302,11 +1432,16 @@ class Kernel(_Owned):
         return plan
 
     def prepare(self, grid: Dims, block: Dims, *argtypes: ArgType,
-                shared: int = 0, cooperative: bool = False) -> PreparedLaunch:
+                shared: int = 0, cooperative: bool = False,
+                cluster: Optional[Cluster] = None, programmatic: bool = False,
+                non_portable_cluster: bool = False) -> PreparedLaunch:
         """A PreparedLaunch: argtypes are "buffer", "pointer" or a scalar
-        type (t4acuda.f32, "f32", numpy.float32, ...); `cooperative` as
-        for launch()."""
-        return PreparedLaunch(self, grid, block, argtypes, shared, cooperative)
+        type (t4acuda.f32, "f32", numpy.float32, ...); `cooperative`,
+        `cluster`, `programmatic` and `non_portable_cluster` as for
+        launch()."""
+        return PreparedLaunch(self, grid, block, argtypes, shared, cooperative,
+                              cluster=cluster, programmatic=programmatic,
+                              non_portable_cluster=non_portable_cluster)
 
 
 def _argtype(t: ArgType, i: int) -> Union[str, type[ctypes._SimpleCData[Any]]]:
@@ -1336,10 +1471,16 @@ def _argtype(t: ArgType, i: int) -> Union[str, type[ctypes._SimpleCData[Any]]]:
 class PreparedLaunch:
     """A launch whose descriptor and argument array are built once; calling
     it only stores the values (types were fixed at prepare()) and calls
-    t4a_launch. Not thread-safe: one per thread."""
+    t4a_launch (t4a_launch_ex with launch attributes: cluster=,
+    programmatic=, non_portable_cluster=). Not thread-safe: one per
+    thread."""
 
     def __init__(self, kernel: Kernel, grid: Dims, block: Dims, argtypes: Sequence[ArgType],
-                 shared: int, cooperative: bool = False) -> None:
+                 shared: int, cooperative: bool = False, *,
+                 cluster: Optional[Cluster] = None, programmatic: bool = False,
+                 non_portable_cluster: bool = False) -> None:
+        # The attributes first: a bad cluster is refused before any call.
+        attrs = _launch_attrs("Kernel.launch", cluster, programmatic, non_portable_cluster)
         self.kernel = kernel
         n = len(argtypes)
         self._types = [_argtype(t, i) for i, t in enumerate(argtypes)]
@@ -1372,7 +1513,18 @@ class PreparedLaunch:
         self._desc.args = ctypes.addressof(self._args)
         self._desc_ref = _byref(self._desc)
         self._rt = kernel.runtime._live()
-        self._launch = C.t4a_launch
+        # The attributes as given (cluster: its three extents; None: none).
+        self.cluster: Optional[tuple[int, int, int]] = (
+            None if attrs is None or cluster is None else
+            (attrs.cluster[0], attrs.cluster[1], attrs.cluster[2]))
+        self.programmatic = bool(programmatic)
+        self.non_portable_cluster = bool(non_portable_cluster)
+        self._attrs = attrs  # kept alive: the library reads it on each call
+        if attrs is None:
+            self._launch = C.t4a_launch
+        else:
+            launch_ex, attrs_ref = C.t4a_launch_ex, _byref(attrs)
+            self._launch = lambda rt, desc: launch_ex(rt, desc, attrs_ref)
         self._n = n
         self._slots = [self._args[i] for i in range(n)]
 
