@@ -44,6 +44,14 @@
 #define T4A_HPP_EXCEPTIONS 0
 #endif
 
+#if defined(T4A_EXPERIMENTAL)
+/** 1 when the facade's launch path can pass launch attributes
+ *  (t4a_launch_ex(); `T4A_EXPERIMENTAL` at the first inclusion). */
+#define T4A_HPP_LAUNCH_ATTRS 1
+#else
+#define T4A_HPP_LAUNCH_ATTRS 0
+#endif
+
 /** The t4acuda C++ facade. */
 namespace t4a {
 
@@ -339,6 +347,15 @@ struct RuntimeOptions : t4a_runtime_options {
    *  means the default, #T4A_POOL_KEEP_ALL). */
   RuntimeOptions &release_threshold(uint64_t bytes) noexcept {
     pool_release_threshold = bytes == 0 ? T4A_POOL_RELEASE_ALL : bytes;
+    return *this;
+  }
+  /** Sets the priority of the runtime's stream (0, the default: the
+   *  device's default; lower runs first; it must lie in the device's
+   *  range, 0 down to -5 on Hopper). Runtime::info() reports it
+   *  (::t4a_runtime_info::stream_priority); the C field
+   *  ::t4a_runtime_options::stream_priority holds it. */
+  RuntimeOptions &priority(int32_t value) noexcept {
+    stream_priority = value;
     return *this;
   }
 };
@@ -1535,11 +1552,26 @@ struct LaunchConfig {
   /** ::t4a_launch_desc::flags (0; with `T4A_EXPERIMENTAL`, see
    *  cooperative()). */
   uint32_t flags = 0;
+  /** ::t4a_launch_attrs::flags (0; with `T4A_EXPERIMENTAL`, see
+   *  programmatic() and non_portable_cluster()). Present, as
+   *  `cluster_dims`, with or without `T4A_EXPERIMENTAL`, so that the
+   *  layout is the same in every translation unit. */
+  uint32_t attr_flags = 0;
+  /** ::t4a_launch_attrs::cluster: blocks per cluster in x, y, z (all 0:
+   *  none; with `T4A_EXPERIMENTAL`, see cluster()). */
+  uint32_t cluster_dims[3] = {0, 0, 0};
   /** `grid` blocks of `block` threads with `shared` dynamic shared bytes
    *  per block. */
   constexpr explicit LaunchConfig(Dim3 grid_, Dim3 block_,
                                   uint32_t shared = 0) noexcept
       : grid(grid_), block(block_), shared_bytes(shared) {}
+  /** Whether any launch attribute is set (`attr_flags` or
+   *  `cluster_dims`): such a launch goes through t4a_launch_ex(), which
+   *  needs `T4A_EXPERIMENTAL`. */
+  constexpr bool has_attributes() const noexcept {
+    return attr_flags != 0 || cluster_dims[0] != 0 || cluster_dims[1] != 0 ||
+           cluster_dims[2] != 0;
+  }
 #if defined(T4A_EXPERIMENTAL)
   /** A cooperative launch (#T4A_LAUNCH_COOPERATIVE): the grid must fit
    *  Kernel::max_cooperative_blocks(). Returns `*this`:
@@ -1548,6 +1580,43 @@ struct LaunchConfig {
     flags = on ? (flags | T4A_LAUNCH_COOPERATIVE)
                : (flags & ~uint32_t{T4A_LAUNCH_COOPERATIVE});
     return *this;
+  }
+  /** A thread block cluster launch of `x` by `y` by `z` blocks per
+   *  cluster (::t4a_launch_attrs::cluster; t4a_launch_ex()): each axis
+   *  must divide the grid's, and the cluster hold at most 8 blocks unless
+   *  non_portable_cluster(). `cluster(0, 0, 0)` clears it. Returns
+   *  `*this`: `t4a::LaunchConfig(grid, block).cluster(2)`. @experimental */
+  LaunchConfig &cluster(uint32_t x, uint32_t y = 1, uint32_t z = 1) noexcept {
+    cluster_dims[0] = x;
+    cluster_dims[1] = y;
+    cluster_dims[2] = z;
+    return *this;
+  }
+  /** A programmatic dependent launch (#T4A_LAUNCH_ATTR_PROGRAMMATIC;
+   *  t4a_launch_ex()). Returns `*this`. @experimental */
+  LaunchConfig &programmatic(bool on = true) noexcept {
+    attr_flags = on ? (attr_flags | T4A_LAUNCH_ATTR_PROGRAMMATIC)
+                    : (attr_flags & ~uint32_t{T4A_LAUNCH_ATTR_PROGRAMMATIC});
+    return *this;
+  }
+  /** Allows a cluster of more than 8 blocks
+   *  (#T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE; t4a_launch_ex()). Returns
+   *  `*this`. @experimental */
+  LaunchConfig &non_portable_cluster(bool on = true) noexcept {
+    attr_flags =
+        on ? (attr_flags | T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE)
+           : (attr_flags & ~uint32_t{T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE});
+    return *this;
+  }
+  /** The ::t4a_launch_attrs of `attr_flags` and `cluster_dims`.
+   *  @experimental */
+  t4a_launch_attrs attributes() const noexcept {
+    t4a_launch_attrs a = T4A_LAUNCH_ATTRS_INIT;
+    a.flags = attr_flags;
+    a.cluster[0] = cluster_dims[0];
+    a.cluster[1] = cluster_dims[1];
+    a.cluster[2] = cluster_dims[2];
+    return a;
   }
 #endif
 };
@@ -1618,12 +1687,48 @@ template <class... Args> struct nothrow_only_last {
       (ends_with_nothrow<Args...>::value ? 1 : 0);
 };
 
-/** Packs `args` into stack storage and calls t4a_launch(); the count
- *  leaves out a trailing std::nothrow tag. Allocates nothing. */
-template <class... Args>
+/** How launch_pack() launches: `launch_call<T4A_HPP_LAUNCH_ATTRS>::run()`.
+ *  Only this unit's specialization is defined, so translation units built
+ *  with and without `T4A_EXPERIMENTAL` (whose Kernel::launch() carries
+ *  #T4A_HPP_LAUNCH_ATTRS as a template argument) use distinct functions,
+ *  each defined the same wherever it is. */
+template <int Mode> struct launch_call;
+#if T4A_HPP_LAUNCH_ATTRS
+/** t4a_launch_ex() when the configuration has launch attributes, else
+ *  t4a_launch(). */
+template <> struct launch_call<1> {
+  /** Launches `d` with `config`'s attributes. */
+  static t4a_status run(t4a_runtime rt, const t4a_launch_desc &d,
+                        const LaunchConfig &config) noexcept {
+    if (!config.has_attributes()) return t4a_launch(rt, &d);
+    const t4a_launch_attrs attrs = config.attributes();
+    return t4a_launch_ex(rt, &d, &attrs);
+  }
+};
+#else
+/** t4a_launch(); a configuration with launch attributes (set outside this
+ *  unit, which cannot name t4a_launch_ex()) is refused with
+ *  #T4A_ERROR_UNSUPPORTED, never launched without them. */
+template <> struct launch_call<0> {
+  /** Launches `d`, which must have no attributes. */
+  static t4a_status run(t4a_runtime rt, const t4a_launch_desc &d,
+                        const LaunchConfig &config) noexcept {
+    if (!config.has_attributes()) return t4a_launch(rt, &d);
+    t4a_last_error_clear(); // no stale message for this status
+    return T4A_ERROR_UNSUPPORTED;
+  }
+};
+#endif
+
+/** Packs `args` into stack storage and launches them (launch_call: with
+ *  t4a_launch(), or t4a_launch_ex() when the configuration has launch
+ *  attributes); the count leaves out a trailing std::nothrow tag.
+ *  Allocates nothing. `Mode` is #T4A_HPP_LAUNCH_ATTRS. */
+template <int Mode, class... Args>
 t4a_status launch_pack(RuntimeView rt, t4a_kernel kernel,
                        const LaunchConfig &config,
                        const Args &...args) noexcept {
+  static_assert(Mode == T4A_HPP_LAUNCH_ATTRS, "the unit's own launch path");
   constexpr size_t n = sizeof...(Args);
   constexpr size_t count = n - (ends_with_nothrow<Args...>::value ? 1 : 0);
   static_assert(count <= UINT32_MAX, "too many kernel arguments");
@@ -1632,7 +1737,7 @@ t4a_status launch_pack(RuntimeView rt, t4a_kernel kernel,
       kernel, config.grid, config.block, config.shared_bytes,
       count != 0 ? packed.data() : nullptr, static_cast<uint32_t>(count));
   d.flags = config.flags;
-  return t4a_launch(rt.get(), &d);
+  return launch_call<Mode>::run(rt.get(), d, config);
 }
 } // namespace detail
 
@@ -1695,6 +1800,24 @@ public:
     }
     return s;
   }
+#if defined(T4A_EXPERIMENTAL)
+  /** The cluster occupancy of launching this kernel with `config`'s grid,
+   *  block, dynamic shared bytes and attributes
+   *  (t4a_kernel_cluster_occupancy()); non-throwing; `out` is written only
+   *  on success. @experimental */
+  t4a_status cluster_occupancy(const LaunchConfig &config,
+                               t4a_cluster_occupancy &out,
+                               std::nothrow_t) const noexcept {
+    t4a_launch_desc d = detail::launch_desc(get(), config.grid, config.block,
+                                            config.shared_bytes, nullptr, 0);
+    d.flags = config.flags;
+    const t4a_launch_attrs attrs = config.attributes();
+    t4a_cluster_occupancy tmp = T4A_CLUSTER_OCCUPANCY_INIT;
+    t4a_status s = t4a_kernel_cluster_occupancy(&d, &attrs, &tmp);
+    if (s == T4A_SUCCESS) out = tmp;
+    return s;
+  }
+#endif
 
   /**
    * @brief Launches this kernel with `args` packed in place (t4a_launch());
@@ -1708,22 +1831,25 @@ public:
   template <class... Args,
             std::enable_if_t<detail::ends_with_nothrow<Args...>::value &&
                                  detail::nothrow_only_last<Args...>::value,
-                             int> = 0>
+                             int>
+                Mode = T4A_HPP_LAUNCH_ATTRS>
   t4a_status launch(RuntimeView rt, Dim3 grid, Dim3 block,
                     const Args &...args) const noexcept {
-    return detail::launch_pack(rt, get(), LaunchConfig(grid, block), args...);
+    return detail::launch_pack<Mode>(rt, get(), LaunchConfig(grid, block),
+                                     args...);
   }
   /** @brief Launches with a grid, block and dynamic shared memory
-   *  (t4a_launch()); non-throwing form (the last argument is
-   *  `std::nothrow`). */
+   *  (t4a_launch(), or t4a_launch_ex() with launch attributes);
+   *  non-throwing form (the last argument is `std::nothrow`). */
   template <class Config, class... Args,
             std::enable_if_t<std::is_same<Config, LaunchConfig>::value &&
                                  detail::ends_with_nothrow<Args...>::value &&
                                  detail::nothrow_only_last<Args...>::value,
-                             int> = 0>
+                             int>
+                Mode = T4A_HPP_LAUNCH_ATTRS>
   t4a_status launch(RuntimeView rt, const Config &config,
                     const Args &...args) const noexcept {
-    return detail::launch_pack(rt, get(), config, args...);
+    return detail::launch_pack<Mode>(rt, get(), config, args...);
   }
 #if T4A_HPP_EXCEPTIONS
   /**
@@ -1751,22 +1877,28 @@ public:
   template <class... Args,
             std::enable_if_t<!detail::ends_with_nothrow<Args...>::value &&
                                  detail::nothrow_only_last<Args...>::value,
-                             int> = 0>
+                             int>
+                Mode = T4A_HPP_LAUNCH_ATTRS>
   void launch(RuntimeView rt, Dim3 grid, Dim3 block,
               const Args &...args) const {
-    check(detail::launch_pack(rt, get(), LaunchConfig(grid, block), args...));
+    check(detail::launch_pack<Mode>(rt, get(), LaunchConfig(grid, block),
+                                    args...));
   }
   /** @brief Launches with a grid, block and dynamic shared memory
    *  (`kernel.launch(rt, t4a::LaunchConfig(grid, block, bytes), args...)`;
-   *  t4a_launch()). `Config` is t4a::LaunchConfig itself (deduced, so a
-   *  braced `{x, y, z}` is always a grid). @throws Error */
+   *  t4a_launch(), or t4a_launch_ex() when the configuration has launch
+   *  attributes: LaunchConfig::cluster(), LaunchConfig::programmatic()).
+   *  `Config` is t4a::LaunchConfig itself (deduced, so a braced `{x, y, z}`
+   *  is always a grid). @throws Error (#T4A_ERROR_UNSUPPORTED for
+   *  attributes in a translation unit without `T4A_EXPERIMENTAL`) */
   template <class Config, class... Args,
             std::enable_if_t<std::is_same<Config, LaunchConfig>::value &&
                                  !detail::ends_with_nothrow<Args...>::value &&
                                  detail::nothrow_only_last<Args...>::value,
-                             int> = 0>
+                             int>
+                Mode = T4A_HPP_LAUNCH_ATTRS>
   void launch(RuntimeView rt, const Config &config, const Args &...args) const {
-    check(detail::launch_pack(rt, get(), config, args...));
+    check(detail::launch_pack<Mode>(rt, get(), config, args...));
   }
   /** Attributes and parameter layout (t4a_kernel_info_get()).
    *  @throws Error */
@@ -1797,6 +1929,15 @@ public:
     });
   }
 #if defined(T4A_EXPERIMENTAL)
+  /** The cluster occupancy of launching this kernel with `config`
+   *  (t4a_kernel_cluster_occupancy()): clusters of its cluster shape
+   *  resident at once and the largest cluster its block size and shared
+   *  memory allow. @throws Error (#T4A_ERROR_UNSUPPORTED below compute
+   *  capability 9.0) @experimental */
+  t4a_cluster_occupancy cluster_occupancy(const LaunchConfig &config) const {
+    return detail::checked<t4a_cluster_occupancy>(
+        [&](auto &o) { return cluster_occupancy(config, o, std::nothrow); });
+  }
   /** The most blocks a cooperative launch may have
    *  (t4a_kernel_max_cooperative_blocks()). @throws Error @experimental */
   int32_t max_cooperative_blocks(int32_t block_size,
@@ -2163,8 +2304,10 @@ inline void signal_stream(RuntimeView rt, void *stream) {
  * later inclusion with T4A_EXPERIMENTAL defined still adds it after an
  * earlier one without. It needs the C experimental section
  * (T4A_EXPERIMENTAL_REVISION), included again for that case. Experimental
- * members of classes above (LaunchConfig::cooperative(), Kernel's
- * cooperative and barrier methods) follow the first inclusion.
+ * members of classes above (LaunchConfig::cooperative(), cluster(),
+ * programmatic(), non_portable_cluster(), attributes(); Kernel's
+ * cooperative, barrier and cluster_occupancy methods) and the launch path's
+ * use of t4a_launch_ex() (T4A_HPP_LAUNCH_ATTRS) follow the first inclusion.
  */
 #if defined(T4A_EXPERIMENTAL) && !defined(T4ACUDA_HPP_EXPERIMENTAL)
 #include "t4acuda.h"

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <list>
 #include <setjmp.h>
 #include <string>
@@ -1596,6 +1597,201 @@ static void test_fake_module_global(void **) {
   rt.synchronize();
 }
 
+// Launch attributes (issue 28) through the facade's builders. Each sets
+// its bit or field and clears it with `false`; attributes() is the C
+// struct; a configuration without any has none.
+static_assert(!t4a::LaunchConfig(4, 64).has_attributes());
+static_assert(sizeof(t4a::LaunchConfig) ==
+                  sizeof(t4a::Dim3) * 2 + sizeof(uint32_t) * 6,
+              "the attribute fields are there with or without "
+              "T4A_EXPERIMENTAL");
+static_assert(std::is_same_v<decltype(t4a::LaunchConfig(1, 1).cluster(2)),
+                             t4a::LaunchConfig &>);
+static_assert(noexcept(t4a::LaunchConfig(1, 1).cluster(2, 1, 1)));
+static_assert(noexcept(t4a::LaunchConfig(1, 1).programmatic()));
+static_assert(noexcept(t4a::LaunchConfig(1, 1).non_portable_cluster()));
+static_assert(
+    std::is_same_v<decltype(std::declval<const t4a::Kernel &>()
+                                .cluster_occupancy(t4a::LaunchConfig(1, 1))),
+                   t4a_cluster_occupancy>);
+static_assert(std::is_same_v<
+              decltype(std::declval<const t4a::Kernel &>().cluster_occupancy(
+                  t4a::LaunchConfig(1, 1),
+                  std::declval<t4a_cluster_occupancy &>(), std::nothrow)),
+              t4a_status>);
+static_assert(noexcept(std::declval<const t4a::Kernel &>().cluster_occupancy(
+    t4a::LaunchConfig(1, 1), std::declval<t4a_cluster_occupancy &>(),
+    std::nothrow)));
+
+static void test_launch_config_attributes(void **) {
+  t4a::LaunchConfig c(8, 64);
+  assert_false(c.has_attributes());
+  t4a_launch_attrs a = c.attributes();
+  assert_int_equal(a.struct_size, sizeof(t4a_launch_attrs));
+  assert_int_equal(a.flags, 0);
+  assert_int_equal(a.cluster[0] | a.cluster[1] | a.cluster[2], 0);
+  assert_int_equal(a.reserved0, 0);
+  c.cluster(2).programmatic().non_portable_cluster().cooperative();
+  assert_true(c.has_attributes());
+  a = c.attributes();
+  assert_int_equal(a.flags, T4A_LAUNCH_ATTR_PROGRAMMATIC |
+                                T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE);
+  assert_int_equal(a.cluster[0], 2);
+  assert_int_equal(a.cluster[1], 1);
+  assert_int_equal(a.cluster[2], 1);
+  assert_int_equal(c.flags, T4A_LAUNCH_COOPERATIVE); // a descriptor flag
+  c.cluster(2, 4, 1);
+  assert_int_equal(c.attributes().cluster[1], 4);
+  c.programmatic(false);
+  assert_int_equal(c.attr_flags, T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE);
+  c.non_portable_cluster(false).cooperative(false);
+  assert_int_equal(c.attr_flags, 0);
+  assert_int_equal(c.flags, 0);
+  assert_true(c.has_attributes()); // the cluster is still set
+  c.cluster(0, 0, 0);
+  assert_false(c.has_attributes());
+  assert_false(t4a::LaunchConfig(1, 1)
+                   .programmatic()
+                   .programmatic(false)
+                   .has_attributes());
+}
+
+#if defined(T4A_FAKE_CUDA_PATH)
+// The fake driver's record of its cuLaunchKernelEx calls: out = {attribute
+// count, cluster x, y, z (0 0 0: none), programmatic}; returns how many.
+static unsigned long fake_launch_ex(unsigned out[5]) {
+  void *fake = dlopen(T4A_FAKE_CUDA_PATH, RTLD_NOW | RTLD_NOLOAD);
+  auto fn = fake == nullptr ? nullptr
+                            : reinterpret_cast<unsigned long (*)(unsigned *)>(
+                                  dlsym(fake, "fake_cuda_last_launch_ex"));
+  if (fn == nullptr) fail_msg("fake_cuda_last_launch_ex not found");
+  const unsigned long n = fn(out);
+  dlclose(fake);
+  return n;
+}
+
+// On the fake driver (compute capability 9.0, clusters): a launch with
+// attributes goes through t4a_launch_ex() to cuLaunchKernelEx with them,
+// one without attributes through t4a_launch() (cuLaunchKernel); a cluster
+// that does not divide the grid is refused before anything is enqueued,
+// thrown and not; cluster occupancy of a shape; the non-portable opt-in.
+static void test_fake_launch_attributes(void **) {
+  t4a::Runtime rt(t4a::RuntimeOptions{});
+  t4a::Kernel k = fake_kernel(rt);
+  t4a::DeviceArray<float> d(rt, 256);
+  unsigned ex[5] = {0, 0, 0, 0, 0};
+  const unsigned long ex0 = fake_launch_ex(ex);
+  const uint64_t launches0 = rt.stats().launches;
+
+  // No attributes: not cuLaunchKernelEx.
+  k.launch(rt, t4a::LaunchConfig(4, 64), d, 256, 0.5);
+  k.launch(rt, t4a::LaunchConfig(4, 64).cluster(0, 0, 0), d, 256, 0.5);
+  assert_int_equal(
+      k.launch(rt, t4a::LaunchConfig(4, 64), d, 256, 0.5, std::nothrow),
+      T4A_SUCCESS);
+  assert_int_equal(fake_launch_ex(ex), ex0);
+  assert_int_equal(rt.stats().launches, launches0 + 3);
+
+  // A cluster of 2 on a grid of 4.
+  k.launch(rt, t4a::LaunchConfig(4, 64).cluster(2), d, 256, 0.5);
+  assert_int_equal(fake_launch_ex(ex), ex0 + 1);
+  assert_int_equal(ex[0], 1); // one attribute: the cluster
+  assert_int_equal(ex[1], 2);
+  assert_int_equal(ex[2], 1);
+  assert_int_equal(ex[3], 1);
+  assert_int_equal(ex[4], 0);
+
+  // Programmatic, alone and with a 2 x 2 cluster; the non-throwing form.
+  k.launch(rt, t4a::LaunchConfig(4, 64).programmatic(), d, 256, 0.5);
+  assert_int_equal(fake_launch_ex(ex), ex0 + 2);
+  assert_int_equal(ex[0], 1);
+  assert_int_equal(ex[1] | ex[2] | ex[3], 0); // no cluster
+  assert_int_equal(ex[4], 1);
+  assert_int_equal(
+      k.launch(rt, t4a::LaunchConfig({4, 2}, 64).cluster(2, 2).programmatic(),
+               d, 256, 0.5, std::nothrow),
+      T4A_SUCCESS);
+  assert_int_equal(fake_launch_ex(ex), ex0 + 3);
+  assert_int_equal(ex[0], 2);
+  assert_int_equal(ex[1], 2);
+  assert_int_equal(ex[2], 2);
+  assert_int_equal(ex[3], 1);
+  assert_int_equal(ex[4], 1);
+  assert_int_equal(rt.stats().launches, launches0 + 6);
+
+  // A cluster of 2 does not divide a grid of 3: refused, nothing launched.
+  std::string m = error_of(
+      [&] { k.launch(rt, t4a::LaunchConfig(3, 64).cluster(2), d, 256, 0.5); },
+      T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "grid[0]");
+  assert_int_equal(k.launch(rt, t4a::LaunchConfig(3, 64).cluster(2), d, 256,
+                            0.5, std::nothrow),
+                   T4A_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(fake_launch_ex(ex), ex0 + 3);
+  assert_int_equal(rt.stats().launches, launches0 + 6);
+
+  // Cluster occupancy: 4 multiprocessors of 32 blocks of 64 threads hold
+  // 64 clusters of 2; at most 8 blocks per cluster (portable).
+  t4a_cluster_occupancy occ =
+      k.cluster_occupancy(t4a::LaunchConfig(8, 64).cluster(2));
+  assert_int_equal(occ.struct_size, sizeof(t4a_cluster_occupancy));
+  assert_int_equal(occ.max_active_clusters, 64);
+  assert_int_equal(occ.max_cluster_size, 8);
+  t4a_cluster_occupancy kept = T4A_CLUSTER_OCCUPANCY_INIT;
+  kept.max_active_clusters = -7;
+  assert_int_equal(k.cluster_occupancy(t4a::LaunchConfig(3, 64).cluster(2),
+                                       kept, std::nothrow),
+                   T4A_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kept.max_active_clusters, -7); // written only on success
+  error_of(
+      [&] { (void)k.cluster_occupancy(t4a::LaunchConfig(3, 64).cluster(2)); },
+      T4A_ERROR_INVALID_ARGUMENT);
+
+  // 16 blocks per cluster: above the portable 8 only with the opt-in.
+  m = error_of(
+      [&] { k.launch(rt, t4a::LaunchConfig(16, 64).cluster(16), d, 256, 0.5); },
+      T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE");
+  assert_int_equal(fake_launch_ex(ex), ex0 + 3);
+  k.launch(rt, t4a::LaunchConfig(16, 64).cluster(16).non_portable_cluster(), d,
+           256, 0.5);
+  assert_int_equal(fake_launch_ex(ex), ex0 + 4);
+  assert_int_equal(ex[1], 16);
+  assert_int_equal(rt.stats().launches, launches0 + 7);
+  rt.synchronize();
+}
+
+// RuntimeOptions::priority() reaches t4a_runtime_options and the
+// runtime reports the priority in info(); outside the device's range (0
+// down to -5 on the fake driver) is refused, naming it.
+static void test_fake_stream_priority(void **) {
+  t4a::RuntimeOptions o;
+  assert_int_equal(o.stream_priority, 0);
+  static_assert(
+      std::is_same_v<decltype(o.priority(-2)), t4a::RuntimeOptions &>);
+  static_assert(noexcept(o.priority(-2)));
+  assert_int_equal(static_cast<t4a_runtime_options &>(o.priority(-2).device(0))
+                       .stream_priority,
+                   -2);
+  t4a::Runtime rt(o);
+  assert_int_equal(rt.info().stream_priority, -2);
+  t4a_runtime_info info = T4A_RUNTIME_INFO_INIT;
+  assert_int_equal(t4a::RuntimeView(rt).info(info, std::nothrow), T4A_SUCCESS);
+  assert_int_equal(info.stream_priority, -2);
+  t4a::Runtime def(t4a::RuntimeOptions{});
+  assert_int_equal(def.info().stream_priority, 0);
+  std::string m =
+      error_of([&] { t4a::Runtime bad(t4a::RuntimeOptions{}.priority(-6)); },
+               T4A_ERROR_INVALID_ARGUMENT);
+  expect_contains(m, "stream_priority");
+  t4a::Runtime none;
+  assert_int_equal(t4a::Runtime::create(t4a::RuntimeOptions{}.priority(1), none,
+                                        std::nothrow),
+                   T4A_ERROR_INVALID_ARGUMENT);
+  assert_false(static_cast<bool>(none));
+}
+#endif
+
 int main(int argc, char **argv) {
   if (argc > 1 && std::strcmp(argv[1], "fake") == 0) {
 #if defined(T4A_FAKE_CUDA_PATH)
@@ -1607,6 +1803,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_fake_variadic_launch),
         cmocka_unit_test(test_fake_graph_and_cooperative),
         cmocka_unit_test(test_fake_module_global),
+        cmocka_unit_test(test_fake_launch_attributes),
+        cmocka_unit_test(test_fake_stream_priority),
     };
     return cmocka_run_group_tests(fake, nullptr, nullptr);
 #else
@@ -1641,6 +1839,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_variadic_launch_null_runtime),
       cmocka_unit_test(test_compile_request_builder),
       cmocka_unit_test(test_compile_request_nvrtc),
+      cmocka_unit_test(test_launch_config_attributes),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -12,7 +12,10 @@
 //    (the C field's 0 means "keep all", the default);
 //  - a grid or block extent from a wider integer (a size_t `(n + 255) /
 //    256`) that does not fit in 32 bits is rejected by the launch, never
-//    truncated to a smaller grid; `{w, h}` of ints compiles.
+//    truncated to a smaller grid; `{w, h}` of ints compiles;
+//  - without T4A_EXPERIMENTAL (this unit) LaunchConfig has its attribute
+//    fields but no builders, and a configuration carrying attributes is
+//    refused (T4A_ERROR_UNSUPPORTED), never launched without them.
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #include <array>
 #include <cstdarg>
@@ -261,6 +264,73 @@ static void test_wide_extent_rejected(void **) {
   rt.synchronize();
 }
 
+// ---- launch attributes without T4A_EXPERIMENTAL ----------------------------
+
+// This unit is built without T4A_EXPERIMENTAL: the attribute builders and
+// Kernel::cluster_occupancy() are not declared, the fields are (the same
+// layout as in a unit with it), and a launch whose configuration carries
+// attributes anyway is refused with T4A_ERROR_UNSUPPORTED (this unit
+// cannot reach t4a_launch_ex()), never launched without them.
+template <class C, class = void> struct has_cluster : std::false_type {};
+template <class C>
+struct has_cluster<C, std::void_t<decltype(std::declval<C &>().cluster(2))>>
+    : std::true_type {};
+template <class C, class = void> struct has_programmatic : std::false_type {};
+template <class C>
+struct has_programmatic<
+    C, std::void_t<decltype(std::declval<C &>().programmatic())>>
+    : std::true_type {};
+template <class K, class = void>
+struct has_cluster_occupancy : std::false_type {};
+template <class K>
+struct has_cluster_occupancy<
+    K, std::void_t<decltype(std::declval<const K &>().cluster_occupancy(
+           t4a::LaunchConfig(1, 1)))>> : std::true_type {};
+static_assert(!has_cluster<t4a::LaunchConfig>::value);
+static_assert(!has_programmatic<t4a::LaunchConfig>::value);
+static_assert(!has_cluster_occupancy<t4a::Kernel>::value);
+static_assert(T4A_HPP_LAUNCH_ATTRS == 0);
+static_assert(sizeof(t4a::LaunchConfig) ==
+              sizeof(t4a::Dim3) * 2 + sizeof(uint32_t) * 6);
+static_assert(!t4a::LaunchConfig(1, 1).has_attributes());
+
+static void test_attributes_without_experimental(void **) {
+  t4a::Runtime rt(t4a::RuntimeOptions{});
+  t4a::Artifact a = t4a::compile(
+      t4a::CompileRequest("extern \"C\" __global__ void k(float *x) {}")
+          .for_cc(9, 0)
+          .with_flags(T4A_COMPILE_NO_DISK_CACHE));
+  t4a::Kernel k = t4a::Module(rt, a).kernel("k");
+  t4a::DeviceArray<float> d(rt, 256);
+  k.launch(rt, t4a::LaunchConfig(4, 64), d); // no attributes: t4a_launch()
+  assert_int_equal(rt.stats().launches, 1);
+  t4a::LaunchConfig cluster(4, 64);
+  cluster.cluster_dims[0] = 2;
+  t4a::LaunchConfig programmatic(4, 64);
+  programmatic.attr_flags = 1; // T4A_LAUNCH_ATTR_PROGRAMMATIC
+  assert_true(cluster.has_attributes() && programmatic.has_attributes());
+  // An earlier failure leaves its message; the refusal clears it, so a
+  // stale message never describes it.
+  assert_int_equal(k.launch(rt, {0, 1, 1}, 64, d, std::nothrow),
+                   T4A_ERROR_INVALID_ARGUMENT);
+  assert_false(t4a::last_error_message().empty());
+  assert_int_equal(k.launch(rt, cluster, d, std::nothrow),
+                   T4A_ERROR_UNSUPPORTED);
+  assert_true(t4a::last_error_message().empty());
+  bool thrown = false;
+  try {
+    k.launch(rt, programmatic, d);
+  } catch (const t4a::Error &e) {
+    thrown = true;
+    assert_int_equal(e.status(), T4A_ERROR_UNSUPPORTED);
+    assert_int_equal(e.driver_result(), 0);
+    assert_true(e.entry_point().empty());
+  }
+  assert_true(thrown);
+  assert_int_equal(rt.stats().launches, 1); // neither was launched
+  rt.synchronize();
+}
+
 int main() {
 #if defined(T4A_FAKE_CUDA_PATH)
   setenv("T4A_CUDA_DRIVER_PATH", T4A_FAKE_CUDA_PATH, 1);
@@ -270,6 +340,7 @@ int main() {
       cmocka_unit_test(test_compile_request_copy_assign_strong),
       cmocka_unit_test(test_release_threshold_zero),
       cmocka_unit_test(test_wide_extent_rejected),
+      cmocka_unit_test(test_attributes_without_experimental),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

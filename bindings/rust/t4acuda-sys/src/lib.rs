@@ -10,6 +10,15 @@
 //! * Feature `link` (default): linked at build time (build.rs finds the
 //!   library through `T4ACUDA_LIB_DIR`, else `pkg-config t4acuda`).
 //! * Feature `dlopen`: [`dl::Api::load`] loads the library at run time.
+//! * The header's experimental section (`#if defined(T4A_EXPERIMENTAL)`)
+//!   is bound in part, always (no feature: it is the same library), each
+//!   item tagged "Experimental" in its documentation: the launch
+//!   attributes ([`t4a_launch_ex`], [`t4a_kernel_cluster_occupancy`],
+//!   [`t4a_launch_attrs`], [`t4a_cluster_occupancy`], `T4A_LAUNCH_ATTR_*`)
+//!   and [`T4A_EXPERIMENTAL_REVISION`]. They may change in any release;
+//!   their functions are `optional` for `dl::Api`. Their structs are
+//!   declared here by hand (abi/gen-bindings writes the stable ones only)
+//!   and checked against `abi/layouts.json` like the generated ones.
 //!
 //! `tests/layouts.rs` checks every declaration against `abi/layouts.json`.
 #![allow(non_camel_case_types, non_upper_case_globals)]
@@ -65,8 +74,18 @@ c_consts! {
     pub const T4A_ARG_DEVICE_POINTER: u32 = 3;
     pub const T4A_MAX_PARAM_BYTES: u32 = 32764;
     pub const T4A_PROCESS_FAULT_OPERATION_BYTES: i32 = 256;
-    /// Only under `#if defined(T4A_EXPERIMENTAL)` in C.
-    pub const T4A_EXPERIMENTAL_REVISION: i32 = 3;
+    /// Only under `#if defined(T4A_EXPERIMENTAL)` in C: the revision of the
+    /// experimental section these declarations follow.
+    pub const T4A_EXPERIMENTAL_REVISION: i32 = 4;
+    /// Experimental (`#if defined(T4A_EXPERIMENTAL)` in C):
+    /// t4a_launch_attrs::flags, programmatic dependent launch
+    /// (`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`; compute
+    /// capability 9.0).
+    pub const T4A_LAUNCH_ATTR_PROGRAMMATIC: u32 = 0x1;
+    /// Experimental (`#if defined(T4A_EXPERIMENTAL)` in C):
+    /// t4a_launch_attrs::flags, allow a cluster of more than 8 blocks (up
+    /// to what the device reports for the launch's shape).
+    pub const T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE: u32 = 0x2;
 
     // enum t4a_status_code
     pub const T4A_SUCCESS: t4a_status = 0;
@@ -147,6 +166,40 @@ c_consts! {
 // (int-sized): kDLCUDA = 2. t4a_arg has no struct_size: its layout is
 // frozen.
 include!("structs.rs");
+
+// The experimental section's structs (include/t4acuda.h, `#if
+// defined(T4A_EXPERIMENTAL)`): written here, since abi/gen-bindings leaves
+// experimental structs out of structs.rs; tests/layouts.rs checks them
+// against abi/layouts.json as it checks the generated ones.
+c_structs! {
+    fn experimental_struct_layouts;
+    /// C `t4a_launch_attrs` (include/t4acuda.h, experimental): the launch
+    /// attributes of t4a_launch_ex(). Zero bytes (`init()`) are "no
+    /// attribute". `cluster`: blocks per cluster in x, y, z (all 0: none,
+    /// or the kernel's compiled `__cluster_dims__`; with `cluster[0]` set,
+    /// 0 in y or z means 1); each must divide the grid's extent.
+    pub struct t4a_launch_attrs {
+        pub struct_size: u32,
+        pub flags: u32,
+        pub cluster: [u32; 3],
+        pub reserved0: u32,
+    }
+    /// C `t4a_cluster_occupancy` (include/t4acuda.h, experimental): what
+    /// t4a_kernel_cluster_occupancy() reports.
+    pub struct t4a_cluster_occupancy {
+        pub struct_size: u32,
+        pub max_active_clusters: i32,
+        pub max_cluster_size: i32,
+        pub reserved0: u32,
+    }
+}
+
+versioned!(
+    fn experimental_struct_inits;
+    t4a_launch_attrs,
+    t4a_cluster_occupancy;
+    zero:
+);
 
 c_functions! {
     required {
@@ -235,5 +288,12 @@ c_functions! {
         fn t4a_buffer_to_dlpack_legacy(runtime: t4a_runtime, buffer: t4a_buffer, desc: *const t4a_dlpack_desc, consumer_stream: i64, out: *mut *mut DLManagedTensor) -> t4a_status;
         fn t4a_buffer_from_dlpack(runtime: t4a_runtime, tensor: *mut DLManagedTensorVersioned, out: *mut t4a_buffer) -> t4a_status;
         fn t4a_buffer_from_dlpack_legacy(runtime: t4a_runtime, tensor: *mut DLManagedTensor, out: *mut t4a_buffer) -> t4a_status;
+        // Experimental (`#if defined(T4A_EXPERIMENTAL)` in C): launch
+        // attributes. t4a_launch_ex: t4a_launch with attributes (NULL or
+        // zero attributes launch exactly as t4a_launch);
+        // t4a_kernel_cluster_occupancy: reads desc's kernel, grid, block
+        // and shared bytes (not its arguments) and the attributes.
+        fn t4a_launch_ex(runtime: t4a_runtime, desc: *const t4a_launch_desc, attrs: *const t4a_launch_attrs) -> t4a_status;
+        fn t4a_kernel_cluster_occupancy(desc: *const t4a_launch_desc, attrs: *const t4a_launch_attrs, out: *mut t4a_cluster_occupancy) -> t4a_status;
     }
 }

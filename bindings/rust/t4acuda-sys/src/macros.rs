@@ -1,9 +1,12 @@
 // The declaring macros: each declares its items and records them for the
 // layout test (crate::abi).
 
-/// Declares `#[repr(C)]` structs and `struct_layouts()`.
+/// Declares `#[repr(C)]` structs and `struct_layouts()` (or, with a
+/// leading `fn name;`, a layouts function of that name: the hand-written
+/// experimental structs of lib.rs, which the generated structs.rs leaves
+/// out).
 macro_rules! c_structs {
-    ($(
+    (fn $layouts:ident; $(
         $(#[$m:meta])*
         pub struct $name:ident $([$kind:literal])? { $( $(#[$fm:meta])* pub $f:ident : $t:ty ),* $(,)? }
     )*) => {
@@ -30,7 +33,7 @@ macro_rules! c_structs {
         )*
 
         /// Size, alignment and field offsets of every struct declared here.
-        pub fn struct_layouts() -> Vec<$crate::abi::StructLayout> {
+        pub fn $layouts() -> Vec<$crate::abi::StructLayout> {
             vec![$(
                 $crate::abi::StructLayout {
                     name: stringify!($name),
@@ -49,12 +52,16 @@ macro_rules! c_structs {
             ),*]
         }
     };
+    ($($body:tt)*) => {
+        c_structs! { fn struct_layouts; $($body)* }
+    };
 }
 
 /// `init()` for versioned structs: zero bytes and `struct_size` (what the
-/// C `_INIT` macros give), and `versioned_inits()` for the test.
+/// C `_INIT` macros give), and `struct_inits()` for the test (or, with a
+/// leading `fn name;`, an inits function of that name).
 macro_rules! versioned {
-    ($($name:ident),* $(,)? ; zero: $($zname:ident),* $(,)?) => {
+    (fn $inits:ident; $($name:ident),* $(,)? ; zero: $($zname:ident),* $(,)?) => {
         $(impl $name {
             /// The `_INIT` value: `struct_size` set, every other byte zero
             /// (all defaults).
@@ -77,7 +84,8 @@ macro_rules! versioned {
         })*
 
         /// Names and byte images of every `init()` (the `_INIT` macros).
-        pub fn struct_inits() -> Vec<(&'static str, Vec<u8>)> {
+        #[allow(clippy::vec_init_then_push)] // one push per listed struct
+        pub fn $inits() -> Vec<(&'static str, Vec<u8>)> {
             fn image<T>(name: &'static str, v: &T) -> (&'static str, Vec<u8>) {
                 // SAFETY: reads the bytes of a live value made by init(),
                 // whose bytes (padding too) were all initialized by zeroed().
@@ -86,12 +94,14 @@ macro_rules! versioned {
                 };
                 (name, bytes.to_vec())
             }
-            #[allow(clippy::vec_init_then_push)]
             let mut out = Vec::new();
             $( out.push(image(stringify!($name), &$name::init())); )*
             $( out.push(image(stringify!($zname), &$zname::init())); )*
             out
         }
+    };
+    ($($body:tt)*) => {
+        versioned! { fn struct_inits; $($body)* }
     };
 }
 
@@ -176,7 +186,9 @@ macro_rules! c_functions {
             ]
         }
 
-        /// The `optional` functions (the DLPack entry points).
+        /// The `optional` functions (the DLPack entry points and the
+        /// experimental section's): `None` in `dl::Api` when the loaded
+        /// library lacks them.
         pub const OPTIONAL_FUNCTIONS: &[&str] = &[ $( stringify!($oname) ),* ];
 
         #[cfg(feature = "dlopen")]

@@ -12,6 +12,10 @@
 //! * [`Runtime::launch`] packs `&dyn KernelArg` arguments (buffers, slices
 //!   of buffers, sized scalars); the C layer compares each scalar's size
 //!   with the kernel's parameter.
+//! * Experimental (the C header's `T4A_EXPERIMENTAL` section, which may
+//!   change in any release): launch attributes of [`LaunchConfig`]
+//!   (thread block clusters, programmatic dependent launch) and
+//!   [`Kernel::cluster_occupancy`].
 #![deny(unsafe_op_in_unsafe_fn)]
 
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -81,6 +85,10 @@ pub fn device_info(ordinal: i32) -> Result<sys::t4a_device_info> {
 // ---------------------------------------------------------------- Runtime
 
 /// Options of [`Runtime::with_options`]: the C struct (zero = default).
+/// `stream_priority`: the priority of the runtime's stream, 0 (the
+/// default) or lower numbers, which run first; outside the device's range
+/// (on Hopper 0 down to -5) the runtime is not created (`InvalidArgument`
+/// naming the range). [`Runtime::stream_priority`] reports it.
 pub type RuntimeOptions = sys::t4a_runtime_options;
 
 /// A runtime: one device's context and stream with its memory pool.
@@ -142,11 +150,18 @@ impl Runtime {
         check(unsafe { sys::t4a_runtime_trim(self.h) })
     }
 
-    /// The runtime's device, context and stream.
+    /// The runtime's device, context and stream (and pool threshold and
+    /// stream priority, as the driver has them).
     pub fn info(&self) -> Result<sys::t4a_runtime_info> {
         let mut i = sys::t4a_runtime_info::init();
         check(unsafe { sys::t4a_runtime_info_get(self.h, &mut i) })?;
         Ok(i)
+    }
+
+    /// The priority of the runtime's stream as the driver reports it
+    /// (`RuntimeOptions::stream_priority`; 0 by default).
+    pub fn stream_priority(&self) -> Result<i32> {
+        Ok(self.info()?.stream_priority)
     }
 
     /// The runtime's counters.
@@ -325,7 +340,13 @@ impl Runtime {
         self.launch_with(kernel, &LaunchConfig::new(grid, block), args)
     }
 
-    /// As [`Runtime::launch`], with dynamic shared memory.
+    /// As [`Runtime::launch`], with the rest of a [`LaunchConfig`]: dynamic
+    /// shared memory and (experimental) launch attributes. A config with a
+    /// cluster or an attribute flag goes through `t4a_launch_ex`, which
+    /// checks them with the rest before anything is enqueued (a cluster
+    /// that does not divide the grid is `InvalidArgument` naming the grid
+    /// axis; a device below compute capability 9.0 is `Unsupported`);
+    /// without them through `t4a_launch`.
     pub fn launch_with(
         &self,
         kernel: &Kernel,
@@ -354,7 +375,10 @@ impl Runtime {
         d.args = packed.as_ptr();
         // The scalars' `value` pointers point into `args`, which outlive
         // the call; t4a_launch reads them during the call only.
-        check(unsafe { sys::t4a_launch(self.h, &d) })
+        match config.attrs() {
+            Some(a) => check(unsafe { sys::t4a_launch_ex(self.h, &d, &a) }),
+            None => check(unsafe { sys::t4a_launch(self.h, &d) }),
+        }
     }
 
     /// Records a completion of everything enqueued so far.
@@ -694,6 +718,27 @@ impl Kernel {
         })?;
         Ok((b, g))
     }
+    /// Experimental: the cluster occupancy of launching this kernel with
+    /// `config` (`t4a_kernel_cluster_occupancy`): `max_active_clusters`,
+    /// the clusters of its cluster shape (the config's, else the kernel's
+    /// compiled `__cluster_dims__`, else single blocks) that fit on the
+    /// device at once, and `max_cluster_size`, the largest cluster its
+    /// block size and shared memory allow (above 8 only with
+    /// [`LaunchConfig::non_portable_cluster`]). The shape and attributes
+    /// are checked as a launch checks them, so a config this accepts
+    /// launches. Compute capability 9.0 or newer, else `Unsupported`.
+    pub fn cluster_occupancy(&self, config: &LaunchConfig) -> Result<ClusterOccupancy> {
+        let mut d = sys::t4a_launch_desc::init();
+        d.kernel = self.h;
+        d.grid = config.grid.0;
+        d.block = config.block.0;
+        d.dynamic_shared_bytes = config.shared_bytes;
+        let attrs = config.attrs();
+        let a = attrs.as_ref().map_or(std::ptr::null(), |a| a as *const sys::t4a_launch_attrs);
+        let mut out = ClusterOccupancy::init();
+        check(unsafe { sys::t4a_kernel_cluster_occupancy(&d, a, &mut out) })?;
+        Ok(out)
+    }
 }
 
 impl Completion {
@@ -787,24 +832,91 @@ impl From<(u32, u32, u32)> for Dim3 {
     }
 }
 
-/// Grid, block and dynamic shared memory of a launch.
+/// Grid, block and dynamic shared memory of a launch, and its launch
+/// attributes (experimental: thread block clusters and programmatic
+/// dependent launch, compute capability 9.0 or newer). A config with a
+/// cluster or an attribute flag is launched by `t4a_launch_ex`, else by
+/// `t4a_launch`.
 #[derive(Clone, Copy, Debug)]
 pub struct LaunchConfig {
     pub grid: Dim3,
     pub block: Dim3,
     pub shared_bytes: u32,
+    /// Experimental: blocks per cluster in x, y, z; each must divide the
+    /// grid's extent (0 in y or z means 1). None: no cluster attribute (a
+    /// kernel compiled with `__cluster_dims__` still runs in its
+    /// clusters).
+    pub cluster: Option<Dim3>,
+    /// Experimental: programmatic dependent launch
+    /// (`T4A_LAUNCH_ATTR_PROGRAMMATIC`): the kernel may start before the
+    /// previous kernel on the stream has finished and must call
+    /// `cudaGridDependencySynchronize()` before reading what it wrote.
+    pub programmatic: bool,
+    /// Experimental: allow a cluster above the portable 8 blocks
+    /// (`T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE`), up to what the device
+    /// reports for the shape (16 on an H100 or H200). Needs a cluster.
+    pub non_portable_cluster: bool,
 }
 impl LaunchConfig {
-    /// No dynamic shared memory.
+    /// No dynamic shared memory, no launch attributes.
     pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> Self {
-        LaunchConfig { grid: grid.into(), block: block.into(), shared_bytes: 0 }
+        LaunchConfig {
+            grid: grid.into(),
+            block: block.into(),
+            shared_bytes: 0,
+            cluster: None,
+            programmatic: false,
+            non_portable_cluster: false,
+        }
     }
     /// With `bytes` of dynamic shared memory per block.
     pub fn shared(mut self, bytes: u32) -> Self {
         self.shared_bytes = bytes;
         self
     }
+    /// Experimental: launched in thread block clusters of `dims` blocks
+    /// (`LaunchConfig::new(8, 128).cluster(2)`: clusters of 2 along x).
+    pub fn cluster(mut self, dims: impl Into<Dim3>) -> Self {
+        self.cluster = Some(dims.into());
+        self
+    }
+    /// Experimental: a programmatic dependent launch, or not.
+    pub fn programmatic(mut self, on: bool) -> Self {
+        self.programmatic = on;
+        self
+    }
+    /// Experimental: allow a non-portable cluster size (above 8 blocks),
+    /// or not.
+    pub fn non_portable_cluster(mut self, on: bool) -> Self {
+        self.non_portable_cluster = on;
+        self
+    }
+    /// The C launch attributes of this config, or None when it has none
+    /// (no cluster, no flag): what [`Runtime::launch_with`] passes to
+    /// `t4a_launch_ex`.
+    pub fn attrs(&self) -> Option<sys::t4a_launch_attrs> {
+        let mut flags = 0;
+        if self.programmatic {
+            flags |= sys::T4A_LAUNCH_ATTR_PROGRAMMATIC;
+        }
+        if self.non_portable_cluster {
+            flags |= sys::T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE;
+        }
+        if flags == 0 && self.cluster.is_none() {
+            return None;
+        }
+        let mut a = sys::t4a_launch_attrs::init();
+        a.flags = flags;
+        if let Some(c) = self.cluster {
+            a.cluster = c.0;
+        }
+        Some(a)
+    }
 }
+
+/// Experimental: what [`Kernel::cluster_occupancy`] reports (the C
+/// struct): `max_active_clusters` and `max_cluster_size`.
+pub type ClusterOccupancy = sys::t4a_cluster_occupancy;
 
 /// A kernel argument: a buffer (its device address), a slice of one, or
 /// a scalar passed by value with its size. The C layer checks each

@@ -3,7 +3,7 @@
 //! the developer machine (`cargo test --no-run`) and run on the GPU
 //! machine by scripts/gpu-lane (phase `rust`).
 
-use t4acuda::{compile, Buffer, Download, Kernel, Runtime, Status};
+use t4acuda::{compile, Buffer, Download, Kernel, LaunchConfig, Runtime, RuntimeOptions, Status};
 
 fn runtime(test: &str) -> Option<Runtime> {
     match Runtime::new() {
@@ -242,5 +242,92 @@ fn raw_scopes_dropped_out_of_order_still_end() {
     inner.end().unwrap();
     rt.raw_scope().unwrap().end().unwrap();
     rt2.destroy().unwrap();
+    rt.destroy().unwrap();
+}
+
+// Thread block clusters (experimental launch attributes): each block
+// writes a value into its shared memory, the cluster synchronizes, and
+// thread 0 of each block reads its neighbour's value (the next rank of the
+// cluster) through distributed shared memory; the second cluster.sync()
+// keeps every block's shared memory alive until its neighbour has read it.
+const CLUSTER: &str = r#"
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void neighbour(unsigned *out, unsigned *ranks) {
+  __shared__ unsigned value;
+  cg::cluster_group cluster = cg::this_cluster();
+  unsigned rank = cluster.block_rank();
+  if (threadIdx.x == 0) value = 1000u + 7u * blockIdx.x;
+  cluster.sync();
+  unsigned peer = (rank + 1) % cluster.num_blocks();
+  unsigned *theirs = cluster.map_shared_rank(&value, peer);
+  if (threadIdx.x == 0) {
+    out[blockIdx.x] = *theirs;
+    ranks[blockIdx.x] = rank * 100u + cluster.num_blocks();
+  }
+  cluster.sync();
+}
+"#;
+
+#[test]
+fn cluster_launch_reads_the_neighbours_shared_memory() {
+    let Some(rt) = runtime("cluster_launch_reads_the_neighbours_shared_memory") else {
+        return;
+    };
+    let dev = t4acuda::device_info(rt.info().unwrap().device_ordinal).unwrap();
+    if dev.cc_major < 9 {
+        // Clusters need compute capability 9.0: refused, naming it.
+        eprintln!(
+            "cluster_launch_reads_the_neighbours_shared_memory: SKIPPED (compute capability \
+             {}.{}, clusters need 9.0)",
+            dev.cc_major, dev.cc_minor
+        );
+        return;
+    }
+    let art = compile(CLUSTER).for_runtime(&rt).build().unwrap_or_else(|e| panic!("{e}"));
+    let m = rt.load(&art).unwrap();
+    let k = m.kernel("neighbour").unwrap();
+    let blocks = 64u32;
+    let out = rt.alloc_zeroed(4 * blocks as u64).unwrap();
+    let ranks = rt.alloc_zeroed(4 * blocks as u64).unwrap();
+    let cfg = LaunchConfig::new(blocks, 128).cluster(2);
+    // The device fits clusters of 2 of this shape, and clusters of up to 8.
+    let occ = k.cluster_occupancy(&cfg).unwrap_or_else(|e| panic!("{e}"));
+    assert!(occ.max_active_clusters >= 1, "{occ:?}");
+    assert!(occ.max_cluster_size >= 2 && occ.max_cluster_size <= 8, "{occ:?}");
+    rt.launch_with(&k, &cfg, &[&out, &ranks]).unwrap_or_else(|e| panic!("{e}"));
+    let got: Vec<u32> = rt.to_vec(&out).unwrap();
+    let got_ranks: Vec<u32> = rt.to_vec(&ranks).unwrap();
+    for b in 0..blocks {
+        // 1-D clusters of 2 along x: block b has rank b % 2, its neighbour
+        // is the other block of its pair.
+        assert_eq!(got_ranks[b as usize], (b % 2) * 100 + 2, "block {b}: rank, cluster size");
+        assert_eq!(got[b as usize], 1000 + 7 * (b ^ 1), "block {b} read its neighbour's value");
+    }
+    assert!(rt.stats().unwrap().launches >= 1);
+    // A cluster that does not divide the grid: refused before anything is
+    // enqueued, naming the grid.
+    let e = rt.launch_with(&k, &LaunchConfig::new(3, 128).cluster(2), &[&out, &ranks]).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument, "{e}");
+    assert!(e.message.contains("grid[0]"), "names the grid: {e}");
+    rt.synchronize().unwrap();
+}
+
+#[test]
+fn stream_priority_is_reported() {
+    let Some(rt) = runtime("stream_priority_is_reported") else {
+        return;
+    };
+    assert_eq!(rt.stream_priority().unwrap(), 0);
+    drop(rt);
+    // -1 is within every device's range (Hopper: 0 down to -5).
+    let mut o = RuntimeOptions::init();
+    o.stream_priority = -1;
+    let rt = Runtime::with_options(&o).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(rt.stream_priority().unwrap(), -1);
+    // Above the default (the lowest priority): refused.
+    o.stream_priority = 1;
+    let e = Runtime::with_options(&o).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument, "{e}");
     rt.destroy().unwrap();
 }
