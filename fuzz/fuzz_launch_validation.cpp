@@ -103,19 +103,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int i = 0; i < 3; ++i)
     a.cluster[i] = r.get<uint8_t>() & 1 ? r.get<uint32_t>() : r.get<uint8_t>();
   a.reserved0 = r.get<uint8_t>() < 8 ? 1 : 0;
+  ClusterFacts f;
   for (int i = 0; i < 3; ++i)
-    k.required_cluster[i] = r.get<uint8_t>() < 64 ? r.get<uint8_t>() % 5 : 0;
-  k.cluster_must_be_set = r.get<uint8_t>() < 32;
-  lim.cc_major = r.get<uint8_t>() % 12;
-  lim.cc_minor = r.get<uint8_t>() % 10;
-  lim.cluster_launch = r.get<uint8_t>() & 1;
+    f.required_cluster[i] = r.get<uint8_t>() < 64 ? r.get<uint8_t>() % 5 : 0;
+  f.cluster_must_be_set = r.get<uint8_t>() < 32;
+  f.cc_major = r.get<uint8_t>() % 12;
+  f.cc_minor = r.get<uint8_t>() % 10;
+  f.cluster_launch = r.get<uint8_t>() & 1;
   const bool given = r.get<uint8_t>() & 1;
   const char *missing =
       r.get<uint8_t>() < 32 ? "the driver lacks cuLaunchKernelEx" : nullptr;
   LaunchEx ex;
   t4a::core::Check c;
-  validate_attrs(d.flags, given ? &a : nullptr, v.grid, k, lim, missing, &ex,
-                 &c);
+  validate_attrs(d.flags, given ? &a : nullptr, v.grid, f, missing, &ex, &c);
   if (!c.ok()) {
     if (c.message[0] == '\0') std::abort();
     return 0;
@@ -130,7 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       blocks *= ex.dims[i];
     }
     if (blocks > k_portable_cluster && !ex.non_portable) std::abort();
-    if (lim.cc_major < 9 || !lim.cluster_launch) std::abort();
+    if (f.cc_major < 9 || !f.cluster_launch) std::abort();
   }
   if ((d.flags & k_launch_cooperative) && (ex.cluster || ex.programmatic))
     std::abort();

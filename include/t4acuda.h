@@ -2630,10 +2630,11 @@ extern "C" {
  *  start before the previous kernel on the runtime's stream has finished,
  *  once every block of that kernel called
  *  `cudaTriggerProgrammaticLaunchCompletion()` (or exited); the kernel must
- *  call `cudaGridDependencySynchronize()` before it reads what the previous
- *  kernel wrote. The caller's choice, never a default: it shortens chains
- *  of small kernels and can lengthen a large kernel's (measured in
- *  docs/performance.md). Needs compute capability 9.0.
+ *  call `cudaGridDependencySynchronize()` before it touches any memory the
+ *  previous kernel may use (what it wrote or reads, and buffers released
+ *  and allocated again in between). The caller's choice, never a default:
+ *  it shortens chains of small kernels and can lengthen a large kernel's
+ *  (measured in docs/performance.md). Needs compute capability 9.0.
  *  @experimental */
 #define T4A_LAUNCH_ATTR_PROGRAMMATIC 0x1u
 /** ::t4a_launch_attrs::flags: allow a cluster of more than 8 blocks (the
@@ -2641,8 +2642,8 @@ extern "C" {
  *  `CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED` is set before the
  *  launch, and the cluster must not exceed what
  *  `cuOccupancyMaxPotentialClusterSize` reports for the launch's shape
- *  (16 on an H100 or H200). Without it a cluster above 8 blocks is
- *  #T4A_ERROR_INVALID_ARGUMENT. @experimental */
+ *  (16 on an H100 or H200 for blocks that fit). Without it a cluster
+ *  above 8 blocks is #T4A_ERROR_INVALID_ARGUMENT. @experimental */
 #define T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE 0x2u
 
 /**
@@ -2672,7 +2673,8 @@ extern "C" {
  */
 typedef struct t4a_launch_attrs {
   uint32_t struct_size; /**< in: sizeof(t4a_launch_attrs) of the caller. */
-  /** 0, #T4A_LAUNCH_ATTR_PROGRAMMATIC, #T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE. */
+  /** 0, #T4A_LAUNCH_ATTR_PROGRAMMATIC or
+   *  #T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE (bits). */
   uint32_t flags;
   /** blocks per cluster in x, y, z (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`);
    *  all 0 (the default): no cluster, or the kernel's compiled

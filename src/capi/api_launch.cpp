@@ -247,7 +247,7 @@ namespace {
 // every buffer argument are borrowed in the one borrow section of
 // capi::call_borrowed (errors in argument order: the runtime, the
 // descriptor itself, the kernel, the buffers; then validate()'s, in field
-// order; the attributes' struct after the descriptor's fields); the launch
+// order; then the attributes', their struct_size first); the launch
 // takes the objects (launch/launch.hpp).
 t4a_status launch_entry(t4a_runtime runtime, const t4a_launch_desc *desc,
                         const t4a_launch_attrs *attrs) {
@@ -258,11 +258,6 @@ t4a_status launch_entry(t4a_runtime runtime, const t4a_launch_desc *desc,
         if (core::StructFault fault = core::copy_struct(desc, &d);
             fault.status != T4A_SUCCESS) [[unlikely]]
           return core::fail_struct(fault, "desc", sizeof d);
-        t4a_launch_attrs a = T4A_LAUNCH_ATTRS_INIT;
-        if (attrs != nullptr) [[unlikely]]
-          if (core::StructFault fault = core::copy_struct(attrs, &a);
-              fault.status != T4A_SUCCESS)
-            return core::fail_struct(fault, "attrs", sizeof a);
         launch::Kernel *k = nullptr;
         if (t4a_status s = capi::borrow(
                 capi::In<launch::Kernel>{d.kernel.id, core::Kind::Kernel,
@@ -288,8 +283,7 @@ t4a_status launch_entry(t4a_runtime runtime, const t4a_launch_desc *desc,
                 });
             s != T4A_SUCCESS) [[unlikely]]
           return s;
-        return launch::launch(section, rt, *k, d, space,
-                              attrs != nullptr ? &a : nullptr);
+        return launch::launch(section, rt, *k, d, space, attrs);
       });
 }
 

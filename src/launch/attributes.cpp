@@ -66,8 +66,10 @@ t4a_status max_cluster_size(core::Runtime &rt, Kernel &k, const Verdict &v,
     *out = c.max_size;
     return T4A_SUCCESS;
   }
-  LaunchEx none;
-  Config cfg(v, shared, rt.stream(), none, false);
+  // No stream: the query needs only the context, which is current (the
+  // runtime's stream may be capturing).
+  LaunchEx none{};
+  Config cfg(v, shared, nullptr, none, false);
   int n = 0;
   if (auto r =
           cu::occupancy_max_potential_cluster_size(&n, k.function(), &cfg.cfg);
@@ -112,10 +114,21 @@ t4a_status check_attrs(const t4a_launch_desc &d, const t4a_launch_attrs *attrs,
   if (!has(Entry::cuLaunchKernelEx)) [[unlikely]]
     missing = lacks_text(Entry::cuLaunchKernelEx);
   core::Check c;
-  validate_attrs(d.flags, attrs, v.grid, k.signature(), k.limits(),
+  validate_attrs(d.flags, attrs, v.grid, k.cluster_facts(),
                  missing.empty() ? nullptr : missing.c_str(), out, &c);
   if (!c.ok()) return core::fail(c.status, "%s", c.message);
   return T4A_SUCCESS;
+}
+
+t4a_status read_and_check_attrs(const t4a_launch_desc &d,
+                                const t4a_launch_attrs *given, const Verdict &v,
+                                const Kernel &k, LaunchEx *out) {
+  if (given == nullptr) return check_attrs(d, nullptr, v, k, out);
+  t4a_launch_attrs a = T4A_LAUNCH_ATTRS_INIT;
+  if (core::StructFault fault = core::copy_struct(given, &a);
+      fault.status != T4A_SUCCESS)
+    return core::fail_struct(fault, "attrs", sizeof a);
+  return check_attrs(d, &a, v, k, out);
 }
 
 t4a_status prepare_attrs(core::Runtime &rt, Kernel &k, const t4a_launch_desc &d,
@@ -143,7 +156,7 @@ t4a_status cluster_occupancy(Kernel &k, const t4a_launch_desc &d,
       return core::fail(T4A_ERROR_UNSUPPORTED, "cluster occupancy: %s",
                         lacks_text(e).c_str());
   core::Check c;
-  check_cluster_device(k.limits(), &c);
+  check_cluster_device(k.cluster_facts(), &c);
   if (!c.ok()) return core::fail(c.status, "%s", c.message);
   core::Runtime &rt = k.runtime();
   const char *what = "computing cluster occupancy";
@@ -164,7 +177,7 @@ t4a_status cluster_occupancy(Kernel &k, const t4a_launch_desc &d,
   // Without any cluster the clusters are single blocks; a compiled cluster
   // is the driver's already (not repeated).
   const bool compiled = ex.cluster && !ex.cluster_attr;
-  Config active(v, d.dynamic_shared_bytes, rt.stream(), ex, !compiled);
+  Config active(v, d.dynamic_shared_bytes, nullptr, ex, !compiled);
   active.cfg.numAttrs = compiled ? 0 : 1; // the cluster attribute alone
   if (compiled) active.cfg.attrs = nullptr;
   int clusters = 0;

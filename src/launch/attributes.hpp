@@ -20,20 +20,25 @@
 
 namespace t4a::launch {
 
-// Whether a launch of `k` with `attrs` (NULL: none) needs check_attrs: the
-// attributes were given, or the kernel has compiled cluster facts. One
-// pointer test and one line-0 read on the warm path.
-inline bool has_attr_facts(const Kernel &k, const t4a_launch_attrs *attrs) {
-  const KernelSignature &s = k.signature();
-  return attrs != nullptr ||
-         (s.required_cluster[0] | s.required_cluster[1] |
-          s.required_cluster[2] | uint32_t(s.cluster_must_be_set)) != 0;
+// Whether a launch of `k` with `attrs` (NULL: none, or the caller's
+// struct, not yet read) needs check_attrs: attributes were given, or the
+// kernel has compiled cluster facts. One pointer test and one byte of line
+// 0 on the warm path.
+inline bool has_attr_facts(const Kernel &k, const void *attrs) {
+  return attrs != nullptr || k.has_cluster();
 }
 
 // validate_attrs for a launch of `k` whose descriptor `d` validate()
-// accepted with verdict `v`; records a rejection.
+// accepted with verdict `v` (`attrs` already read through its
+// struct_size; NULL: none); records a rejection.
 t4a_status check_attrs(const t4a_launch_desc &d, const t4a_launch_attrs *attrs,
                        const Verdict &v, const Kernel &k, LaunchEx *out);
+
+// check_attrs of the caller's `given` (NULL: none), read through its
+// struct_size first (INVALID_ARGUMENT or VERSION_MISMATCH naming `attrs`).
+t4a_status read_and_check_attrs(const t4a_launch_desc &d,
+                                const t4a_launch_attrs *given, const Verdict &v,
+                                const Kernel &k, LaunchEx *out);
 
 // Before the launch, under admission: with non-portable clusters, the
 // kernel's opt-in and the cluster against the device's limit for the

@@ -8,7 +8,7 @@ const char *const k_axis[3] = {"x", "y", "z"};
 
 } // namespace
 
-void check_cluster_device(const DeviceLimits &dev, core::Check *c) {
+void check_cluster_device(const ClusterFacts &dev, core::Check *c) {
   if (dev.cc_major < 9)
     return c->reject(T4A_ERROR_UNSUPPORTED,
                      "thread block clusters need compute capability 9.0 "
@@ -43,7 +43,7 @@ void check_fields(const t4a_launch_attrs &a, core::Check *c) {
 
 // The cluster to launch with: the attributes' (y, z 0 made 1), else the
 // kernel's compiled dimensions; a difference between both is refused.
-void choose_cluster(const t4a_launch_attrs *a, const KernelSignature &k,
+void choose_cluster(const t4a_launch_attrs *a, const ClusterFacts &k,
                     LaunchEx *ex, core::Check *c) {
   const uint32_t *req = k.required_cluster;
   const bool compiled = req[0] != 0 || req[1] != 0 || req[2] != 0;
@@ -69,8 +69,10 @@ void choose_cluster(const t4a_launch_attrs *a, const KernelSignature &k,
                      "attrs->cluster");
   }
   ex->cluster = given || compiled;
-  ex->cluster_attr = given;
-  ex->use_ex = given;
+  // Compiled dimensions are the driver's already: an equal attribute is
+  // checked, never passed (the driver's rule for them is "unset or equal").
+  ex->cluster_attr = given && !compiled;
+  ex->use_ex = ex->cluster_attr;
 }
 
 // The cluster against the grid and the portable maximum.
@@ -96,10 +98,12 @@ void check_cluster_shape(const LaunchEx &ex, const uint32_t grid[3],
 } // namespace
 
 void validate_attrs(uint32_t desc_flags, const t4a_launch_attrs *a,
-                    const uint32_t grid[3], const KernelSignature &k,
-                    const DeviceLimits &dev, const char *ex_missing,
-                    LaunchEx *out, core::Check *c) {
-  LaunchEx ex;
+                    const uint32_t grid[3], const ClusterFacts &k,
+                    const char *ex_missing, LaunchEx *out, core::Check *c) {
+  const ClusterFacts &dev = k;
+  LaunchEx ex{};
+  ex.dims[0] = ex.dims[1] = ex.dims[2] = 1;
+  ex.blocks = 1;
   if (a != nullptr) {
     check_fields(*a, c);
     if (!c->ok()) return;

@@ -4,7 +4,7 @@
 // cluster facts, the device's capability and whether the driver has
 // cuLaunchKernelEx in; what the launch does with them out. No driver, no
 // registry, no heap: table-tested on the host (tests/host/
-// test_launch_attrs.cpp) and fuzzed with the rest of the descriptor
+// test_launch_attrs_table.cpp) and fuzzed with the rest of the descriptor
 // (fuzz/fuzz_launch_validation.cpp). Each rejection names the field and the
 // values.
 #pragma once
@@ -33,22 +33,43 @@ inline constexpr uint32_t k_attr_flags =
 // The portable maximum of blocks per cluster (sm_90).
 inline constexpr uint32_t k_portable_cluster = 8;
 
-// What a launch with attributes does.
+// What launch attributes are checked against, read once at kernel lookup
+// and kept off the launch's hot cache lines (launch/kernel.hpp): the
+// cluster dimensions compiled into the kernel (`__cluster_dims__`,
+// CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_*; all 0: none), whether it must be
+// launched with a cluster (CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET),
+// the device's compute capability and CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH.
+struct ClusterFacts {
+  uint32_t required_cluster[3] = {0, 0, 0};
+  bool cluster_must_be_set = false;
+  uint32_t cc_major = 0, cc_minor = 0;
+  bool cluster_launch = false;
+  // The kernel itself has cluster facts: a launch without attributes is
+  // checked too.
+  bool kernel_has_cluster() const {
+    return (required_cluster[0] | required_cluster[1] | required_cluster[2] |
+            uint32_t(cluster_must_be_set)) != 0;
+  }
+};
+
+// What a launch with attributes does. No default member initializers:
+// declared on the launch path for every launch, written only by
+// validate_attrs (which sets every field) on the rare path.
 struct LaunchEx {
   // Blocks per cluster (y and z 0 made 1): the attributes' or the kernel's
   // compiled dimensions; all 1 without a cluster.
-  bool cluster = false;
-  uint32_t dims[3] = {1, 1, 1};
-  uint32_t blocks = 1; // dims[0] * dims[1] * dims[2], saturated
+  bool cluster;
+  uint32_t dims[3];
+  uint32_t blocks; // dims[0] * dims[1] * dims[2], saturated
   // The cluster came from the attributes: passed as
   // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION (compiled dimensions are not
   // repeated: the driver has them).
-  bool cluster_attr = false;
-  bool programmatic = false;
-  bool non_portable = false;
+  bool cluster_attr;
+  bool programmatic;
+  bool non_portable;
   // Launched through cuLaunchKernelEx (a cluster attribute or
   // programmatic); otherwise through cuLaunchKernel.
-  bool use_ex = false;
+  bool use_ex;
   // The launch needs launch/attributes.cpp's steps (cuLaunchKernelEx, or
   // the non-portable opt-in).
   bool needed() const { return use_ex || non_portable; }
@@ -56,7 +77,7 @@ struct LaunchEx {
 
 // The device can launch clusters (compute capability 9.0 and
 // CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH), else UNSUPPORTED naming both.
-void check_cluster_device(const DeviceLimits &device, core::Check *c);
+void check_cluster_device(const ClusterFacts &device, core::Check *c);
 
 // The attributes' part of the descriptor check, after validate() accepted
 // the descriptor (`grid`: its extents, 0 made 1). `attrs` NULL means none;
@@ -65,8 +86,7 @@ void check_cluster_device(const DeviceLimits &device, core::Check *c);
 // it lacks it (driver::lacks_text), quoted in the UNSUPPORTED of a launch
 // that needs it. `*out` is written only when `c` stays SUCCESS.
 void validate_attrs(uint32_t desc_flags, const t4a_launch_attrs *attrs,
-                    const uint32_t grid[3], const KernelSignature &kernel,
-                    const DeviceLimits &device, const char *ex_missing,
-                    LaunchEx *out, core::Check *c);
+                    const uint32_t grid[3], const ClusterFacts &facts,
+                    const char *ex_missing, LaunchEx *out, core::Check *c);
 
 } // namespace t4a::launch

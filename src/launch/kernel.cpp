@@ -68,6 +68,8 @@ t4a_status Kernel::get(Ref<Module> module, const char *name, Ref<Kernel> *out) {
   if (t4a_status s = k->read_attributes(rt); s != T4A_SUCCESS) return s;
   if (t4a_status s = k->read_params(rt); s != T4A_SUCCESS) return s;
   if (t4a_status s = k->read_limits(rt); s != T4A_SUCCESS) return s;
+  // Before the kernel is published: read without synchronization.
+  k->has_cluster_ = k->cluster_.kernel_has_cluster() ? 1 : 0;
   *out = std::move(k);
   return T4A_SUCCESS;
 }
@@ -116,9 +118,10 @@ void Kernel::read_cluster_attributes() {
     CUfunction_attribute a;
     uint32_t *v;
   } dims[] = {
-      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, &sig_.required_cluster[0]},
-      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, &sig_.required_cluster[1]},
-      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, &sig_.required_cluster[2]},
+      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, &cluster_.required_cluster[0]},
+      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+       &cluster_.required_cluster[1]},
+      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, &cluster_.required_cluster[2]},
   };
   for (auto &d : dims) {
     int v = 0;
@@ -128,7 +131,7 @@ void Kernel::read_cluster_attributes() {
   int must = 0;
   if (cu::func_get_attribute(&must, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET,
                              fn_))
-    sig_.cluster_must_be_set = must != 0;
+    cluster_.cluster_must_be_set = must != 0;
 }
 
 t4a_status Kernel::read_params(core::Runtime &rt) {
@@ -193,9 +196,9 @@ t4a_status Kernel::read_limits(core::Runtime &rt) {
           &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
       !r)
     return rt.fail_op(r, "reading the device's compute capability");
-  limits_.cc_major = major < 0 ? 0u : static_cast<uint32_t>(major);
-  limits_.cc_minor = minor < 0 ? 0u : static_cast<uint32_t>(minor);
-  limits_.cluster_launch =
+  cluster_.cc_major = major < 0 ? 0u : static_cast<uint32_t>(major);
+  cluster_.cc_minor = minor < 0 ? 0u : static_cast<uint32_t>(minor);
+  cluster_.cluster_launch =
       cu::device_get_attribute(&clusters, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH,
                                dev) &&
       clusters != 0;

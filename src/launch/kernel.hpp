@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "launch/attrs_validation.hpp"
 #include "launch/launch_validation.hpp"
 #include "launch/module.hpp"
 
@@ -34,6 +35,11 @@ public:
   const std::string &name() const { return name_; }
   const KernelSignature &signature() const { return sig_; }
   const DeviceLimits &limits() const { return limits_; }
+  // What launch attributes are checked against (launch/attributes.hpp),
+  // on a cold line; has_cluster(): the kernel has compiled cluster facts,
+  // one byte of line 0 beside the barrier byte.
+  const ClusterFacts &cluster_facts() const { return cluster_; }
+  bool has_cluster() const { return has_cluster_ != 0; }
   // The open epoch number (core::Epochs::open_epoch()) of the kernel's
   // runtime under which its module was known kept (0: never): a launch
   // whose kernel carries the open epoch's number reads nothing else to
@@ -85,6 +91,7 @@ private:
   // Read by every launch (see the class comment). barriers_ first: it
   // takes the object header's tail padding.
   uint8_t barriers_ = 0;
+  uint8_t has_cluster_ = 0; // has_cluster(), set before publication
   CUfunction fn_ = nullptr;
   core::Runtime *rt_;
   KernelSignature sig_;
@@ -98,7 +105,9 @@ private:
   // A lower bound of the function's dynamic-shared limit.
   std::atomic<uint32_t> dynamic_shared_{0};
   std::atomic<CoopState *> coop_{nullptr};
-  // Launch attributes (launch/attributes.cpp), under admission.
+  // Launch attributes (launch/attributes.cpp): the facts read at lookup,
+  // then, under admission, the non-portable opt-in and the limit cache.
+  ClusterFacts cluster_;
   bool non_portable_ = false;
   ClusterLimit cluster_limit_;
 };

@@ -113,10 +113,11 @@ t4a_status launch(core::BorrowSection &section, core::Runtime &rt, Kernel &k,
   // Launch attributes, or a kernel compiled with cluster dimensions
   // (launch/attributes.hpp): checked here; `ex` is set only when the
   // launch needs cuLaunchKernelEx or the non-portable opt-in.
-  LaunchEx ex_space;
+  LaunchEx ex_space; // no initialization: written on the rare path only
   const LaunchEx *ex = nullptr;
   if (has_attr_facts(k, attrs)) [[unlikely]] {
-    if (t4a_status s = check_attrs(d, attrs, v, k, &ex_space); s != T4A_SUCCESS)
+    if (t4a_status s = read_and_check_attrs(d, attrs, v, k, &ex_space);
+        s != T4A_SUCCESS)
       return s;
     if (ex_space.needed()) ex = &ex_space;
   }

@@ -116,8 +116,8 @@ prepare_args(const core::Runtime &rt, const t4a_launch_desc &d, ArgSpace &space,
 
 // t4a_launch and t4a_launch_ex after their handles were borrowed in
 // `section`: `rt`, `k`, the descriptor `d` (read through its struct_size),
-// `space`, prepared by prepare_args, and the launch attributes `attrs`
-// (read through their struct_size; NULL: none).
+// `space`, prepared by prepare_args, and the caller's launch attributes
+// `attrs` (NULL: none; read through their struct_size after validate()).
 // Errors after those of the handles: validate()'s, in field order, then
 // the attributes' (launch/attributes.hpp), then admission's and the
 // driver's.

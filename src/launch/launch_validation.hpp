@@ -32,12 +32,6 @@ struct KernelSignature {
   uint32_t param_count = 0;
   const uint32_t *param_offsets = nullptr; // param_count entries
   const uint32_t *param_sizes = nullptr;   // param_count entries
-  // The cluster dimensions compiled into the kernel (`__cluster_dims__`,
-  // CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_*; all 0: none) and whether it must
-  // be launched with a cluster (CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET).
-  // Checked by validate_attrs (launch/attrs_validation.hpp).
-  uint32_t required_cluster[3] = {0, 0, 0};
-  bool cluster_must_be_set = false;
 };
 
 // The device's launch limits.
@@ -47,10 +41,6 @@ struct DeviceLimits {
   uint32_t max_threads_per_block = 0;
   uint32_t max_shared_default = 48 * 1024; // without opting in
   uint32_t max_shared_optin = 0;
-  // Compute capability and CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH (read for
-  // launch attributes: launch/attrs_validation.hpp).
-  uint32_t cc_major = 0, cc_minor = 0;
-  bool cluster_launch = false;
 };
 
 struct Verdict {

@@ -34,10 +34,13 @@
  * until every reader is done. neighbor_fixed: the same, compiled with
  * __cluster_dims__(2, 1, 1). cluster_sum: each block sums its slice into
  * shared memory; rank 0 adds every rank's partial through
- * map_shared_rank and writes one sum per cluster. slow_fill writes
- * `value` after spinning `spin` clocks; step (programmatic): waits for the
- * previous grid (griddepcontrol.wait), adds 1, then lets the next grid
- * start (griddepcontrol.launch_dependents). */
+ * map_shared_rank and writes one sum per cluster. slow_fill lets the next
+ * grid start at once (griddepcontrol.launch_dependents), then writes
+ * `value` after spinning `spin` clocks; step (programmatic) lets the next
+ * grid start, then waits for the previous grid to complete
+ * (griddepcontrol.wait) and adds 1. Every dependent grid may so be
+ * resident before its predecessor finished: each wait is load-bearing (a
+ * step that did not wait would add to a value not yet written). */
 static const char *const k_src =
     "#include <cooperative_groups.h>\n"
     "namespace cg = cooperative_groups;\n"
@@ -82,16 +85,17 @@ static const char *const k_src =
     "}\n"
     "extern \"C\" __global__ void slow_fill(unsigned *x, unsigned n,\n"
     "    unsigned value, unsigned long long spin) {\n"
+    "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
     "  long long start = clock64();\n"
     "  while ((unsigned long long)(clock64() - start) < spin) {}\n"
     "  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
     "       i += gridDim.x * blockDim.x) x[i] = value;\n"
     "}\n"
     "extern \"C\" __global__ void step(unsigned *x, unsigned n) {\n"
+    "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
     "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
     "  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
     "       i += gridDim.x * blockDim.x) x[i] += 1;\n"
-    "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
     "}\n";
 
 struct fixture {

@@ -18,8 +18,8 @@ namespace {
 
 int g_failures = 0;
 
-DeviceLimits hopper() {
-  DeviceLimits l;
+ClusterFacts hopper() {
+  ClusterFacts l;
   l.cc_major = 9;
   l.cc_minor = 0;
   l.cluster_launch = true;
@@ -34,7 +34,7 @@ struct Row {
   uint32_t grid[3];
   uint32_t required[3];
   bool must;
-  DeviceLimits dev;
+  ClusterFacts dev;
   const char *missing;
   t4a_status want;
   const char *part; // in the message (rejections) or nullptr
@@ -51,13 +51,13 @@ t4a_launch_attrs attrs(uint32_t flags, uint32_t x, uint32_t y, uint32_t z) {
 }
 
 void run(const Row &r) {
-  KernelSignature k;
+  ClusterFacts k = r.dev;
   std::memcpy(k.required_cluster, r.required, sizeof r.required);
   k.cluster_must_be_set = r.must;
-  LaunchEx ex;
+  LaunchEx ex{};
   ex.blocks = 12345; // untouched on a rejection
   t4a::core::Check c;
-  validate_attrs(r.desc_flags, r.given ? &r.attrs : nullptr, r.grid, k, r.dev,
+  validate_attrs(r.desc_flags, r.given ? &r.attrs : nullptr, r.grid, k,
                  r.missing, &ex, &c);
   bool ok = c.status == r.want &&
             (r.part == nullptr || std::strstr(c.message, r.part) != nullptr);
@@ -77,10 +77,10 @@ void run(const Row &r) {
 } // namespace
 
 int main() {
-  const DeviceLimits h = hopper();
-  DeviceLimits no_clusters = h;
+  const ClusterFacts h = hopper();
+  ClusterFacts no_clusters = h;
   no_clusters.cluster_launch = false;
-  DeviceLimits ampere = h;
+  ClusterFacts ampere = h;
   ampere.cc_major = 8;
   const Row rows[] = {
       {"none",
@@ -187,6 +187,19 @@ int main() {
        "grid[1] (y) is 3, not a multiple of 2",
        false,
        0},
+      {"compiled dims and an equal attribute: checked, not passed",
+       0,
+       true,
+       attrs(0, 2, 1, 1),
+       {8, 1, 1},
+       {2, 1, 1},
+       false,
+       h,
+       nullptr,
+       T4A_SUCCESS,
+       nullptr,
+       false,
+       2},
       {"compiled dims and programmatic",
        0,
        true,
