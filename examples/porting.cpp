@@ -251,6 +251,49 @@ extern "C" __global__ void reverse_tiles(const float *in, float *out,
   report("6 dynamic shared memory, 64 KiB", ok, a);
 }
 
+// 7. Thread block clusters (Hopper): each block of a cluster of 4 reads
+// the next block's shared tile through distributed shared memory
+// (cooperative_groups::this_cluster(), map_shared_rank). Skipped on
+// devices below compute capability 9.0.
+void clusters(t4a::Runtime &rt) {
+  t4a_device_info di = T4A_DEVICE_INFO_INIT;
+  if (t4a_device_info_get(rt.info().device_ordinal, &di) != T4A_SUCCESS ||
+      di.cc_major < 9) {
+    std::printf("%-34s skipped (compute capability %d.%d)\n", "7 clusters",
+                di.cc_major, di.cc_minor);
+    return;
+  }
+  const char *src = R"(
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void rotate_tiles(const int *in, int *out) {
+  __shared__ int tile[128];
+  cg::cluster_group cluster = cg::this_cluster();
+  int g = blockIdx.x * blockDim.x + threadIdx.x;
+  tile[threadIdx.x] = in[g];
+  cluster.sync();
+  unsigned next = (cluster.block_rank() + 1) % cluster.num_blocks();
+  out[g] = cluster.map_shared_rank(tile, next)[threadIdx.x];
+  cluster.sync(); // keep this block's tile until every reader is done
+})";
+  t4a::Artifact a = t4a::compile(t4a::CompileRequest(src).for_runtime(rt));
+  t4a::Module m(rt, a);
+  const int blocks = 64, cl = 4;
+  std::vector<int> in(blocks * 128), out(blocks * 128);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int>(i * 7);
+  t4a::DeviceArray<int> din(rt, in), dout(rt, out);
+  m.kernel("rotate_tiles")
+      .launch(rt, t4a::LaunchConfig(blocks, 128).cluster(cl), din, dout);
+  dout.download(rt, out);
+  bool ok = true;
+  for (int b = 0; b < blocks && ok; ++b) {
+    int next = b - b % cl + (b % cl + 1) % cl;
+    for (int t = 0; t < 128 && ok; ++t)
+      ok = out[b * 128 + t] == in[next * 128 + t];
+  }
+  report("7 clusters, distributed shared", ok, a);
+}
+
 } // namespace
 
 int main() {
@@ -262,6 +305,7 @@ int main() {
     constant_table(rt);
     host_header(rt);
     big_shared(rt);
+    clusters(rt);
   } catch (const t4a::Error &e) {
     std::fprintf(stderr, "t4acuda-porting: %s\n", e.what());
     return 1;
