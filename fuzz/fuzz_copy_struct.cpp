@@ -61,7 +61,9 @@ STARTS(t4a_runtime_options, offsetof(t4a_runtime_options, device_ordinal),
        offsetof(t4a_runtime_options, reserved1),
        offsetof(t4a_runtime_options, module_cache_bytes),
        offsetof(t4a_runtime_options, peer_access),
-       offsetof(t4a_runtime_options, reserved2))
+       offsetof(t4a_runtime_options, reserved2),
+       offsetof(t4a_runtime_options, stream_priority),
+       offsetof(t4a_runtime_options, reserved3))
 STARTS(t4a_compile_request, offsetof(t4a_compile_request, output),
        offsetof(t4a_compile_request, source),
        offsetof(t4a_compile_request, program_name),
@@ -88,7 +90,7 @@ STARTS(t4a_launch_desc, offsetof(t4a_launch_desc, flags),
 // The last field listed above ends each struct: a field appended to the
 // header without a line here fails to compile instead of making the
 // fuzzer report the library wrong.
-static_assert(offsetof(t4a_runtime_options, reserved2) + sizeof(uint32_t) ==
+static_assert(offsetof(t4a_runtime_options, reserved3) + sizeof(uint32_t) ==
               sizeof(t4a_runtime_options));
 static_assert(offsetof(t4a_compile_request, toolkit_include) + sizeof(void *) ==
               sizeof(t4a_compile_request));

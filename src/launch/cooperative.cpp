@@ -482,6 +482,32 @@ private:
   Ref<AuditTicket> ticket_;
 };
 
+// launch_special: the kernel itself, through the entry point its flags and
+// attributes need.
+DrvResult enqueue_special(core::Runtime &rt, Kernel &k,
+                          const t4a_launch_desc &d, const Verdict &v,
+                          const LaunchEx *ex, bool coop, void **params) {
+  return core::in_stream_context(rt, [&] {
+    if (coop)
+      return cu::launch_cooperative_kernel(k.function(), v.grid, v.block,
+                                           d.dynamic_shared_bytes, rt.stream(),
+                                           params);
+    if (ex != nullptr && ex->use_ex)
+      return launch_ex(k, v, d.dynamic_shared_bytes, rt.stream(), *ex, params);
+    return cu::launch_kernel(k.function(), v.grid, v.block,
+                             d.dynamic_shared_bytes, rt.stream(), params);
+  });
+}
+
+// What enqueue_special's failure names.
+const char *special_what(bool coop, const LaunchEx *ex) {
+  if (coop)
+    return "launching a cooperative kernel (cuLaunchCooperativeKernel)";
+  if (ex != nullptr && ex->use_ex)
+    return "launching a kernel (cuLaunchKernelEx)";
+  return "launching a kernel (cuLaunchKernel)";
+}
+
 } // namespace
 
 t4a_status launch_special(core::Runtime &rt, Kernel &k,
@@ -536,27 +562,14 @@ t4a_status launch_special(core::Runtime &rt, Kernel &k,
     keeps.keep_kernel();
     return s;
   }
-  const bool use_ex = ex != nullptr && ex->use_ex;
-  DrvResult r = core::in_stream_context(rt, [&] {
-    if (coop)
-      return cu::launch_cooperative_kernel(k.function(), v.grid, v.block,
-                                           d.dynamic_shared_bytes, rt.stream(),
-                                           params);
-    if (use_ex)
-      return launch_ex(k, v, d.dynamic_shared_bytes, rt.stream(), *ex, params);
-    return cu::launch_kernel(k.function(), v.grid, v.block,
-                             d.dynamic_shared_bytes, rt.stream(), params);
-  });
+  DrvResult r = enqueue_special(rt, k, d, v, ex, coop, params);
   // Kept even when the launch failed, as launch.cpp does.
   if (cap.active()) [[unlikely]]
     for (size_t j = 0; j < nbuffers; ++j) cap.keep(*buffers[j]);
   if (!r) {
     // Kept even when the launch failed: the driver may have queued it.
     keeps.keep_kernel();
-    return rt.fail_op(r, coop     ? "launching a cooperative kernel "
-                                    "(cuLaunchCooperativeKernel)"
-                         : use_ex ? "launching a kernel (cuLaunchKernelEx)"
-                                  : "launching a kernel (cuLaunchKernel)");
+    return rt.fail_op(r, special_what(coop, ex));
   }
   rt.counters().launches.bump();
   if (coop) rt.counters().of(k_cooperative_launches).bump();
