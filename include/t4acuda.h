@@ -2633,8 +2633,8 @@ extern "C" {
  *  call `cudaGridDependencySynchronize()` before it touches any memory the
  *  previous kernel may use (what it wrote or reads, and buffers released
  *  and allocated again in between). The caller's choice, never a default:
- *  it shortens chains of small kernels and can lengthen a large kernel's
- *  (measured in docs/performance.md). Needs compute capability 9.0.
+ *  it can shorten chains of small kernels and lengthen a large kernel's
+ *  (bench/cluster_rows.cpp measures a chain). Needs compute capability 9.0.
  *  @experimental */
 #define T4A_LAUNCH_ATTR_PROGRAMMATIC 0x1u
 /** ::t4a_launch_attrs::flags: allow a cluster of more than 8 blocks (the
