@@ -22,7 +22,8 @@
  * them): fake_cuda_fail_next() makes the next cuStreamCreate or
  * cuMemPoolCreate fail the way a real driver may, writing a garbage handle
  * into its out-parameter; the calls that take a stream or pool reject that
- * handle with INVALID_HANDLE. fake_cuda_live() counts live streams, pools,
+ * handle with INVALID_HANDLE; or the next cuMemAllocFromPoolAsync fail
+ * with the result given (an out-of-memory pool). fake_cuda_live() counts live streams, pools,
  * stream-ordered allocations and loaded modules and the primary-context
  * references of device 0.
  * cuMemGetAddressRange knows the stream-ordered allocations, module
@@ -97,7 +98,7 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* The garbage a failing create writes (see the test controls). */
 #define FAKE_GARBAGE ((uintptr_t)0xDEAD0000u)
-static int g_fail_stream_create, g_fail_pool_create; /* CUresult, 0: none */
+static int g_fail_stream_create, g_fail_pool_create, g_fail_alloc; /* CUresult, 0: none */
 static int g_live_streams, g_live_pools, g_live_allocations;
 /* Cooperative launch support off (fake_cuda_set_no_cooperative). */
 static int g_no_cooperative;
@@ -822,6 +823,8 @@ static CUresult f_cuMemAllocFromPoolAsync(CUdeviceptr *d, size_t bytes,
    * global capture (issue 11 GPU run) */
   if (implicit_refusal()) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   if (bytes > max_alloc()) return CUDA_ERROR_OUT_OF_MEMORY;
+  int fail = take_failure(&g_fail_alloc);
+  if (fail != 0) return (CUresult)fail;
   void *m = NULL;
   if (posix_memalign(&m, 256, bytes) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
   count(&g_live_allocations, 1);
@@ -1541,6 +1544,7 @@ FAKE_API int fake_cuda_fail_next(const char *entry, int cu_result) {
   int *slot = NULL;
   if (strcmp(entry, "cuStreamCreate") == 0) slot = &g_fail_stream_create;
   if (strcmp(entry, "cuMemPoolCreate") == 0) slot = &g_fail_pool_create;
+  if (strcmp(entry, "cuMemAllocFromPoolAsync") == 0) slot = &g_fail_alloc;
   if (slot == NULL || cu_result == 0) return -1;
   pthread_mutex_lock(&g_mu);
   *slot = cu_result;

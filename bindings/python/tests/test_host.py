@@ -381,6 +381,75 @@ def test_launch_keeps_one_checked_plan_per_shape_and_thread(rt):
     buf.close()
 
 
+@needs_fake
+def test_prepared_launch_stores_each_value_and_falls_back_to_the_checks(rt):
+    import weakref
+    fake = ctypes.CDLL(FAKE)
+    fake.fake_cuda_last_param0.restype = ctypes.c_ulonglong
+    k = rt.load(t4acuda.compile(SAXPY, cc=(8, 0))).kernel("fill_f32")
+    a, b = rt.alloc(64), rt.alloc(64)
+    p = k.prepare(1, 16, "buffer", "f32", "u32")
+
+    def slots():
+        s = p._args
+        return s[0].buffer.id, p._vals[1].value, p._vals[2].value
+
+    fake.fake_cuda_record_param0(1)
+    try:
+        for buf, x, n in ((a, 1.5, 16), (b, 2.5, 8), (a, np.float32(0.25), np.uint32(3))):
+            p(buf, x, n)
+            assert slots() == (buf._h.id, float(x), int(n))
+            assert fake.fake_cuda_last_param0() == buf.device_pointer  # what the driver got
+        p(b, t4acuda.f32(4.0), t4acuda.u32(5))  # ctypes scalars: through the checks
+        assert slots() == (b._h.id, 4.0, 5)
+        p.launch(a, 0.5, 1)
+        assert slots() == (a._h.id, 0.5, 1)
+        # launch()'s plan reads ctypes scalars directly; numpy ones too.
+        k.launch(1, 16, b, t4acuda.f32(6.0), t4acuda.u32(7))
+        k.launch(1, 16, a, np.float32(8.0), np.uint32(9))
+        assert fake.fake_cuda_last_param0() == a.device_pointer
+    finally:
+        fake.fake_cuda_record_param0(0)
+    n = rt.stats()["launches"]
+    with pytest.raises(TypeError, match="takes 3 arguments, 2 given"):
+        p(a, 1.0)
+    with pytest.raises(TypeError, match="takes 3 arguments, 4 given"):
+        p(a, 1.0, 1, 1)
+    with pytest.raises(TypeError):
+        p(a, "x", 1)
+    with pytest.raises((TypeError, AttributeError)):
+        p(1234, 1.0, 1)  # not a Buffer
+    gone = rt.alloc(64)
+    gone.close()
+    with pytest.raises(t4acuda.InvalidHandle, match="Buffer was closed"):
+        p(gone, 1.0, 1)
+    assert rt.stats()["launches"] == n  # nothing refused was launched
+    # Pointer slots take a DevicePointer or an int.
+    q = k.prepare(1, 16, "pointer", "f32", "u32")
+    fake.fake_cuda_record_param0(1)
+    try:
+        q(t4acuda.DevicePointer(a.device_pointer), 1.0, 1)
+        assert fake.fake_cuda_last_param0() == a.device_pointer
+        q(b.device_pointer, 1.0, 1)
+        assert fake.fake_cuda_last_param0() == b.device_pointer
+    finally:
+        fake.fake_cuda_record_param0(0)
+    # The launcher holds the argument array it writes into: it stays safe
+    # to call after its PreparedLaunch is gone.
+    fn = k.prepare(1, 16, "buffer", "f32", "u32").launch
+    ref = weakref.ref(fn)
+    gc.collect()
+    fn(b, 1.0, 2)
+    assert ref() is fn and rt.stats()["launches"] == n + 3
+    k.prepare(1, 16)  # no arguments for a 3-parameter kernel: the fake cannot tell
+    z = rt.load(t4acuda.compile('extern "C" __global__ void z() {}', cc=(8, 0))).kernel("z")
+    z.prepare(1, 1)()
+    with pytest.raises(TypeError, match="takes 0 arguments, 1 given"):
+        z.prepare(1, 1)(a)
+    for x in (a, b):
+        x.close()
+
+
 def fake_graphs_live():
     """Graphs plus executable graphs alive in the fake driver."""
     fn = ctypes.CDLL(FAKE).fake_cuda_graphs_live
@@ -1368,6 +1437,193 @@ def test_out_arrays_must_be_writeable(rt):
     assert buf.download(out=out, offset=8) is out and out.tolist() == list(range(8, 16))
     d.close()
     buf.close()
+
+
+# ---- buffer reuse (docs/python.md, "Buffer reuse")
+
+def _reuse_delta(rt, before):
+    now = rt.reuse_stats()
+    return {k: now[k] - before[k] for k in ("hits", "misses", "returned", "refused",
+                                           "released")} | {"kept": now["kept"]}
+
+
+@needs_fake
+def test_buffer_reuse_serves_the_same_size_without_the_library(rt):
+    a = rt.alloc(4096)
+    hid = a._h.id
+    before, lib = rt.reuse_stats(), rt.stats()
+    a.close()
+    assert a.closed and rt.reuse_stats()["kept"] == 1
+    assert rt.stats()["bytes_allocated"] == lib["bytes_allocated"]  # still the library's
+    b = rt.alloc(4096, dtype="float32")  # any description of that size
+    assert b._h.id == hid and b.dtype == np.float32 and b.shape == (1024,)
+    assert rt.stats()["allocations"] == lib["allocations"]  # no library allocation
+    assert _reuse_delta(rt, before) == {"hits": 1, "misses": 0, "returned": 1,
+                                        "refused": 0, "released": 0, "kept": 0}
+    b.upload(np.arange(1024, dtype=np.float32))
+    assert b.download()[5] == 5.0  # it is ordinary memory
+    c = rt.alloc(8192)  # another size: from the library
+    assert c._h.id != hid and rt.stats()["allocations"] == lib["allocations"] + 1
+    assert rt.reuse_stats()["misses"] == before["misses"] + 1
+    z = rt.alloc(4096, zero=True)  # never kept memory: it must read zero
+    b.close()
+    z2 = rt.alloc(4096, zero=True)
+    assert z2._h.id != hid and rt.reuse_stats()["kept"] == 1
+    assert not z2.download(np.uint8).any()
+    for x in (c, z, z2):
+        x.close()
+    del b  # closed already: its finalizer keeps nothing twice
+    gc.collect()
+    assert rt.reuse_stats()["kept"] == 4
+
+
+@needs_fake
+def test_shared_buffers_are_never_kept(rt):
+    before = rt.reuse_stats()
+
+    def kept_after(share):
+        b = rt.alloc(256)
+        share(b)
+        b.close()
+        return rt.reuse_stats()["kept"]
+
+    assert kept_after(lambda b: None) == 1
+    rt.trim()  # releases it: every case below starts from none kept
+    assert rt.reuse_stats()["kept"] == 0
+    views = []
+    cases = {
+        "retain": lambda b: views.append(b.retain()),
+        "view": lambda b: views.append(b.view("float32")),
+        "handle": lambda b: b.handle,
+        "info": lambda b: b.info(),
+        "device_pointer": lambda b: b.device_pointer,
+        "cuda_array_interface": lambda b: b.__cuda_array_interface__,
+        "dlpack": lambda b: views.append(b.__dlpack__()),
+    }
+    for name, share in cases.items():
+        assert kept_after(share) == 0, name
+    with rt.raw() as scope:
+        b = rt.alloc(256)
+        scope.buffer_pointer(b)
+    b.close()
+    assert rt.reuse_stats()["kept"] == 0
+    # The other references still reach live memory.
+    for v in views[:2]:
+        v.fill(7)
+        assert v.download(np.uint8)[0] == 7
+        v.close()
+    assert rt.reuse_stats()["kept"] == 0
+    assert rt.reuse_stats()["returned"] == before["returned"] + 1
+
+
+@needs_fake
+def test_buffers_of_a_capture_are_released_not_kept(rt):
+    k = rt.load(t4acuda.compile(SAXPY, cc=(8, 0))).kernel("fill_f32")
+    used, unused = rt.alloc(64), rt.alloc(64)
+    rt.alloc(64).close()  # one kept before the capture
+    assert rt.reuse_stats()["kept"] == 1
+    with rt.capture() as cap:
+        # An allocation during the capture is refused as the library
+        # refuses it, kept memory or not.
+        with pytest.raises(t4acuda.Capturing):
+            rt.alloc(64)
+        k.launch(1, 16, used, t4acuda.f32(3.0), t4acuda.u32(16))
+    used.close()  # the graph holds it: never handed to another allocation
+    unused.close()  # allocated before the capture: released too
+    assert rt.reuse_stats()["kept"] == 1
+    after = rt.alloc(64)  # the one kept before the capture
+    fresh = rt.alloc(64)  # from the library
+    assert rt.reuse_stats()["kept"] == 0
+    after.fill(0)
+    fresh.fill(0)
+    cap.graph.launch()  # writes `used`, which the graph keeps: nobody else has it
+    assert not after.download(np.uint8).any() and not fresh.download(np.uint8).any()
+    # Buffers allocated after the capture ended are kept again.
+    after.close()
+    fresh.close()
+    assert rt.reuse_stats()["kept"] == 2
+    cap.graph.close()
+
+
+@needs_fake
+def test_buffer_reuse_limit_trim_close_and_option():
+    with t4acuda.Runtime(reuse_bytes=2 << 20) as rt:
+        bufs = [rt.alloc(1 << 20) for _ in range(3)]
+        big = rt.alloc(3 << 20)
+        for b in bufs + [big]:
+            b.close()
+        s = rt.reuse_stats()
+        assert (s["kept"], s["kept_bytes"], s["refused"]) == (2, 2 << 20, 2)
+        live = rt.stats()["bytes_allocated"]
+        rt.trim()
+        s = rt.reuse_stats()
+        assert (s["kept"], s["kept_bytes"], s["released"]) == (0, 0, 2)
+        assert rt.stats()["bytes_allocated"] == live - (2 << 20)
+        late = rt.alloc(1 << 20)
+        rt.alloc(1 << 20).close()
+        assert rt.reuse_stats()["kept"] == 1
+    assert rt.closed
+    late.close()  # after its runtime: released to the library, not kept
+    assert rt.reuse_stats()["kept"] == 0 and rt.reuse_stats()["released"] == 3
+    with t4acuda.Runtime(reuse_bytes=0) as rt0:
+        rt0.alloc(64).close()
+        assert rt0.reuse_stats()["kept"] == 0 and rt0.reuse_stats()["hits"] == 0
+    for bad in (-1, 2**64, 1.5, "64", None):
+        with pytest.raises((t4acuda.InvalidArgument, TypeError), match="reuse_bytes"):
+            t4acuda.Runtime(reuse_bytes=bad)
+    # Whoever has the runtime's handle could capture behind Python's back.
+    with t4acuda.Runtime() as rt2:
+        rt2.alloc(64).close()
+        assert rt2.handle.id and rt2.reuse_stats()["kept"] == 0
+        rt2.alloc(64).close()
+        assert rt2.reuse_stats()["kept"] == 0
+
+
+@needs_fake
+def test_out_of_memory_releases_kept_buffers_and_retries(rt):
+    rt.alloc(1 << 16).close()
+    assert rt.reuse_stats()["kept"] == 1
+    fake = ctypes.CDLL(FAKE)
+    assert fake.fake_cuda_fail_next(b"cuMemAllocFromPoolAsync", 2) == 0  # OUT_OF_MEMORY
+    b = rt.alloc(1 << 17)
+    s = rt.reuse_stats()
+    assert s["kept"] == 0 and s["released"] == 1
+    b.close()
+    assert fake.fake_cuda_fail_next(b"cuMemAllocFromPoolAsync", 2) == 0
+    rt.trim()
+    with pytest.raises(t4acuda.OutOfMemory):  # nothing kept: the refusal stands
+        rt.alloc(1 << 18)
+
+
+@needs_fake
+def test_buffer_reuse_under_threads_hands_each_handle_to_one_owner(rt):
+    import threading
+    live, lock, errors = set(), threading.Lock(), []
+
+    def work():
+        try:
+            for i in range(2000):
+                b = rt.alloc(512 * (1 + i % 3))
+                with lock:
+                    assert b._h.id not in live
+                    live.add(b._h.id)
+                with lock:
+                    live.discard(b._h.id)
+                b.close()
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    before = rt.reuse_stats()
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    s = rt.reuse_stats()
+    hits, misses = s["hits"] - before["hits"], s["misses"] - before["misses"]
+    assert hits + misses == 8000 and s["returned"] - before["returned"] == 8000
+    assert s["kept"] == 8000 - hits == misses and s["kept"] <= 12
 
 
 # ---- property tests (Hypothesis): accepted exactly when ref_dims accepts

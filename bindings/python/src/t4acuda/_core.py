@@ -4,6 +4,7 @@ Capture (and ClusterOccupancy, a result)."""
 
 from __future__ import annotations
 
+import builtins
 import ctypes
 import sys
 import threading
@@ -11,7 +12,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Na
                     Optional, Sequence, SupportsFloat, SupportsIndex, SupportsInt, TypeVar,
                     Union)
 
-from . import _checks, _dlpack, _ffi
+from . import _checks, _dlpack, _ffi, _reuse
 from ._errors import check, error_for, python_error, Error
 
 C = _ffi.C
@@ -43,6 +44,11 @@ if TYPE_CHECKING:
     PreparedArg = Union["Buffer", "DevicePointer", int, float, Scalar]
     ArgType = Union[str, type, Callable[..., ctypes._SimpleCData[Any]], DType]
     Path = Union[str, "os.PathLike[str]"]
+
+# Runtime(reuse_bytes=...)'s default: closed buffers kept for reuse, per
+# runtime (docs/python.md, "Buffer reuse").
+DEFAULT_REUSE_BYTES = 64 << 20
+_OUT_OF_MEMORY = K["T4A_ERROR_OUT_OF_MEMORY"]
 
 _C = TypeVar("_C", bound="ctypes._SimpleCData[Any]")
 _O = TypeVar("_O", bound="_Owned")
@@ -292,12 +298,10 @@ class _Owned:
     """An owned reference to one library handle; close() releases it once."""
     _release = ""  # name of the C release function
     _type = ""     # name of the handle struct
-    _h: Optional[ctypes.Structure] = None
-    _lock = threading.Lock()  # until _set gives the object its own
+    _h: Optional[ctypes.Structure] = None  # the instance's own, once _set
 
     def _set(self, handle: ctypes.Structure) -> None:
         self._h = handle
-        self._lock = threading.Lock()
 
     @property
     def handle(self) -> ctypes.Structure:
@@ -316,9 +320,15 @@ class _Owned:
                                f"this {type(self).__name__} was closed")
         return h
 
+    def _take(self) -> Optional[ctypes.Structure]:
+        """The handle, taken from this object (None: closed already). One
+        dict.pop, a single step: of two threads closing at once, exactly
+        one gets the handle."""
+        h: Optional[ctypes.Structure] = self.__dict__.pop("_h", None)
+        return h
+
     def close(self) -> None:
-        with self._lock:
-            h, self._h = self._h, None
+        h = self._take()
         if h is not None and h.id:
             check(getattr(C, self._release)(h))
 
@@ -402,6 +412,8 @@ class RawScope:
         self.device_ordinal: int = info.device_ordinal
 
     def buffer_pointer(self, buffer: Buffer) -> int:
+        """The buffer's CUdeviceptr (the buffer is never kept for reuse)."""
+        buffer._share()
         p = ctypes.c_uint64(0)
         check(C.t4a_raw_buffer(self._h, buffer._live(), _byref(p)))
         return p.value
@@ -491,13 +503,22 @@ class Capture:
                                "Runtime.capture()")
         opts = _ffi.new("t4a_capture_options")
         opts.mode = K[_CAPTURE_MODES[self.mode]]
-        check(C.t4a_capture_begin(self.runtime._live(), _byref(opts)))
+        reuse = self.runtime._reuse
+        reuse.capture_edge()  # odd: capturing (the kept buffers wait)
+        try:
+            check(C.t4a_capture_begin(self.runtime._live(), _byref(opts)))
+        except BaseException:
+            reuse.capture_edge()
+            raise
         self._state = "capturing"
         return self
 
     def __exit__(self, exc_type: Optional[type[BaseException]], *exc: object) -> None:
         h = S["t4a_graph"]()
-        st = C.t4a_capture_end(self.runtime._live(), _byref(h))
+        try:
+            st = C.t4a_capture_end(self.runtime._live(), _byref(h))
+        finally:
+            self.runtime._reuse.capture_edge()  # even again, a new epoch
         if exc_type is not None:  # discard the graph; the exception propagates
             self._state = "failed"
             if st == 0:
@@ -541,13 +562,18 @@ class Runtime(_Owned):
     """
     _release, _type = "t4a_runtime_destroy", "t4a_runtime"
 
-    def __init__(self, device: int = 0, *, stream_priority: int = 0, **options: int) -> None:
+    def __init__(self, device: int = 0, *, stream_priority: int = 0,
+                 reuse_bytes: int = DEFAULT_REUSE_BYTES, **options: int) -> None:
         """`options` are the fields of t4a_runtime_options by name
         (pool_release_threshold=..., staging_bytes=..., ...).
         `stream_priority`: the priority of the runtime's stream, 0 (the
         default) or within the device's range (lower runs first; on Hopper
         0 down to -5); outside it InvalidArgument naming the range.
-        Runtime.stream_priority reports the priority in force."""
+        Runtime.stream_priority reports the priority in force.
+        `reuse_bytes`: at most this many bytes of closed buffers are kept
+        for later allocations of the same size (docs/python.md, "Buffer
+        reuse"; 0 keeps none; reuse_stats() counts it)."""
+        keep = _checks.count("Runtime", "reuse_bytes", reuse_bytes)
         opts = _ffi.new("t4a_runtime_options")
         opts.device_ordinal = device
         names = {f[0] for f in opts._fields_}
@@ -563,6 +589,44 @@ class Runtime(_Owned):
         self._stream: Optional[int] = None
         self._ordinal: int = opts.device_ordinal  # for repr; .device asks the library
         self._name: Optional[str] = None
+        self._reuse = _reuse.BufferReuse(keep)
+
+    @property
+    def handle(self) -> ctypes.Structure:
+        """The C handle. Code that has it may capture this runtime's stream
+        into a graph behind Python's back, so from now on closed buffers
+        of this runtime are released, never kept for reuse."""
+        self._release_kept(close=True)
+        return super().handle
+
+    def _release_kept(self, close: bool = False) -> int:
+        """Releases the buffers kept for reuse (all of them, even after a
+        failure, which is raised afterwards); with `close` keeps none from
+        now on. Returns how many were released."""
+        reuse = self.__dict__.get("_reuse")
+        if reuse is None:  # __init__ stopped early
+            return 0
+        handles = reuse.drain(close)
+        failed = 0
+        for h in handles:
+            failed = C.t4a_buffer_release(h) or failed
+        check(failed)
+        return len(handles)
+
+    def close(self) -> None:
+        try:
+            self._release_kept(close=True)
+        finally:
+            super().close()
+
+    def reuse_stats(self) -> dict[str, int]:
+        """Buffer reuse (docs/python.md, "Buffer reuse"): limit_bytes, kept
+        and kept_bytes now; hits (allocations served), misses (allocations
+        of a size that could be kept but was not), returned (closes that
+        kept their buffer), refused (closes over the limit), released
+        (kept buffers given back to the library by trim, close or an
+        allocation that ran out of memory)."""
+        return self._reuse.stats()
 
     def _repr_fields(self) -> list[str]:
         if self._name is None:
@@ -576,6 +640,8 @@ class Runtime(_Owned):
         check(C.t4a_runtime_synchronize(self._live()))
 
     def trim(self) -> None:
+        """Releases the buffers kept for reuse, then t4a_runtime_trim."""
+        self._release_kept()
         check(C.t4a_runtime_trim(self._live()))
 
     def info(self) -> dict[str, Any]:
@@ -616,10 +682,20 @@ class Runtime(_Owned):
         """A device buffer of `nbytes` bytes (zero-filled in stream order if
         `zero`); dtype/shape describe it for download() and DLPack."""
         desc = _describe("Runtime.alloc", nbytes, dtype, shape)
+        reuse = self._reuse
+        epoch = reuse.epoch
+        n = desc[0]
+        if not zero and not epoch & 1 and 0 < n <= reuse.limit:
+            kept = reuse.take(n)
+            if kept is not None:
+                return Buffer._of(self, kept, desc, False, epoch)
         h = S["t4a_buffer"]()
-        check(C.t4a_buffer_alloc(self._live(), desc[0],
-                                 K["T4A_BUFFER_ZERO"] if zero else 0, _byref(h)))
-        return Buffer._of(self, h, desc)
+        flags = K["T4A_BUFFER_ZERO"] if zero else 0
+        st = C.t4a_buffer_alloc(self._live(), n, flags, _byref(h))
+        if st == _OUT_OF_MEMORY and self._release_kept():
+            st = C.t4a_buffer_alloc(self._live(), n, flags, _byref(h))  # once more
+        check(st)
+        return Buffer._of(self, h, desc, False, epoch)
 
     def empty(self, shape: Shape, dtype: npt.DTypeLike = "float32",
               zero: bool = False) -> Buffer:
@@ -704,6 +780,9 @@ class Buffer(_Owned):
     runtime: Runtime
     _desc: Desc
     _readonly: bool
+    # The reuse epoch of its allocation (Runtime.alloc); None: never kept
+    # for reuse (made otherwise, or shared: see _share).
+    _reuse_epoch: Optional[int] = None
 
     def __init__(self, runtime: Runtime, handle: ctypes.Structure, nbytes: SupportsIndex,
                  dtype: npt.DTypeLike = None, shape: Optional[Shape] = None,
@@ -715,13 +794,43 @@ class Buffer(_Owned):
 
     @classmethod
     def _of(cls, runtime: Runtime, handle: ctypes.Structure, desc: Desc,
-            readonly: bool = False) -> Buffer:
-        """A Buffer owning `handle`, with a description from _describe."""
+            readonly: bool = False, reuse_epoch: Optional[int] = None) -> Buffer:
+        """A Buffer owning `handle`, with a description from _describe
+        (`reuse_epoch`: Runtime.alloc's, see _reuse_epoch)."""
         b = cls.__new__(cls)
-        b._set(handle)
+        b._h = handle
         b.runtime = runtime
         b._desc, b._readonly = desc, bool(readonly)
+        if reuse_epoch is not None:
+            b._reuse_epoch = reuse_epoch
         return b
+
+    def _share(self) -> None:
+        """Something other than this object may now hold the memory or its
+        address: never keep it for reuse (docs/python.md, "Buffer reuse")."""
+        self._reuse_epoch = None
+
+    def close(self) -> None:
+        """Releases this reference. A buffer of Runtime.alloc that nothing
+        else can hold is kept for the runtime's next allocation of its size
+        instead, up to Runtime(reuse_bytes=...) (docs/python.md, "Buffer
+        reuse")."""
+        h = self._take()
+        if h is None or not h.id:
+            return
+        epoch = self._reuse_epoch
+        if epoch is not None:
+            reuse = self.runtime._reuse
+            if reuse.epoch == epoch and reuse.give(self._desc[0], h):
+                return
+        check(C.t4a_buffer_release(h))
+
+    @property
+    def handle(self) -> ctypes.Structure:
+        """The C handle (a ctypes struct with .id; 0 once closed). Code that
+        has it may retain it, so the buffer is never kept for reuse."""
+        self._share()
+        return super().handle
 
     @property
     def nbytes(self) -> int:
@@ -759,12 +868,16 @@ class Buffer(_Owned):
         return bool(self.info()["flags"] & _ffi.CONSTANTS["T4A_BUFFER_INFO_VIEW"])
 
     def info(self) -> dict[str, Any]:
+        """t4a_buffer_info: bytes, device_pointer, ... (the address is out:
+        the buffer is never kept for reuse)."""
+        self._share()
         info = _ffi.new("t4a_buffer_info")
         check(C.t4a_buffer_info_get(self._live(), _byref(info)))
         return _struct_dict(info)
 
     def _retained(self, desc: Desc) -> Buffer:
         h = self._live()
+        self._share()
         check(C.t4a_buffer_retain(h))
         return Buffer._of(self.runtime, _handle("t4a_buffer", h.id), desc, self._readonly)
 
@@ -875,6 +988,7 @@ class Buffer(_Owned):
                    dl_device: Optional[tuple[int, int]] = None,
                    copy: Optional[bool] = None) -> Any:
         """A DLPack capsule of the buffer (no copy; see from_dlpack)."""
+        self._share()
         return _dlpack.export(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
@@ -1181,6 +1295,7 @@ class Module(_Owned):
 
 # Shapes launch() keeps per kernel before it starts over.
 _MAX_PLANS = 64
+_get_ident = threading.get_ident
 
 
 def _dims(v: Dims, what: str) -> tuple[int, ...]:
@@ -1263,11 +1378,15 @@ class Kernel(_Owned):
         # argument types): one per thread, since a PreparedLaunch's
         # argument storage is written before each call.
         self._plans: dict[tuple[Any, ...], PreparedLaunch] = {}
+        # The same plans' calls for int grid and block without options,
+        # keyed by (thread, grid, block, shared, argument types).
+        self._fast_plans: dict[tuple[Any, ...], Callable[..., None]] = {}
 
     def close(self) -> None:
         plans = self.__dict__.get("_plans")  # absent if __init__ stopped early
         if plans:
             plans.clear()  # a closed kernel launches nothing, as before
+            self._fast_plans.clear()
         super().close()
 
     def _repr_fields(self) -> list[str]:
@@ -1365,7 +1484,16 @@ class Kernel(_Owned):
         a PreparedLaunch for it; later ones of that shape store the values
         and call t4a_launch (or t4a_launch_ex)."""
         # The types are in the key too: 1.0 == 1 and True == 1, but only
-        # what the checks accept may reuse a plan.
+        # what the checks accept may reuse a plan. The common shape (int
+        # grid and block, no options) has its own, shorter key.
+        if (type(grid) is int and type(block) is int and shared.__class__ is int
+                and cooperative is False and cluster is None and programmatic is False
+                and non_portable_cluster is False):
+            fast = self._fast_plans.get((_get_ident(), grid, block, shared,
+                                         *map(type, args)))
+            if fast is not None:
+                fast(*args)
+                return
         gt = tuple(map(type, grid)) if type(grid) is tuple else type(grid)
         bt = tuple(map(type, block)) if type(block) is tuple else type(block)
         key: Optional[tuple[Any, ...]]
@@ -1384,7 +1512,7 @@ class Kernel(_Owned):
         if plan is None:
             plan = self._plan(key, grid, block, args, shared, cooperative, cluster,
                               programmatic, non_portable_cluster)
-        plan(*args)
+        plan._call(*args)
 
     def cluster_occupancy(self, grid: Dims, block: Dims, shared: int = 0,
                           cluster: Optional[Cluster] = None,
@@ -1424,11 +1552,18 @@ class Kernel(_Owned):
                 types.append(type(_as_scalar(a, i)))
         plan = PreparedLaunch(self, grid, block, types, shared, cooperative,
                               cluster=cluster, programmatic=programmatic,
-                              non_portable_cluster=non_portable_cluster)
+                              non_portable_cluster=non_portable_cluster,
+                              given=[type(a) for a in args])
         if key is not None:
             if len(self._plans) >= _MAX_PLANS:
                 self._plans.clear()
+                self._fast_plans.clear()
             self._plans[key] = plan
+            if (type(grid) is int and type(block) is int and type(shared) is int
+                    and cooperative is False and cluster is None and programmatic is False
+                    and non_portable_cluster is False):
+                self._fast_plans[(key[0], grid, block, shared,
+                                  *map(type, args))] = plan._call
         return plan
 
     def prepare(self, grid: Dims, block: Dims, *argtypes: ArgType,
@@ -1475,10 +1610,16 @@ class PreparedLaunch:
     programmatic=, non_portable_cluster=). Not thread-safe: one per
     thread."""
 
+    # The call, as a method (p.launch(...) is p(...)).
+    launch: Callable[..., None]
+
     def __init__(self, kernel: Kernel, grid: Dims, block: Dims, argtypes: Sequence[ArgType],
                  shared: int, cooperative: bool = False, *,
                  cluster: Optional[Cluster] = None, programmatic: bool = False,
-                 non_portable_cluster: bool = False) -> None:
+                 non_portable_cluster: bool = False,
+                 given: Optional[Sequence[type]] = None) -> None:
+        # `given`: launch()'s argument types (its plan's key), so that the
+        # stores read a ctypes scalar's .value directly.
         # The attributes first: a bad cluster is refused before any call.
         attrs = _launch_attrs("Kernel.launch", cluster, programmatic, non_portable_cluster)
         self.kernel = kernel
@@ -1527,10 +1668,17 @@ class PreparedLaunch:
             self._launch = lambda rt, desc: launch_ex(rt, desc, attrs_ref)
         self._n = n
         self._slots = [self._args[i] for i in range(n)]
+        self._call = _launcher(self, given)
+        self.launch = self._call
 
     def __call__(self, *args: PreparedArg) -> None:
         """Launches with these values, one per argtype of prepare(): a Buffer,
         a DevicePointer or int address, or a number (of the fixed type)."""
+        self._call(*args)
+
+    def _store(self, args: Sequence[Any]) -> None:
+        """Stores one call's values with every check (the launcher's way
+        when its unchecked stores raised: the clear error is raised here)."""
         if len(args) != self._n:
             raise TypeError(f"prepared launch takes {self._n} arguments, {len(args)} given")
         values: Sequence[Any] = args  # each of the type prepare() fixed for its slot
@@ -1545,11 +1693,56 @@ class PreparedLaunch:
                 self._slots[i].buffer.id = a._live().id
             else:
                 self._slots[i].device_pointer = a.value if isinstance(a, DevicePointer) else a
-        st = self._launch(self._rt, self._desc_ref)
-        if st:
-            check(st)
 
-    launch = __call__
+
+_ARG_BUFFER_ID = S["t4a_arg"].buffer.offset + S["t4a_buffer"].id.offset
+_ARG_DEVICE_POINTER = S["t4a_arg"].device_pointer.offset
+
+
+def _launcher(p: PreparedLaunch, given: Optional[Sequence[type]]) -> Callable[..., None]:
+    """PreparedLaunch's call: a function made for its argument types that
+    stores each value with one assignment into the argument array (no loop,
+    no per-argument type test) and calls t4a_launch. Any store that raises
+    (a closed Buffer, a value of another type, a wrong argument count)
+    starts over through PreparedLaunch._store, whose checks raise the clear
+    error. `given` (launch()'s plan) names the argument types seen: a
+    ctypes scalar is then read through its .value."""
+    cells: dict[str, Any] = {}
+    lines = []
+    base = ctypes.addressof(p._args)
+    stride = ctypes.sizeof(S["t4a_arg"])
+    for i, t in enumerate(p._types):
+        if t == "buffer":  # the slot's t4a_buffer id, as a c_uint64
+            cells[f"c{i}"] = ctypes.c_uint64.from_address(base + i * stride + _ARG_BUFFER_ID)
+            lines.append(f"c{i}.value = a{i}._h.id")
+        elif t == "pointer":
+            cells[f"c{i}"] = ctypes.c_uint64.from_address(
+                base + i * stride + _ARG_DEVICE_POINTER)
+            lines.append(f"c{i}.value = a{i}.value if type(a{i}) is DP else a{i}")
+        else:
+            cells[f"c{i}"] = p._vals[i]
+            ctype = given is not None and issubclass(given[i], ctypes._SimpleCData)
+            lines.append(f"c{i}.value = a{i}.value" if ctype else f"c{i}.value = a{i}")
+    n = p._n
+    unpack = (", ".join(f"a{i}" for i in range(n)) + ", = args") if n else \
+        "if args: raise TypeError"
+    body = "\n        ".join([unpack] + lines)
+    src = (f"def launch(*args):\n"
+           f"    try:\n"
+           f"        {body}\n"
+           f"    except (AttributeError, TypeError, ValueError):\n"
+           f"        store(args)\n"
+           f"    st = fn(rt, desc)\n"
+           f"    if st:\n"
+           f"        check(st)\n")
+    # The namespace holds the argument array the cells point into, so the
+    # function stays safe to call even if it outlives its PreparedLaunch.
+    ns: dict[str, Any] = dict(cells, DP=DevicePointer, store=p._store, fn=p._launch,
+                              rt=p._rt, desc=p._desc_ref, check=check, keep=p._args)
+    exec(builtins.compile(src, f"<t4acuda launch of {p.kernel.name or 'kernel'}>", "exec"), ns)
+    fn: Callable[..., None] = ns["launch"]
+    fn.__doc__ = PreparedLaunch.__call__.__doc__
+    return fn
 
 
 # ---- DLPack import (the capsule work is in _dlpack)
