@@ -1,21 +1,26 @@
 #!/usr/bin/env python3
 """t4acuda from Python against its peers (CuPy, cuda.core, PyTorch), in
-one process: kernel launch with 0 and 4 arguments, alloc + free of 1 MiB,
-pageable and pinned transfers of 256 MiB each way. Each row is the median
-of REPS repetitions; a peer that is not installed is left out (reported).
-Writes bench_python.txt, bench_python.json and bench_python.png (matplotlib)
-to $OUT (default: the current folder). Also times an empty ctypes call,
-the floor that ctypes puts under every t4acuda call from Python.
+one process: kernel launch with 0 and 4 arguments (launch() and prepared),
+alloc + free of 1 MiB, a compile answered by the in-memory cache, pageable
+and pinned transfers of 256 MiB each way. A run measures every row as the
+median of REPS repetitions; RUNS runs (default 3) give each row's median
+and its [min..max]. A peer that is not installed is left out (reported).
+The targets (TARGETS below; docs/python.md, "Performance") compare the
+medians with the best peer's. Writes bench_python.txt, bench_python.json
+(scripts/perf-table import-python renders docs/performance.md's Python
+table from it) and bench_python.png (matplotlib) to $OUT (default: the
+current folder). Also times an empty ctypes call, the floor that ctypes
+puts under every t4acuda call from Python.
 
   PYTHONPATH=bindings/python/src T4ACUDA_LIBRARY=build/src/libt4acuda.so \
-    python3 bench/python/bench_peers.py [--reps 7] [--launches 2000]
+    python3 bench/python/bench_peers.py [--runs 3] [--reps 7] [--launches 2000]
 """
 
 import argparse
-import ctypes
 import json
 import os
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -45,27 +50,13 @@ def median_time(fn, reps, inner, sync):
     return statistics.median(times)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--launches", type=int, default=2000)
-    ap.add_argument("--allocs", type=int, default=2000)
-    ap.add_argument("--transfer-mib", type=int, default=256)
-    args = ap.parse_args()
-    out_dir = os.environ.get("OUT", ".")
-    os.makedirs(out_dir, exist_ok=True)
+def measure(args, row, notes):
+    """One run: every row once (row(op, library, value))."""
     R, L, A = args.reps, args.launches, args.allocs
     nbytes = args.transfer_mib * MiB
-    rows = {}  # (operation, library) -> value
-    notes = []
-
-    def row(op, lib, value):
-        rows[(op, lib)] = value
-        print(f"{op:<28} {lib:<22} {value:10.3f}", flush=True)
 
     # ---- ctypes floor
-    lib = t4acuda._ffi.LIB
-    fn = lib.t4a_version
+    fn = t4acuda._ffi.LIB.t4a_version
     row("empty ctypes call (us)", "ctypes", median_time(fn, R, 100000, lambda: None) * 1e6)
 
     # ---- t4acuda
@@ -87,6 +78,21 @@ def main():
         median_time(lambda: p4(x, y, 1.0, 1), R, L, sync) * 1e6)
     row("alloc+free 1 MiB (us)", "t4acuda",
         median_time(lambda: rt.alloc(MiB).close(), R, A, sync) * 1e6)
+    with t4acuda.Runtime(reuse_bytes=0) as rt0:  # every allocation from the library
+        row("alloc+free 1 MiB (us)", "t4acuda, no reuse",
+            median_time(lambda: rt0.alloc(MiB).close(), R, A, rt0.synchronize) * 1e6)
+    row("compile, memory hit (us)", "t4acuda compile()",
+        median_time(lambda: t4acuda.compile(SRC, runtime=rt).close(), R, A // 4,
+                    lambda: None) * 1e6)
+
+    def compile_load_get():
+        a = t4acuda.compile(SRC, runtime=rt)
+        m = rt.load(a)
+        m.kernel("empty0").close()
+        m.close()
+        a.close()
+    row("compile, memory hit (us)", "t4acuda + load + kernel",
+        median_time(compile_load_get, R, A // 4, lambda: None) * 1e6)
     host = np.ones(nbytes, np.uint8)
     back = np.empty_like(host)
     dev = rt.alloc(nbytes)
@@ -99,6 +105,9 @@ def main():
     row("pinned D2H (GB/s)", "t4acuda",
         gbs(median_time(lambda: dev.download_host(hb), R, 1, sync)))
     assert np.array_equal(back[:4096], host[:4096])
+    for o in (dev, x, y, hb, k0, k4, mod, art):
+        o.close()
+    rt.close()
 
     # ---- CuPy
     try:
@@ -114,6 +123,11 @@ def main():
                         R, L, csync) * 1e6)
         row("alloc+free 1 MiB (us)", "CuPy pool",
             median_time(lambda: cp.cuda.alloc(MiB), R, A, csync) * 1e6)
+        # CuPy's compile cache is per process and memoized by source: a
+        # new RawModule of the same code and its function.
+        row("compile, memory hit (us)", "CuPy RawModule",
+            median_time(lambda: cp.RawModule(code=SRC).get_function("empty0"), R, A // 4,
+                        lambda: None) * 1e6)
         cd = cp.empty(nbytes, cp.uint8)
         row("pageable H2D (GB/s)", "CuPy", gbs(median_time(lambda: cd.set(host), R, 1, csync)))
         row("pageable D2H (GB/s)", "CuPy",
@@ -124,7 +138,7 @@ def main():
         row("pinned D2H (GB/s)", "CuPy", gbs(median_time(lambda: cd.get(out=ph), R, 1, csync)))
         del cd
     except ImportError as e:
-        notes.append(f"CuPy not run: {e}")
+        notes.add(f"CuPy not run: {e}")
 
     # ---- cuda.core
     try:
@@ -149,8 +163,9 @@ def main():
             median_time(lambda: launch(s, cfg, e4, bx, by, a32, n32), R, L, s.sync) * 1e6)
         row("alloc+free 1 MiB (us)", "cuda.core",
             median_time(lambda: d.allocate(MiB, stream=s).close(s), R, A, s.sync) * 1e6)
+        notes.add("cuda.core has no compile cache: no compile row")
     except Exception as e:  # an API that moved between versions: say so
-        notes.append(f"cuda.core not run: {type(e).__name__}: {e}")
+        notes.add(f"cuda.core not run: {type(e).__name__}: {e}")
 
     # ---- PyTorch
     try:
@@ -169,51 +184,97 @@ def main():
             gbs(median_time(lambda: td.copy_(tp, non_blocking=True), R, 1, tsync)))
         row("pinned D2H (GB/s)", "PyTorch",
             gbs(median_time(lambda: tp.copy_(td, non_blocking=True), R, 1, tsync)))
-        notes.append("PyTorch has no raw kernel launch: no launch rows")
+        del td, tp
+        notes.add("PyTorch has no raw kernel launch: no launch rows")
     except ImportError as e:
-        notes.append(f"PyTorch not run: {e}")
+        notes.add(f"PyTorch not run: {e}")
+
+
+# The targets of issue 24 (docs/python.md, "Performance"): t4acuda's row
+# against the best peer's, lower is better for times, higher for rates.
+TARGETS = [
+    ("launch 0 args (us)", "t4acuda launch()", ["CuPy RawKernel"]),
+    ("launch 4 args (us)", "t4acuda launch()", ["CuPy RawKernel"]),
+    ("launch 0 args (us)", "t4acuda prepared", ["cuda.core"]),
+    ("launch 4 args (us)", "t4acuda prepared", ["cuda.core"]),
+    ("alloc+free 1 MiB (us)", "t4acuda", ["CuPy pool"]),
+    ("compile, memory hit (us)", "t4acuda + load + kernel", ["CuPy RawModule"]),
+    ("pageable H2D (GB/s)", "t4acuda", ["CuPy", "PyTorch"]),
+    ("pageable D2H (GB/s)", "t4acuda", ["CuPy", "PyTorch"]),
+    ("pinned H2D (GB/s)", "t4acuda", ["CuPy", "PyTorch"]),
+    ("pinned D2H (GB/s)", "t4acuda", ["CuPy", "PyTorch"]),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3,
+                    help="whole runs; each row is the median of the runs' values "
+                         "(min and max shown)")
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--launches", type=int, default=2000)
+    ap.add_argument("--allocs", type=int, default=2000)
+    ap.add_argument("--transfer-mib", type=int, default=256)
+    args = ap.parse_args()
+    if args.runs < 1 or args.reps < 1 or args.launches < 1 or args.allocs < 4:
+        ap.error("--runs, --reps and --launches must be at least 1, --allocs at least 4")
+    out_dir = os.environ.get("OUT", ".")
+    os.makedirs(out_dir, exist_ok=True)
+    R, L, A = args.reps, args.launches, args.allocs
+    samples = {}  # (operation, library) -> one value per run
+    notes = set()
+    for run in range(args.runs):
+        def row(op, lib, value):
+            samples.setdefault((op, lib), []).append(value)
+            print(f"run {run + 1}: {op:<28} {lib:<26} {value:10.3f}", flush=True)
+        measure(args, row, notes)
+    rows = {k: statistics.median(v) for k, v in samples.items()}
 
     # ---- targets
     targets = []
-
-    def target(name, ours, theirs):
-        if ours in rows and theirs in rows:
-            ok = rows[ours] <= rows[theirs]
-            targets.append({"target": name, "t4acuda": rows[ours], "peer": rows[theirs],
-                            "met": ok})
-    target("launch 0 args <= CuPy RawKernel", ("launch 0 args (us)", "t4acuda prepared"),
-           ("launch 0 args (us)", "CuPy RawKernel"))
-    target("launch 4 args <= CuPy RawKernel", ("launch 4 args (us)", "t4acuda prepared"),
-           ("launch 4 args (us)", "CuPy RawKernel"))
-    target("launch 4 args (launch()) <= CuPy", ("launch 4 args (us)", "t4acuda launch()"),
-           ("launch 4 args (us)", "CuPy RawKernel"))
-    target("alloc+free <= CuPy pool", ("alloc+free 1 MiB (us)", "t4acuda"),
-           ("alloc+free 1 MiB (us)", "CuPy pool"))
+    for op, ours, peers in TARGETS:
+        have = [p for p in peers if (op, p) in rows]
+        if (op, ours) not in rows or not have:
+            continue
+        rate = "GB/s" in op
+        best = (max if rate else min)(have, key=lambda p: rows[(op, p)])
+        ok = rows[(op, ours)] >= rows[(op, best)] if rate else \
+            rows[(op, ours)] <= rows[(op, best)]
+        targets.append({"target": f"{op}: {ours} {'>=' if rate else '<='} {best}",
+                        "t4acuda": rows[(op, ours)], "peer": rows[(op, best)], "met": ok})
 
     # ---- outputs
     info = t4acuda.device_info(0)
     ops = sorted({op for op, _ in rows}, key=lambda o: list(dict.fromkeys(
         op for op, _ in rows)).index(o))
-    lines = [f"t4acuda {t4acuda.version_string()} from Python on {info['name']} "
-             f"(median of {R}; launches x{L}, allocs x{A}, transfers {args.transfer_mib} MiB)",
-             f"{'operation':<28} {'library':<22} {'value':>10}"]
+    lines = [f"t4acuda {t4acuda.version_string()} from Python {sys.version.split()[0]} on "
+             f"{info['name']}: {args.runs} runs, each the median of {R} repetitions "
+             f"(launches x{L}, allocs x{A}, transfers {args.transfer_mib} MiB); value = "
+             f"median of the runs [min..max]",
+             f"{'operation':<28} {'library':<26} {'value':>10}  [min..max]"]
     for op in ops:
         for (o, libname), v in rows.items():
             if o == op:
-                lines.append(f"{o:<28} {libname:<22} {v:10.3f}")
+                vs = samples[(o, libname)]
+                lines.append(f"{o:<28} {libname:<26} {v:10.3f}  [{min(vs):.3f}..{max(vs):.3f}]")
     lines.append("targets:")
     for t in targets:
-        lines.append(f"  {t['target']:<36} {t['t4acuda']:.3f} vs {t['peer']:.3f}: "
+        lines.append(f"  {t['target']:<62} {t['t4acuda']:.3f} vs {t['peer']:.3f}: "
                      f"{'met' if t['met'] else 'NOT met'}")
+    notes = sorted(notes)
     lines += [f"note: {n}" for n in notes]
     text = "\n".join(lines) + "\n"
     print(text)
     with open(os.path.join(out_dir, "bench_python.txt"), "w") as f:
         f.write(text)
     with open(os.path.join(out_dir, "bench_python.json"), "w") as f:
-        json.dump({"device": info["name"], "reps": R, "rows": [
-            {"operation": o, "library": lb, "value": v} for (o, lb), v in rows.items()],
-            "targets": targets, "notes": notes}, f, indent=1)
+        json.dump({"device": info["name"], "driver": t4acuda.driver_version(),
+                   "python": sys.version.split()[0], "runs": args.runs, "reps": R,
+                   "launches": L, "allocs": A, "transfer_mib": args.transfer_mib,
+                   "rows": [{"operation": o, "library": lb, "value": v,
+                             "min": min(samples[(o, lb)]), "max": max(samples[(o, lb)])}
+                            for (o, lb), v in rows.items()],
+                   "targets": targets, "notes": notes}, f, indent=1)
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -222,6 +283,8 @@ def main():
         for ax, op in zip(np.atleast_1d(axes), ops):
             items = [(lb, v) for (o, lb), v in rows.items() if o == op]
             ax.bar(range(len(items)), [v for _, v in items],
+                   yerr=[[v - min(samples[(op, lb)]) for lb, v in items],
+                         [max(samples[(op, lb)]) - v for lb, v in items]],
                    color=["tab:blue" if lb.startswith("t4acuda") else "tab:gray"
                           for lb, _ in items])
             ax.set_xticks(range(len(items)))
@@ -231,9 +294,6 @@ def main():
         fig.savefig(os.path.join(out_dir, "bench_python.png"), dpi=110)
     except ImportError as e:
         print(f"no plot: {e}")
-    for o in (dev, x, y, hb, k0, k4, mod, art):
-        o.close()
-    rt.close()
     return 0  # targets are read from the output, not enforced here
 
 
