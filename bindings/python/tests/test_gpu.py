@@ -303,3 +303,173 @@ def test_cluster_launch_neighbour_shared_memory(rt):
         d_out.close()
         k.close()
     art.close()
+
+
+# ---- foreign streams and the raw seam (issue 24: vendor libraries)
+
+def _cupy_view(cp, buf, shape, dtype):
+    """A CuPy array over a t4acuda buffer's memory (no copy, not owned):
+    the Buffer must outlive it."""
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    mem = cp.cuda.UnownedMemory(buf.device_pointer, n, buf)
+    return cp.ndarray(shape, dtype, cp.cuda.MemoryPointer(mem, 0))
+
+
+def test_cublas_through_cupy_inside_a_raw_scope(rt, mod):
+    """cuBLAS (CuPy's matmul) on the runtime's stream inside a raw scope:
+    ordered after a slow t4acuda kernel that writes A, and before the
+    download that reads C, with no host wait in between."""
+    cp = need("cupy")
+    m, k, n = 96, 64, 80
+    a = rt.alloc(m * k * 4, dtype=np.float32, shape=(m, k))
+    b = rt.upload((np.arange(k * n, dtype=np.float32) % 7 - 3).reshape(k, n))
+    c = rt.alloc(m * n * 4, dtype=np.float32, shape=(m, n))
+    c.fill(0xff)  # NaN until the gemm writes it
+    mod.kernel("spin_iota").launch((m * k + 255) // 256, 256, a, t4acuda.u32(m * k),
+                                   t4acuda.i64(SPIN))
+    with rt.raw() as scope:
+        with cp.cuda.ExternalStream(scope.stream):
+            ca = _cupy_view(cp, a, (m, k), np.float32)
+            cb = _cupy_view(cp, b, (k, n), np.float32)
+            cc = _cupy_view(cp, c, (m, n), np.float32)
+            cp.matmul(ca, cb, out=cc)  # cuBLAS gemm on the runtime's stream
+            scope.buffer_pointer(a), scope.buffer_pointer(b), scope.buffer_pointer(c)
+    want = np.arange(m * k, dtype=np.float64).reshape(m, k) @ \
+        (np.arange(k * n, dtype=np.float64) % 7 - 3).reshape(k, n)
+    got = c.download()  # on the runtime's stream, after the gemm
+    assert np.allclose(got, want, rtol=1e-5), float(np.abs(got - want).max())
+    for x in (a, b, c):
+        x.close()
+
+
+def test_torch_stream_ordered_before_the_runtime(rt, mod):
+    """Runtime.wait_stream(torch.cuda.Stream): the runtime's kernel reads
+    what torch wrote on its own stream behind a sleep."""
+    torch = need("torch")
+    s = torch.cuda.Stream()
+    src = torch.zeros(N, device="cuda", dtype=torch.float32)
+    torch.cuda.synchronize()
+    b = t4acuda.from_dlpack(src, runtime=rt)  # no read yet
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(SPIN)
+        src.copy_(torch.arange(N, device="cuda", dtype=torch.float32))
+    rt.wait_stream(s)  # the stream object itself
+    mod.kernel("scale").launch(N // 256, 256, b, t4acuda.f32(0.5), t4acuda.u32(N))
+    assert np.array_equal(b.download(), np.arange(N, dtype=np.float32) * 0.5)
+    b.close()
+    torch.cuda.synchronize()
+
+
+def test_runtime_ordered_before_a_cupy_stream(rt, mod):
+    """Runtime.signal_stream(cupy.cuda.Stream): CuPy's reduction on its own
+    non-blocking stream sees what a slow t4acuda kernel wrote."""
+    cp = need("cupy")
+    buf = rt.alloc(N * 4, dtype=np.float32, shape=(N,))
+    buf.fill(0)
+    mod.kernel("spin_iota").launch(N // 256, 256, buf, t4acuda.u32(N), t4acuda.i64(SPIN))
+    cs = cp.cuda.Stream(non_blocking=True)
+    rt.signal_stream(cs)
+    with cs:
+        total = _cupy_view(cp, buf, (N,), np.float32).sum(dtype=cp.float64)
+        got = float(total.get(stream=cs))
+    assert got == float(N * (N - 1) // 2)
+    rt.synchronize()
+    buf.close()
+
+
+def test_buffer_reuse_on_the_device(rt, mod):
+    """A closed buffer comes back for the next allocation of its size, and
+    the work the old owner enqueued runs before the new owner's."""
+    before = rt.reuse_stats()
+    old = rt.alloc(N * 4, dtype=np.float32, shape=(N,))
+    mod.kernel("spin_iota").launch(N // 256, 256, old, t4acuda.u32(N), t4acuda.i64(SPIN))
+    old.close()  # its kernel is still spinning
+    new = rt.alloc(N * 4, dtype=np.float32, shape=(N,))
+    assert rt.reuse_stats()["hits"] == before["hits"] + 1
+    new.fill(0)  # after the old owner's kernel, in stream order
+    assert not new.download().any()
+    new.close()
+
+
+# ---- graphs and cooperative launches from Python
+
+GRID_KERNELS = r"""
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+extern "C" { __device__ unsigned arrived; }
+
+// Phase 1 writes y[i] = i; a hand-written grid barrier (each block adds 1
+// to `arrived` and waits for all); phase 2 reads the next block's values.
+extern "C" __global__ void rotate_blocks(float *y, float *out, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  y[i] = (float)i;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    atomicAdd(&arrived, 1u);
+    while (atomicAdd(&arrived, 0u) < gridDim.x) {}
+  }
+  __syncthreads();
+  out[i] = y[(i + blockDim.x) % n];
+}
+
+// The same with the toolkit's grid group (cooperative launch required).
+extern "C" __global__ void rotate_grid_sync(float *y, float *out, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  y[i] = (float)i * 2.0f;
+  cg::this_grid().sync();
+  out[i] = y[(i + blockDim.x) % n];
+}
+"""
+
+
+def test_cooperative_launches_with_a_declared_grid_barrier(rt):
+    art = t4acuda.compile(GRID_KERNELS, runtime=rt)
+    with rt.load(art) as m:
+        k = m.kernel("rotate_blocks")
+        k.declare_barrier("arrived", expected=1, per_block=True)
+        threads = 128
+        blocks = min(k.max_cooperative_blocks(threads), 64)
+        n = blocks * threads
+        y, out = rt.alloc(n * 4, dtype=np.float32), rt.alloc(n * 4, dtype=np.float32)
+        want = np.roll(np.arange(n, dtype=np.float32), -threads)
+        for _ in range(3):  # the counter is reset before every launch
+            out.fill(0)
+            k.launch(blocks, threads, y, out, t4acuda.u32(n), cooperative=True)
+            assert np.array_equal(out.download(), want)
+        rt.synchronize()
+        audit = k.barrier_audit()
+        assert audit["launches"] == 3 and audit["audited"] == 3 and audit["failures"] == 0
+        g = m.kernel("rotate_grid_sync")
+        gb = min(g.max_cooperative_blocks(threads), 64)
+        gn = gb * threads
+        g.launch(gb, threads, y, out, t4acuda.u32(gn), cooperative=True)
+        assert np.array_equal(out.download()[:gn],
+                              np.roll(np.arange(gn, dtype=np.float32) * 2, -threads))
+        for o in (y, out, k, g):
+            o.close()
+    art.close()
+
+
+def test_graph_capture_and_replay_on_the_device(rt, mod):
+    y = rt.alloc(N * 4, dtype=np.float32, shape=(N,))
+    host = rt.host_alloc(N * 4)
+    with rt.capture() as cap:
+        mod.kernel("iota").launch(N // 256, 256, y, t4acuda.u32(N))
+        mod.kernel("scale").launch(N // 256, 256, y, t4acuda.f32(3.0), t4acuda.u32(N))
+        y.download_host(host)
+    g = cap.graph
+    assert g.info()["node_count"] >= 3
+    host.array(np.float32)[:] = -1
+    rt.synchronize()
+    assert (host.array(np.float32) == -1).all()  # the capture ran nothing
+    for _ in range(2):
+        rt.replay(g)
+        rt.synchronize()
+        assert np.array_equal(host.array(np.float32), np.arange(N, dtype=np.float32) * 3)
+    y.close()  # the graph keeps it
+    g.launch()
+    rt.synchronize()
+    assert np.array_equal(host.array(np.float32), np.arange(N, dtype=np.float32) * 3)
+    g.close()
+    host.close()

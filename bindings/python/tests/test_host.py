@@ -184,14 +184,14 @@ def test_every_export_wrapped():
     assert "t4a_launch" in exports
     # Test builds export a test-only seam (t4a_testing_*): not public API.
     public = [e for e in exports if not e.startswith("t4a_testing_")]
-    # The header's experimental section is not bound (yet): exported, but
-    # not promised to the bindings.
+    # The header's experimental section is wrapped too (graphs,
+    # cooperative launches, grid barriers, launch attributes).
     with open(os.path.join(os.path.dirname(t4acuda.__file__),
                            "_layouts.json"), encoding="utf-8") as f:
         experimental = {fn["name"] for fn in json.load(f)["functions"]
                         if fn.get("experimental")}
-    assert "t4a_capture_begin" in experimental
-    public = [e for e in public if e not in experimental]
+    assert {"t4a_capture_begin", "t4a_kernel_declare_barrier"} <= experimental
+    assert experimental <= set(public)
     pkg = os.path.dirname(t4acuda.__file__)
     assert unwrapped(public, pkg) == []
     assert unwrapped(public + ["t4a_not_wrapped_anywhere"], pkg) == [
@@ -572,6 +572,72 @@ def test_cooperative_launch_sets_the_flag(rt):
     buf.close()
 
 
+BARRIER_KERNEL = r"""
+extern "C" { __device__ unsigned grid_bar; __device__ unsigned other_bar;
+             __device__ unsigned third_bar; }
+extern "C" __global__ void phases(float *y, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = (float)i;
+}
+"""
+
+
+@needs_fake
+def test_grid_barrier_declared_reset_and_audited(rt):
+    fake = ctypes.CDLL(FAKE)
+    mod = rt.load(t4acuda.compile(BARRIER_KERNEL, cc=(8, 0), cache_dir=""))
+    k = mod.kernel("phases")
+    assert k.declare_barrier("grid_bar", expected=1, per_block=True) == 0
+    assert k.declare_barrier("other_bar", reset=7, expected=7) == 1
+    bar = mod.get_global("grid_bar")
+    buf = rt.alloc(256)
+    # The fake kernel writes 3 into grid_bar: 1 per block expected, 2
+    # blocks, so 2 passes and 3 fails.
+    fake.fake_cuda_kernel_writes(b"grid_bar", ctypes.c_ulonglong(3))
+    try:
+        k.launch(2, 32, buf, t4acuda.u32(64), cooperative=True)
+        rt.synchronize()
+    finally:
+        fake.fake_cuda_kernel_writes(None, ctypes.c_ulonglong(0))
+    a = k.barrier_audit(0)
+    assert (a["launches"], a["audited"], a["pending"], a["failures"]) == (1, 1, 0, 1)
+    assert (a["last_bad_value"], a["last_bad_expected"], a["last_bad_launch"]) == (3, 2, 1)
+    w = k.barrier_audit(1)  # reset to 7 before the kernel, which left it there
+    assert (w["launches"], w["failures"]) == (1, 0)
+    assert rt.stats()["barrier_audit_failures"] >= 1
+    fake.fake_cuda_kernel_writes(b"grid_bar", ctypes.c_ulonglong(2))
+    try:
+        k.launch(2, 32, buf, t4acuda.u32(64))  # 2 for 2 blocks: passes
+        rt.synchronize()
+    finally:
+        fake.fake_cuda_kernel_writes(None, ctypes.c_ulonglong(0))
+    a = k.barrier_audit()
+    assert (a["launches"], a["audited"], a["failures"]) == (2, 2, 1)
+    k.launch(1, 32, buf, t4acuda.u32(64))  # nothing writes it: the reset value stays
+    rt.synchronize()
+    assert bar.download(np.uint32)[0] == 0  # the reset reached the global
+    bad = [
+        (dict(global_name="no_such_global"), t4acuda.InvalidArgument, "no_such_global"),
+        (dict(global_name="grid_bar"), t4acuda.InvalidArgument, "grid_bar"),  # twice
+        (dict(global_name="third_bar", width=8), t4acuda.InvalidArgument, "4 bytes"),
+        (dict(global_name="x", width=2), t4acuda.InvalidArgument, "4 or 8 bytes"),
+        (dict(global_name="x", width=True), t4acuda.InvalidArgument, "4 or 8 bytes"),
+        (dict(global_name="x", reset=2**32), t4acuda.InvalidArgument, "reset is"),
+        (dict(global_name="x", expected=-1), t4acuda.InvalidArgument, "expected is"),
+        (dict(global_name=""), TypeError, "global_name"),
+        (dict(global_name=b"grid_bar"), TypeError, "global_name"),
+    ]
+    for kwargs, exc, text in bad:
+        with pytest.raises(exc, match=text):
+            k.declare_barrier(**kwargs)
+    with pytest.raises(t4acuda.InvalidArgument):
+        k.barrier_audit(5)
+    with pytest.raises(t4acuda.InvalidArgument, match="index"):
+        k.barrier_audit(-1)
+    for o in (bar, buf, k, mod):
+        o.close()
+
+
 # ---- launch attributes (t4a_launch_ex) and stream priority on the fake driver
 
 def fake_last_launch_ex():
@@ -887,6 +953,44 @@ def test_completion_and_raw_scope(rt):
     assert cai["version"] == 3 and cai["data"][0] == buf.device_pointer
     assert cai["stream"] == rt.stream and cai["typestr"] == "|u1"
     buf.close()
+
+
+@needs_fake
+def test_foreign_streams_as_ints_or_stream_objects(rt):
+    fake = ctypes.CDLL(FAKE)
+    fake.fake_cuda_stream_waits.restype = ctypes.c_ulong
+    fake.fake_cuda_stream_waits.argtypes = [ctypes.c_void_p]
+    with t4acuda.Runtime() as other:
+        foreign = other.stream  # a CUstream the runtime under test does not own
+
+        class Protocol:  # cuda.core, recent PyTorch
+            def __cuda_stream__(self):
+                return (0, foreign)
+
+        class TorchLike:
+            cuda_stream = foreign
+
+        class CupyLike:
+            ptr = foreign
+
+        for s in (foreign, Protocol(), TorchLike(), CupyLike()):
+            mine, theirs = fake.fake_cuda_stream_waits(rt.stream), \
+                fake.fake_cuda_stream_waits(foreign)
+            rt.wait_stream(s)
+            assert fake.fake_cuda_stream_waits(rt.stream) == mine + 1
+            rt.signal_stream(s)
+            assert fake.fake_cuda_stream_waits(foreign) == theirs + 1
+
+        class Junk:
+            def __cuda_stream__(self):
+                return foreign
+        for bad in (True, 1.5, "0", object(), Junk(), None):
+            for call in (rt.wait_stream, rt.signal_stream):
+                with pytest.raises(TypeError, match="stream"):
+                    call(bad)
+        for bad in (-1, 2**64):
+            with pytest.raises(t4acuda.InvalidArgument, match="not a CUstream"):
+                rt.wait_stream(bad)
 
 
 # ---- reprs: device, size, dtype; closed objects too

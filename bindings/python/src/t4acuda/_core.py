@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     PreparedArg = Union["Buffer", "DevicePointer", int, float, Scalar]
     ArgType = Union[str, type, Callable[..., ctypes._SimpleCData[Any]], DType]
     Path = Union[str, "os.PathLike[str]"]
+    # A foreign stream: a CUstream int or another library's stream object.
+    ForeignStream = Union[int, Any]
 
 # Runtime(reuse_bytes=...)'s default: closed buffers kept for reuse, per
 # runtime (docs/python.md, "Buffer reuse").
@@ -538,6 +540,34 @@ class Capture:
                 f"mode={self.mode} {self._state}>")
 
 
+def _foreign_stream(entry: str, s: object) -> int:
+    """The CUstream of `s` as an int: an int itself (0 is the legacy
+    default stream), or a stream object: the CUDA stream protocol
+    (__cuda_stream__() -> (version, handle); cuda.core, recent PyTorch),
+    .cuda_stream (torch.cuda.Stream) or .ptr (cupy.cuda.Stream). TypeError
+    for anything else (a bool, a float, a str), InvalidArgument for a
+    value outside [0, 2**64)."""
+    v: object = s
+    if not isinstance(s, int):
+        proto = getattr(s, "__cuda_stream__", None)
+        if callable(proto):
+            got = proto()
+            if not (isinstance(got, tuple) and len(got) == 2):
+                raise TypeError(f"{entry}: {type(s).__name__}.__cuda_stream__() gave "
+                                f"{got!r}, not (version, handle)")
+            v = got[1]
+        else:
+            v = getattr(s, "cuda_stream", getattr(s, "ptr", None))
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{entry}: stream must be a CUstream int or a stream object "
+                        f"(__cuda_stream__, .cuda_stream or .ptr), not "
+                        f"{type(s).__name__} {s!r}")
+    if not 0 <= v < 2**64:
+        raise python_error("T4A_ERROR_INVALID_ARGUMENT", entry,
+                           f"stream {v} is not a CUstream (0 to 2**64 - 1)")
+    return int(v)
+
+
 def _stream_priority(v: object) -> int:
     """Runtime's `stream_priority` as a Python int of int32 range (the range
     of the device is the library's check): a bool, float or str is
@@ -741,14 +771,19 @@ class Runtime(_Owned):
         """This runtime's stream waits for `completion` (no host wait)."""
         check(C.t4a_runtime_wait(self._live(), completion._live()))
 
-    def wait_stream(self, stream: SupportsInt) -> None:
+    def wait_stream(self, stream: ForeignStream) -> None:
         """This runtime's stream waits for the work enqueued so far on a
-        foreign CUstream (an int)."""
-        check(C.t4a_runtime_wait_stream(self._live(), ctypes.c_void_p(int(stream) or None)))
+        foreign stream: a CUstream as an int, or a stream object of another
+        library (torch.cuda.Stream, cupy.cuda.Stream, cuda.core's Stream:
+        anything with __cuda_stream__, .cuda_stream or .ptr). No host wait."""
+        h = _foreign_stream("Runtime.wait_stream", stream)
+        check(C.t4a_runtime_wait_stream(self._live(), ctypes.c_void_p(h or None)))
 
-    def signal_stream(self, stream: SupportsInt) -> None:
-        """A foreign CUstream waits for this runtime's work so far."""
-        check(C.t4a_runtime_signal_stream(self._live(), ctypes.c_void_p(int(stream) or None)))
+    def signal_stream(self, stream: ForeignStream) -> None:
+        """A foreign stream (as for wait_stream) waits for this runtime's
+        work so far. No host wait."""
+        h = _foreign_stream("Runtime.signal_stream", stream)
+        check(C.t4a_runtime_signal_stream(self._live(), ctypes.c_void_p(h or None)))
 
     def raw(self) -> RawScope:
         """A raw scope (context manager): .stream, .context, .buffer_pointer()."""
@@ -1455,6 +1490,46 @@ class Kernel(_Owned):
         check(C.t4a_kernel_max_cooperative_blocks(self._live(), block_size, dynamic_shared,
                                                   _byref(n)))
         return n.value
+
+    def declare_barrier(self, global_name: str, width: int = 4, reset: int = 0,
+                        expected: int = 0, per_block: bool = False,
+                        at_most: bool = False) -> int:
+        """Declares a grid-barrier counter of this kernel: the `__device__`
+        global `global_name` of its module (`width` 4 or 8 bytes). Every
+        later launch resets it to `reset` on the stream before the kernel
+        and audits it afterwards against `expected` (times the block count
+        with `per_block`; a counter at or below it passes with `at_most`);
+        barrier_audit() reports. Returns the barrier's index
+        (t4a_kernel_declare_barrier; experimental)."""
+        e = "Kernel.declare_barrier"
+        if not isinstance(global_name, str) or not global_name:
+            raise TypeError(f"{e}: global_name must be a non-empty str, not {global_name!r}")
+        if isinstance(width, bool) or width not in (4, 8):
+            raise python_error("T4A_ERROR_INVALID_ARGUMENT", e,
+                               f"width is {width!r}; a counter has 4 or 8 bytes")
+        top = 2 ** (8 * width) - 1
+        d = _ffi.new("t4a_barrier_desc")
+        name = global_name.encode()
+        d.global_name = name
+        d.width = width
+        d.reset_value = _checks.count(e, "reset", reset, top)
+        d.expected_value = _checks.count(e, "expected", expected, top)
+        d.flags = ((K["T4A_BARRIER_EXPECT_PER_BLOCK"] if per_block else 0)
+                   | (K["T4A_BARRIER_EXPECT_AT_MOST"] if at_most else 0))
+        index = ctypes.c_uint32(0)
+        check(C.t4a_kernel_declare_barrier(self._live(), _byref(d), _byref(index)))
+        return index.value
+
+    def barrier_audit(self, index: int = 0) -> dict[str, Any]:
+        """What the audits of barrier `index` found (launches, audited,
+        pending, failures, last_bad_value, last_bad_expected,
+        last_bad_launch); never waits: synchronize the runtime first to
+        have every launch audited (t4a_kernel_barrier_audit;
+        experimental)."""
+        i = _checks.count("Kernel.barrier_audit", "index", index, 2**32 - 1)
+        a = _ffi.new("t4a_barrier_audit")
+        check(C.t4a_kernel_barrier_audit(self._live(), i, _byref(a)))
+        return _struct_dict(a)
 
     def launch(self, grid: Dims, block: Dims, *args: KernelArg, shared: int = 0,
                cooperative: bool = False, cluster: Optional[Cluster] = None,
