@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 # runtime (docs/python.md, "Buffer reuse").
 DEFAULT_REUSE_BYTES = 64 << 20
 _OUT_OF_MEMORY = K["T4A_ERROR_OUT_OF_MEMORY"]
+_new_buffer = object.__new__
 
 _C = TypeVar("_C", bound="ctypes._SimpleCData[Any]")
 _O = TypeVar("_O", bound="_Owned")
@@ -717,8 +718,11 @@ class Runtime(_Owned):
         n = desc[0]
         if not zero and not epoch & 1 and 0 < n <= reuse.limit:
             kept = reuse.take(n)
-            if kept is not None:
-                return Buffer._of(self, kept, desc, False, epoch)
+            if kept is not None:  # Buffer._of, inline: this is the hot path
+                b = _new_buffer(Buffer)
+                b._h, b.runtime, b._desc, b._readonly, b._reuse_epoch = \
+                    kept, self, desc, False, epoch
+                return b
         h = S["t4a_buffer"]()
         flags = K["T4A_BUFFER_ZERO"] if zero else 0
         st = C.t4a_buffer_alloc(self._live(), n, flags, _byref(h))
@@ -850,7 +854,7 @@ class Buffer(_Owned):
         else can hold is kept for the runtime's next allocation of its size
         instead, up to Runtime(reuse_bytes=...) (docs/python.md, "Buffer
         reuse")."""
-        h = self._take()
+        h = self.__dict__.pop("_h", None)  # _take(), inline: the hot path
         if h is None or not h.id:
             return
         epoch = self._reuse_epoch

@@ -36,7 +36,7 @@ _ALL: "weakref.WeakSet[BufferReuse]" = weakref.WeakSet()
 
 class BufferReuse:
     """Kept buffer handles of one runtime, by size (see the module doc)."""
-    __slots__ = ("limit", "epoch", "_lists", "_lock", "_open", "_kept", "_kept_bytes", "_hits",
+    __slots__ = ("limit", "epoch", "_lists", "_lock", "_open", "_kept_bytes", "_hits",
                  "_misses", "_returned", "_refused", "_dropped", "__weakref__")
 
     def __init__(self, limit: int) -> None:
@@ -47,7 +47,6 @@ class BufferReuse:
         self._lists: dict[int, list[Any]] = {}
         self._lock = threading.Lock()
         self._open = limit > 0
-        self._kept = 0  # handles kept now
         self._kept_bytes = 0  # their bytes
         self._hits = 0  # allocations served from here
         self._misses = 0  # allocations that found none of their size
@@ -71,7 +70,6 @@ class BufferReuse:
         try:
             lst = self._lists.get(nbytes)
             if lst:
-                self._kept -= 1
                 self._kept_bytes -= nbytes
                 self._hits += 1
                 return lst.pop()
@@ -94,7 +92,6 @@ class BufferReuse:
             if lst is None:
                 lst = self._lists[nbytes] = []
             lst.append(handle)
-            self._kept += 1
             self._kept_bytes += nbytes
             self._returned += 1
             return True
@@ -107,7 +104,7 @@ class BufferReuse:
         with self._lock:
             out = [h for lst in self._lists.values() for h in lst]
             self._lists = {}
-            self._kept = self._kept_bytes = 0
+            self._kept_bytes = 0
             self._dropped += len(out)
             if close:
                 self._open = False
@@ -115,7 +112,8 @@ class BufferReuse:
 
     def stats(self) -> dict[str, int]:
         with self._lock:
-            return {"limit_bytes": self.limit, "kept": self._kept,
+            return {"limit_bytes": self.limit,
+                    "kept": sum(len(lst) for lst in self._lists.values()),
                     "kept_bytes": self._kept_bytes, "hits": self._hits,
                     "misses": self._misses, "returned": self._returned,
                     "refused": self._refused, "released": self._dropped}
@@ -125,7 +123,7 @@ class BufferReuse:
         # refuses them here); drop them without a call and keep nothing.
         self._lock = threading.Lock()
         self._lists = {}
-        self._kept = self._kept_bytes = 0
+        self._kept_bytes = 0
         self._open = False
 
 
