@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "gpu_support.h"
+#include "launch_args.h"
 #include "t4acuda.h"
 #include "test_assert.h"
 
@@ -157,21 +158,6 @@ static int teardown(void **state) {
   ASSERT_OK(t4a_module_release(f->m));
   ASSERT_OK(t4a_runtime_destroy(f->rt));
   return 0;
-}
-
-static t4a_arg buf_arg(t4a_buffer b) {
-  t4a_arg a = T4A_ARG_INIT;
-  a.kind = T4A_ARG_BUFFER;
-  a.buffer = b;
-  return a;
-}
-
-static t4a_arg scalar_arg(const void *p, uint64_t size) {
-  t4a_arg a = T4A_ARG_INIT;
-  a.kind = T4A_ARG_SCALAR;
-  a.value = p;
-  a.size = size;
-  return a;
 }
 
 static t4a_buffer upload_pattern(t4a_runtime rt, unsigned *host, size_t n) {

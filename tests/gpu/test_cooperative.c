@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "gpu_support.h"
+#include "launch_args.h"
 #include "t4acuda.h"
 #include "test_assert.h"
 
@@ -201,22 +202,6 @@ static t4a_barrier_audit audit_of(t4a_kernel k, uint32_t index) {
   return a;
 }
 
-static t4a_arg buf_arg(t4a_buffer b, uint64_t offset) {
-  t4a_arg a = T4A_ARG_INIT;
-  a.kind = T4A_ARG_BUFFER;
-  a.buffer = b;
-  a.offset = offset;
-  return a;
-}
-
-static t4a_arg scalar_arg(const void *p, uint64_t size) {
-  t4a_arg a = T4A_ARG_INIT;
-  a.kind = T4A_ARG_SCALAR;
-  a.value = p;
-  a.size = size;
-  return a;
-}
-
 /* The reduction's input (x[i] = i % 1000) and expected sums. */
 struct reduction {
   unsigned n, rounds;
@@ -256,8 +241,8 @@ static t4a_status launch_reduce(struct fixture *f, struct reduction *r,
                                 uint32_t grid, uint32_t flags,
                                 unsigned launch) {
   t4a_arg args[5] = {
-      buf_arg(r->x, 0), scalar_arg(&r->n, 4), buf_arg(r->partial, 0),
-      buf_arg(r->out, 8ull * r->rounds * launch), scalar_arg(&r->rounds, 4)};
+      buf_arg_at(r->x, 0), scalar_arg(&r->n, 4), buf_arg_at(r->partial, 0),
+      buf_arg_at(r->out, 8ull * r->rounds * launch), scalar_arg(&r->rounds, 4)};
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
   d.flags = flags;
   d.kernel = f->reduce;
@@ -537,8 +522,8 @@ static void test_grid_sync(void **state) {
   free(host);
   ASSERT_OK(t4a_buffer_alloc(rt, 8ull * (unsigned)max, 0, &partial));
   ASSERT_OK(t4a_buffer_alloc(rt, 8, T4A_BUFFER_ZERO, &out));
-  t4a_arg args[4] = {buf_arg(x, 0), scalar_arg(&n, 4), buf_arg(partial, 0),
-                     buf_arg(out, 0)};
+  t4a_arg args[4] = {buf_arg_at(x, 0), scalar_arg(&n, 4),
+                     buf_arg_at(partial, 0), buf_arg_at(out, 0)};
   ASSERT_OK(
       launch_simple(rt, k, (uint32_t)max, T4A_LAUNCH_COOPERATIVE, args, 4));
   unsigned long long got = 0;

@@ -22,6 +22,7 @@
 
 #include "core/epoch_limits.h"
 #include "gpu_support.h"
+#include "launch_args.h"
 #include "t4acuda.h"
 #include "t4acuda_testing.h"
 #include "test_assert.h"
@@ -93,21 +94,6 @@ static t4a_runtime_stats stats_of(t4a_runtime rt) {
   t4a_runtime_stats s = T4A_RUNTIME_STATS_INIT;
   ASSERT_OK(t4a_runtime_stats_get(rt, &s));
   return s;
-}
-
-static t4a_arg buf_arg(t4a_buffer b) {
-  t4a_arg a = T4A_ARG_INIT;
-  a.kind = T4A_ARG_BUFFER;
-  a.buffer = b;
-  return a;
-}
-
-static t4a_arg scalar_arg(const void *p, uint64_t size) {
-  t4a_arg a = T4A_ARG_INIT;
-  a.kind = T4A_ARG_SCALAR;
-  a.value = p;
-  a.size = size;
-  return a;
 }
 
 static t4a_launch_desc desc_1d(t4a_kernel k, uint32_t n, uint32_t block,

@@ -76,6 +76,7 @@
 
 #include "core/epoch_limits.h"
 #include "gpu_support.h"
+#include "launch_args.h"
 #include "t4acuda.h"
 
 #define N_RUNTIMES 2
@@ -220,14 +221,6 @@ static t4a_runtime_stats stats_of(t4a_runtime rt) {
   return s;
 }
 
-static t4a_arg buf_arg(t4a_buffer b, uint64_t offset) {
-  t4a_arg a = T4A_ARG_INIT;
-  a.kind = T4A_ARG_BUFFER;
-  a.buffer = b;
-  a.offset = offset;
-  return a;
-}
-
 static t4a_arg u32_arg(const uint32_t *p) {
   t4a_arg a = T4A_ARG_INIT;
   a.kind = T4A_ARG_SCALAR;
@@ -239,7 +232,7 @@ static t4a_arg u32_arg(const uint32_t *p) {
 /* Enqueues affine of module m on runtime r: y = a * x + K(m), n elements. */
 static void launch_affine(int r, unsigned m, t4a_buffer y, t4a_buffer x,
                           uint64_t x_offset, uint32_t n, uint32_t a) {
-  t4a_arg args[4] = {buf_arg(y, 0), buf_arg(x, x_offset), u32_arg(&n),
+  t4a_arg args[4] = {buf_arg_at(y, 0), buf_arg_at(x, x_offset), u32_arg(&n),
                      u32_arg(&a)};
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
   d.kernel = g_kernel[r][2 * m];
@@ -253,7 +246,7 @@ static void launch_affine(int r, unsigned m, t4a_buffer y, t4a_buffer x,
 /* Enqueues mix of module m on runtime r over n bytes of p at offset. */
 static void launch_mix(int r, unsigned m, t4a_buffer p, uint64_t offset,
                        uint32_t n, uint32_t seed) {
-  t4a_arg args[3] = {buf_arg(p, offset), u32_arg(&n), u32_arg(&seed)};
+  t4a_arg args[3] = {buf_arg_at(p, offset), u32_arg(&n), u32_arg(&seed)};
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
   d.kernel = g_kernel[r][2 * m + 1];
   d.grid[0] = (n + 255) / 256;
@@ -544,13 +537,13 @@ static void *launch_main(void *arg) {
   /* Descriptors prepared once, as a hot loop would. */
   uint32_t n_aff = FIX_N, n_mix = FIX_BYTES, a = 3u;
   uint32_t seeds[N_KERNELS];
-  t4a_arg aff_args[4] = {buf_arg(by, 0), buf_arg(bx, 0), u32_arg(&n_aff),
+  t4a_arg aff_args[4] = {buf_arg_at(by, 0), buf_arg_at(bx, 0), u32_arg(&n_aff),
                          u32_arg(&a)};
   t4a_arg mix_args[N_KERNELS][3];
   t4a_launch_desc desc[N_KERNELS];
   for (unsigned j = 0; j < N_KERNELS; ++j) {
     seeds[j] = j * 13u;
-    mix_args[j][0] = buf_arg(bp, 0);
+    mix_args[j][0] = buf_arg_at(bp, 0);
     mix_args[j][1] = u32_arg(&n_mix);
     mix_args[j][2] = u32_arg(&seeds[j]);
     t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
@@ -655,7 +648,7 @@ static void *launcher_main(void *arg) {
    * the host to launch it, so the driver's queue fills and launches block
    * in the driver, inside their sections, as under a real load. */
   uint32_t n = FREE_LOAD_ELEMENTS, a = 5;
-  t4a_arg args[4] = {buf_arg(l->y, 0), buf_arg(l->x, 0), u32_arg(&n),
+  t4a_arg args[4] = {buf_arg_at(l->y, 0), buf_arg_at(l->x, 0), u32_arg(&n),
                      u32_arg(&a)};
   t4a_launch_desc d = T4A_LAUNCH_DESC_INIT;
   d.kernel = l->k;
