@@ -380,8 +380,8 @@ def test_runtime_ordered_before_a_cupy_stream(rt, mod):
 def test_buffer_reuse_on_the_device(rt, mod):
     """A closed buffer comes back for the next allocation of its size, and
     the work the old owner enqueued runs before the new owner's."""
-    before = rt.reuse_stats()
     old = rt.alloc(N * 4, dtype=np.float32, shape=(N,))
+    before = rt.reuse_stats()  # `old` may itself be one an earlier test closed
     mod.kernel("spin_iota").launch(N // 256, 256, old, t4acuda.u32(N), t4acuda.i64(SPIN))
     old.close()  # its kernel is still spinning
     new = rt.alloc(N * 4, dtype=np.float32, shape=(N,))
