@@ -446,6 +446,22 @@ def test_prepared_launch_stores_each_value_and_falls_back_to_the_checks(rt):
     z.prepare(1, 1)()
     with pytest.raises(TypeError, match="takes 0 arguments, 1 given"):
         z.prepare(1, 1)(a)
+    assert isinstance(z.prepare(1, 1), t4acuda.PreparedLaunch)
+    # launch()'s short path: a plan without arguments is one for all
+    # threads; what the checks refuse never takes it (shared 0.0, False).
+    import threading
+    m = rt.stats()["launches"]
+    z.launch(2, 32)
+    t = threading.Thread(target=z.launch, args=(2, 32))
+    t.start()
+    t.join()
+    assert len(z._plans) == 1 and len(z._fast_plans) == 1  # the thread found it
+    for bad in (0.0, False):
+        with pytest.raises(t4acuda.InvalidArgument, match="shared"):
+            z.launch(2, 32, shared=bad)
+    z.launch(2, 32, cooperative=True)  # its own plan, not the short path's
+    assert rt.stats()["launches"] == m + 3
+    assert rt.stats()["cooperative_launches"] >= 1
     for x in (a, b):
         x.close()
 

@@ -1335,6 +1335,7 @@ class Module(_Owned):
 # Shapes launch() keeps per kernel before it starts over.
 _MAX_PLANS = 64
 _get_ident = threading.get_ident
+_ZERO = 0  # launch()'s default `shared`, compared by identity on its fast path
 
 
 def _dims(v: Dims, what: str) -> tuple[int, ...]:
@@ -1417,8 +1418,9 @@ class Kernel(_Owned):
         # argument types): one per thread, since a PreparedLaunch's
         # argument storage is written before each call.
         self._plans: dict[tuple[Any, ...], PreparedLaunch] = {}
-        # The same plans' calls for int grid and block without options,
-        # keyed by (thread, grid, block, shared, argument types).
+        # The same plans' calls for int grid and block without options
+        # (shared 0), keyed by (thread, grid, block, argument types), or by
+        # (grid, block) alone without arguments.
         self._fast_plans: dict[tuple[Any, ...], Callable[..., None]] = {}
 
     def close(self) -> None:
@@ -1565,11 +1567,15 @@ class Kernel(_Owned):
         # The types are in the key too: 1.0 == 1 and True == 1, but only
         # what the checks accept may reuse a plan. The common shape (int
         # grid and block, no options) has its own, shorter key.
-        if (type(grid) is int and type(block) is int and shared.__class__ is int
-                and cooperative is False and cluster is None and programmatic is False
-                and non_portable_cluster is False):
-            fast = self._fast_plans.get((_get_ident(), grid, block, shared,
-                                         *map(type, args)))
+        # (`shared is _ZERO`: the int 0 itself, never 0.0 or False; the
+        # option flags only by truth, as the general path reads them.)
+        if (shared is _ZERO and cluster is None
+                and not (cooperative or programmatic or non_portable_cluster)
+                and type(grid) is int and type(block) is int):
+            # Without arguments a plan stores nothing, so all threads may
+            # share it: no thread in its key.
+            fast = self._fast_plans.get(
+                (_get_ident(), grid, block, *map(type, args)) if args else (grid, block))
             if fast is not None:
                 fast(*args)
                 return
@@ -1638,11 +1644,11 @@ class Kernel(_Owned):
                 self._plans.clear()
                 self._fast_plans.clear()
             self._plans[key] = plan
-            if (type(grid) is int and type(block) is int and type(shared) is int
-                    and cooperative is False and cluster is None and programmatic is False
-                    and non_portable_cluster is False):
-                self._fast_plans[(key[0], grid, block, shared,
-                                  *map(type, args))] = plan._call
+            if (shared is _ZERO and cluster is None
+                    and not (cooperative or programmatic or non_portable_cluster)
+                    and type(grid) is int and type(block) is int):
+                self._fast_plans[(key[0], grid, block, *map(type, args)) if args
+                                 else (grid, block)] = plan._call
         return plan
 
     def prepare(self, grid: Dims, block: Dims, *argtypes: ArgType,
@@ -1749,6 +1755,13 @@ class PreparedLaunch:
         self._slots = [self._args[i] for i in range(n)]
         self._call = _launcher(self, given)
         self.launch = self._call
+        # Calling the object runs the launcher itself, with no method in
+        # between: the call goes through the type, so each prepared launch
+        # gets a subclass of its own whose __call__ is its launcher.
+        self.__class__ = type("PreparedLaunch", (PreparedLaunch,),
+                              {"__call__": staticmethod(self._call),
+                               "__module__": __name__,
+                               "__doc__": PreparedLaunch.__doc__})
 
     def __call__(self, *args: PreparedArg) -> None:
         """Launches with these values, one per argtype of prepare(): a Buffer,
