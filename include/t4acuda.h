@@ -2634,7 +2634,8 @@ extern "C" {
  *  previous kernel may use (what it wrote or reads, and buffers released
  *  and allocated again in between). The caller's choice, never a default:
  *  it can shorten chains of small kernels and lengthen a large kernel's
- *  (bench/cluster_rows.cpp measures a chain). Needs compute capability 9.0.
+ *  (bench/cluster_rows.cpp measures a chain; docs/performance.md, "Launch
+ *  attribute rows"). Needs compute capability 9.0.
  *  @experimental */
 #define T4A_LAUNCH_ATTR_PROGRAMMATIC 0x1u
 /** ::t4a_launch_attrs::flags: allow a cluster of more than 8 blocks (the
