@@ -133,7 +133,7 @@ struct Looked {
 };
 
 // The caches, for a cacheable plan: a memory hit, else a disk hit.
-Looked look_up(const Request &r, const KeyPlan &kp, const DiskConfig &disk,
+Looked look_up(const Request &r, const KeyPlan &kp, LazyDiskConfig &lazy,
                Clock::time_point started, uint64_t *id) {
   CompileStats &stats = compile_stats();
   Looked out;
@@ -147,6 +147,7 @@ Looked look_up(const Request &r, const KeyPlan &kp, const DiskConfig &disk,
       return out;
     }
   }
+  const DiskConfig &disk = lazy.get();
   if (!disk.enabled) return out;
   DiskEntry e;
   std::string why;
@@ -287,7 +288,7 @@ t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
   // 2 and 3). Declared first, so destroyed last.
   core::LogDefer defer;
   const Clock::time_point started = Clock::now();
-  DiskConfig disk = disk_config(r);
+  LazyDiskConfig disk(r); // a memory hit never reads it
   const NvrtcFacts *nv = nullptr;
   if (t4a_status s = nvrtc_facts(disk, &nv); s != T4A_SUCCESS) return s;
   CompileStats &stats = compile_stats();
@@ -318,7 +319,7 @@ t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
       // Identical compiles at once run NVRTC once, when a cache can hand
       // the result over.
       if (!kp.cacheable ||
-          ((r.flags & T4A_COMPILE_NO_MEMORY_CACHE) != 0 && !disk.enabled))
+          ((r.flags & T4A_COMPILE_NO_MEMORY_CACHE) != 0 && !disk.get().enabled))
         break;
       InFlight::Turn turn = InFlight::instance().lead_or_wait(kp.key);
       if (turn == InFlight::Turn::Waited)
@@ -335,10 +336,10 @@ t4a_status compile(const Request &r, const DeviceTarget &d, uint64_t *id) {
                "compile cache: an NVRTC record was stale (NVRTC %d.%d is "
                "loaded); replacing it and looking the request up again",
                real->major, real->minor);
-    nvrtc_remember(disk);
+    nvrtc_remember(disk.get());
   }
   return run_and_publish(r, kp, base, options, target, arch_given, tk, *nv,
-                         disk, started, id);
+                         disk.get(), started, id);
 }
 
 t4a_status describe_toolkit(std::string *out) {

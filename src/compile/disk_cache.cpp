@@ -61,8 +61,8 @@ DiskConfig disk_config(const Request &r) {
   c.enabled = true;
   c.max_bytes = r.disk_cache_max_bytes != 0 ? r.disk_cache_max_bytes
                                             : T4A_DEFAULT_DISK_CACHE_BYTES;
-  // Read on every compile (so is the directory); a refused value is logged
-  // each time.
+  // Read on every compile that uses the disk (so is the directory); a
+  // refused value is logged each time.
   env::Setting<uint64_t> bound = env::byte_count(
       env::Var::cache_max_bytes, c.max_bytes,
       "the disk cache's bound stays " + std::to_string(c.max_bytes) +

@@ -47,6 +47,29 @@ struct DiskConfig {
 // (warned once per directory).
 DiskConfig disk_config(const Request &r);
 
+// disk_config(r), read the first time a compile needs it: a memory hit
+// never does (reading it costs a stat of the directory and its trust
+// check, a third of a memory hit's time), so a directory that became
+// untrusted is noticed by the next compile that would use it.
+class LazyDiskConfig {
+public:
+  explicit LazyDiskConfig(const Request &r) : r_(r) {}
+  LazyDiskConfig(const LazyDiskConfig &) = delete;
+  LazyDiskConfig &operator=(const LazyDiskConfig &) = delete;
+  const DiskConfig &get() {
+    if (!read_) {
+      config_ = disk_config(r_);
+      read_ = true;
+    }
+    return config_;
+  }
+
+private:
+  const Request &r_;
+  DiskConfig config_;
+  bool read_ = false;
+};
+
 // Reads and verifies the entry of `key`. Its shard directory must be a
 // directory (not a link) owned by this user and not writable by group or
 // others; the entry is opened without following a link and without

@@ -49,13 +49,14 @@ void add_set(std::vector<DependencySet> *sets, const DependencySet &s) {
 KeyPlan plan_key(const core::Digest &base, const Request &r,
                  const std::vector<std::string> &options,
                  const std::vector<std::string> &toolkit_dirs,
-                 const DiskConfig &disk) {
+                 LazyDiskConfig &lazy) {
   KeyPlan p;
   p.key = base;
   Known k;
   bool known = lookup(base, &k);
   if (known && k.no_files) return p;
-  if (!known && disk.enabled) {
+  if (!known && lazy.get().enabled) {
+    const DiskConfig &disk = lazy.get();
     std::string bytes, why;
     switch (disk_get_manifest(disk, base, &bytes, &why)) {
     case DiskRead::Hit:

@@ -27,7 +27,7 @@ struct KeyPlan {
 KeyPlan plan_key(const core::Digest &base, const Request &r,
                  const std::vector<std::string> &options,
                  const std::vector<std::string> &toolkit_dirs,
-                 const DiskConfig &disk);
+                 LazyDiskConfig &disk);
 
 // After a successful NVRTC run: true when the result may be cached under
 // plan.key (its dependencies did not change meanwhile; the set is then

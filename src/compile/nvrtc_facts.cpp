@@ -86,11 +86,12 @@ t4a_status nvrtc_loaded_facts(const NvrtcFacts **out) {
   return T4A_SUCCESS;
 }
 
-t4a_status nvrtc_facts(const DiskConfig &disk, const NvrtcFacts **out) {
+t4a_status nvrtc_facts(LazyDiskConfig &lazy, const NvrtcFacts **out) {
   if (const NvrtcFacts *f = g_facts.load(std::memory_order_acquire)) {
     *out = f;
     return T4A_SUCCESS;
   }
+  const DiskConfig &disk = lazy.get();
   if (disk.enabled && !driver::nvrtc_loaded()) {
     if (const NvrtcFacts *f = believe_record(disk)) {
       *out = f;

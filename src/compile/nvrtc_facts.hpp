@@ -30,7 +30,7 @@ bool operator==(const NvrtcFacts &a, const NvrtcFacts &b);
 // The facts for a compile with disk cache `disk`: the process's current
 // ones, else a verified record in disk.dir, else the loaded library's.
 // Fails with NO_COMPILER when NVRTC cannot be loaded.
-t4a_status nvrtc_facts(const DiskConfig &disk, const NvrtcFacts **out);
+t4a_status nvrtc_facts(LazyDiskConfig &disk, const NvrtcFacts **out);
 
 // The loaded library's facts (loads NVRTC); from now on they replace any
 // facts believed from a record.

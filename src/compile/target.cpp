@@ -29,13 +29,17 @@ TargetChoice select_target(const TargetQuery &q) {
   TargetChoice c;
   const int arch = q.cc_major * 10 + q.cc_minor;
   const bool driver_known = q.driver_version > 0;
-  const std::string nvrtc = "NVRTC " + version_text(q.nvrtc_version);
-  const std::string driver =
-      driver_known ? "driver CUDA " + version_text(q.driver_version)
-                   : "driver unknown";
-  const std::string device = "device compute capability " +
-                             std::to_string(q.cc_major) + "." +
-                             std::to_string(q.cc_minor);
+  // The messages' parts, made only when a message is (a compile's memory
+  // hit selects a target too).
+  auto nvrtc = [&] { return "NVRTC " + version_text(q.nvrtc_version); };
+  auto driver = [&] {
+    return driver_known ? "driver CUDA " + version_text(q.driver_version)
+                        : std::string("driver unknown");
+  };
+  auto device = [&] {
+    return "device compute capability " + std::to_string(q.cc_major) + "." +
+           std::to_string(q.cc_minor);
+  };
 
   if (q.output == T4A_COMPILE_CUBIN && supported(q.archs, arch) &&
       (!driver_known || q.driver_version / 1000 >= q.nvrtc_version / 1000)) {
@@ -58,8 +62,9 @@ TargetChoice select_target(const TargetQuery &q) {
               std::to_string(*mm.second) + ")";
     }
     c.status = T4A_ERROR_UNSUPPORTED;
-    c.message = nvrtc + " supports no target at or below sm_" +
-                std::to_string(arch) + range + "; " + driver + "; " + device;
+    c.message = nvrtc() + " supports no target at or below sm_" +
+                std::to_string(arch) + range + "; " + driver() + "; " +
+                device();
     return c;
   }
   if (driver_known && q.driver_version < q.nvrtc_version) {
@@ -67,14 +72,14 @@ TargetChoice select_target(const TargetQuery &q) {
     c.message =
         "no loadable target: " +
         std::string(q.output == T4A_COMPILE_CUBIN && supported(q.archs, arch)
-                        ? "a CUBIN of " + nvrtc + " needs a driver of CUDA " +
+                        ? "a CUBIN of " + nvrtc() + " needs a driver of CUDA " +
                               std::to_string(q.nvrtc_version / 1000) +
                               " or newer, and "
                         : "") +
-        "PTX for compute_" + std::to_string(best) + " from " + nvrtc +
+        "PTX for compute_" + std::to_string(best) + " from " + nvrtc() +
         " needs a driver of CUDA " + version_text(q.nvrtc_version) +
-        " or newer to JIT it; " + driver + " (" +
-        std::to_string(q.driver_version) + "); " + device;
+        " or newer to JIT it; " + driver() + " (" +
+        std::to_string(q.driver_version) + "); " + device();
     return c;
   }
   c.output = T4A_COMPILE_PTX;

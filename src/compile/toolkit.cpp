@@ -60,11 +60,15 @@ std::vector<Candidate> candidates(const char *requested,
   // Relative names are taken against the current directory now: the memo
   // below and the dependencies' toolkit memo are keyed by the path, and a
   // later chdir must not let "tk" mean another directory's toolkit.
+  // (getcwd only when a name is relative: it is a system call on every
+  // compile, memory hits included.)
   char cwd[4096];
-  bool have_cwd = ::getcwd(cwd, sizeof cwd) != nullptr;
-  for (Candidate &x : c)
-    if (!x.dir.empty() && x.dir[0] != '/' && have_cwd)
-      x.dir = std::string(cwd) + "/" + x.dir;
+  int have_cwd = -1; // not asked yet
+  for (Candidate &x : c) {
+    if (x.dir.empty() || x.dir[0] == '/') continue;
+    if (have_cwd < 0) have_cwd = ::getcwd(cwd, sizeof cwd) != nullptr;
+    if (have_cwd == 1) x.dir = std::string(cwd) + "/" + x.dir;
+  }
   return c;
 }
 

@@ -170,6 +170,40 @@ static void test_untrusted_directory_ignored(void **state) {
   expect_disk_hit(source);
 }
 
+/* Counts the warnings that name the untrusted cache directory. */
+static void count_untrusted(void *user, int32_t level, const char *message) {
+  if (level == T4A_LOG_WARN && strstr(message, "is not trusted") != NULL)
+    ++*(int *)user;
+}
+
+/* A memory hit does not read the disk cache's configuration (its
+ * directory's trust check costs system calls on every compile): a
+ * directory that became untrusted after the entry was made is neither
+ * read nor reported by a compile the memory cache answers; the next
+ * compile that would use the disk reports it. */
+static void test_memory_hit_reads_no_disk_config(void **state) {
+  char dir[1024], source[512], tag[128];
+  t4a_compile_stats before, after;
+  int warned = 0;
+  (void)state;
+  fresh_cache_dir(dir, sizeof dir, "memory-hit-no-disk");
+  unique_tag(tag, sizeof tag, "memory-hit-no-disk");
+  kernel_source(source, sizeof source, tag);
+  ASSERT_OK(t4a_artifact_release(compile_source(source, 0))); /* NVRTC */
+  assert_int_equal(chmod(dir, 0777), 0);
+  ASSERT_OK(t4a_set_log_callback(count_untrusted, &warned, T4A_LOG_WARN));
+  before = stats_now();
+  ASSERT_OK(t4a_artifact_release(compile_source(source, 0)));
+  after = stats_now();
+  assert_int_equal(after.memory_hits - before.memory_hits, 1);
+  assert_int_equal(warned, 0);
+  /* A compile that goes past the memory cache reads it, and says so. */
+  expect_nvrtc(source, 0);
+  ASSERT_OK(t4a_set_log_callback(NULL, NULL, T4A_LOG_WARN));
+  assert_int_equal(warned, 1);
+  assert_int_equal(chmod(dir, 0700), 0);
+}
+
 /* An entry writable by others, in a trusted directory, is not loaded: it
  * is taken as corrupt and replaced by a private one. */
 static void test_untrusted_entry_replaced(void **state) {
@@ -489,6 +523,7 @@ static void test_two_threads_compile_each_other(void **state) {
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_untrusted_directory_ignored),
+      cmocka_unit_test(test_memory_hit_reads_no_disk_config),
       cmocka_unit_test(test_untrusted_entry_replaced),
       cmocka_unit_test(test_fifo_entry_does_not_hang),
       cmocka_unit_test(test_huge_sparse_entry_is_corrupt),
