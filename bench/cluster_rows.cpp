@@ -105,6 +105,35 @@ void cluster_rows(t4a_runtime rt, CUstream stream,
       [&] { check(t4a_launch_ex(rt, &d, &a), "cluster launch"); },
       [&] { check_cu(launch_ex(&rc, rfe, params, nullptr), "raw cluster"); },
       sync, 1.04);
+  // Informational rows that split the cluster row: the same launches 200
+  // per synchronize (the queue never fills: host enqueue cost alone), the
+  // same kernel and grid without a cluster through both paths, and raw
+  // with a cluster against raw without one (what a cluster costs the
+  // driver).
+  latency(
+      "cluster launch, 200 per synchronize (enqueue only)", reps, 200,
+      [&] { check(t4a_launch_ex(rt, &d, &a), "cluster launch"); },
+      [&] { check_cu(launch_ex(&rc, rfe, params, nullptr), "raw cluster"); },
+      sync, 0);
+  latency(
+      "the cluster row's kernel and grid without a cluster (cuLaunchKernel)",
+      reps, quick ? 1000 : 5000, [&] { check(t4a_launch(rt, &d), "launch"); },
+      [&] {
+        check_cu(raw.cuLaunchKernel(rfe, 264, 1, 1, 128, 1, 1, 0, stream,
+                                    params, nullptr),
+                 "raw launch");
+      },
+      sync, 0);
+  latency(
+      "raw: cuLaunchKernelEx with a cluster vs cuLaunchKernel without", reps,
+      quick ? 1000 : 5000,
+      [&] { check_cu(launch_ex(&rc, rfe, params, nullptr), "raw cluster"); },
+      [&] {
+        check_cu(raw.cuLaunchKernel(rfe, 264, 1, 1, 128, 1, 1, 0, stream,
+                                    params, nullptr),
+                 "raw launch");
+      },
+      sync, 0);
 
   // ---- chains of 1,000 small dependent kernels ----
   constexpr int k_chain = 1000;
@@ -180,7 +209,7 @@ void cluster_rows(t4a_runtime rt, CUstream stream,
       },
       sync, 0);
   per_kernel(r2);
-  for (size_t i = rows().size() - 3; i < rows().size(); ++i)
+  for (size_t i = rows().size() - 6; i < rows().size(); ++i)
     std::printf("%s: %.3f us vs %.3f us (%.3fx)\n", rows()[i].name.c_str(),
                 rows()[i].ours.median, rows()[i].raw.median, rows()[i].ratio);
   std::fflush(stdout);
