@@ -1746,6 +1746,302 @@ def test_buffer_reuse_under_threads_hands_each_handle_to_one_owner(rt):
     assert s["kept"] == 8000 - hits == misses and s["kept"] <= 12
 
 
+@needs_fake
+def test_buffer_reuse_limit_is_exact_after_many_hits():
+    # Hits do not lower the kept-bytes bound (they take no lock); a close
+    # the bound would refuse counts what is kept first, so buffers up to
+    # the limit are still kept, and one past it is refused.
+    size = 1 << 20
+    with t4acuda.Runtime(reuse_bytes=2 * size) as rt:
+        for b in [rt.alloc(size), rt.alloc(size)]:
+            b.close()
+        lib = rt.stats()["allocations"]
+        for _ in range(100):
+            a, b = rt.alloc(size), rt.alloc(size)
+            a.close()
+            b.close()
+        s = rt.reuse_stats()
+        assert (s["kept"], s["kept_bytes"], s["refused"]) == (2, 2 * size, 0)
+        assert s["hits"] == 200 and rt.stats()["allocations"] == lib
+        extra = [rt.alloc(size) for _ in range(3)]  # 2 hits, 1 from the library
+        for b in extra:  # the third is one past the limit
+            b.close()
+        s = rt.reuse_stats()
+        assert (s["kept"], s["kept_bytes"]) == (2, 2 * size)
+        assert s["refused"] == 1 and s["hits"] == 202
+
+
+@needs_fake
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork")
+def test_a_forked_child_forgets_the_kept_buffers(rt):
+    rt.alloc(4096).close()
+    rt.alloc(8192).close()
+    before = rt.reuse_stats()
+    assert before["kept"] == 2
+    pid = os.fork()
+    if pid == 0:  # the child: only Python, the parent's handles are not used
+        try:
+            s = rt.reuse_stats()
+            ok = (s["kept"], s["kept_bytes"], s["hits"], s["released"]) == \
+                (0, 0, before["hits"], before["released"])
+            ok = ok and rt._reuse.take(4096) is None  # nothing handed out
+            os._exit(0 if ok else 1)
+        finally:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert rt.reuse_stats() == before  # the parent keeps them
+    assert rt.alloc(4096)._h.id  # and reuses them
+
+
+class _Racy:
+    """sys.setswitchinterval(1e-6) for a block: threads switch as often as
+    the interpreter lets them, so lock-free steps interleave."""
+
+    def __enter__(self):
+        self.old = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)
+
+    def __exit__(self, *exc):
+        sys.setswitchinterval(self.old)
+
+
+def _run_threads(n, work):
+    import threading
+    errors = []
+
+    def run(i):
+        try:
+            work(i)
+        except BaseException as e:  # reported below
+            errors.append(e)
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    with _Racy():
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors, errors[:3]
+
+
+@needs_fake
+def test_buffer_reuse_same_size_under_threads_is_exact():
+    # One size, a limit of 3 buffers for 6 threads of 3 each: lock-free
+    # takes race each other and locked keeps, and the limit refuses.
+    import threading
+    size, threads, rounds = 1 << 20, 6, 400
+    live, lock = {}, threading.Lock()
+    with t4acuda.Runtime(reuse_bytes=3 * size) as rt:
+        lib, before = rt.stats(), rt.reuse_stats()
+
+        def work(i):
+            for _ in range(rounds):
+                bufs = [rt.alloc(size) for _ in range(3)]
+                for b in bufs:
+                    with lock:  # no handle has two owners at once
+                        assert b._h.id not in live, "a handle handed to two owners"
+                        live[b._h.id] = b
+                for b in bufs:
+                    with lock:
+                        del live[b._h.id]
+                    b.close()
+        _run_threads(threads, work)
+        s, now = rt.reuse_stats(), rt.stats()
+        allocs = threads * rounds * 3
+        d = {k: s[k] - before[k] for k in ("hits", "misses", "returned", "refused")}
+        assert d["hits"] + d["misses"] == allocs
+        assert d["returned"] + d["refused"] == allocs  # every close kept or refused
+        assert s["kept"] == d["returned"] - d["hits"] and s["released"] == 0
+        assert s["kept_bytes"] == s["kept"] * size <= 3 * size
+        # The library agrees: a miss allocated, a refusal freed, and what is
+        # kept is all that is still allocated.
+        assert now["allocations"] - lib["allocations"] == d["misses"]
+        assert now["frees"] - lib["frees"] == d["refused"]
+        assert now["bytes_allocated"] - lib["bytes_allocated"] == s["kept_bytes"]
+        assert d["hits"] > 0 and d["refused"] > 0  # both paths ran
+
+
+class _FakeBuffer:
+    """What BufferReuse.keep reads of a Buffer."""
+    __slots__ = ("_h", "_desc", "_reuse_epoch")
+
+    def __init__(self, h, n, epoch=0):
+        self._h, self._desc, self._reuse_epoch = h, (n, None, None), epoch
+
+
+def test_buffer_reuse_take_racing_drain_hands_each_handle_out_once():
+    # BufferReuse alone (no library, fake handles): lock-free takes race
+    # locked keeps and a thread draining (trim) all the time. A handle both
+    # taken and drained would show as a second owner, a handle drained
+    # twice, or hits that differ from the takers' own count.
+    import itertools
+    import threading
+    from t4acuda import _reuse
+    r = _reuse.BufferReuse(64 * 1000)
+    fresh = itertools.count(1)
+    owned, drained, lock = set(), [], threading.Lock()
+    counts = {"hits": 0, "misses": 0, "done": 0}
+    workers, rounds = 4, 4000
+
+    def work(i):
+        if i == workers:  # the drainer, until the others are done
+            while counts["done"] < workers:
+                out = r.drain()
+                with lock:
+                    assert not owned & set(out), "a handle drained while owned"
+                    drained.extend(out)
+            return
+        hits = misses = 0
+        try:
+            for _ in range(rounds):
+                h = r.take(64)
+                if h is None:
+                    misses += 1
+                    h = next(fresh)
+                else:
+                    hits += 1
+                with lock:
+                    assert h not in owned, "a handle taken by two owners"
+                    owned.add(h)
+                with lock:
+                    owned.discard(h)
+                assert r.keep(_FakeBuffer(h, 64)) is None  # kept: the limit is ample
+        finally:
+            with lock:
+                counts["hits"] += hits
+                counts["misses"] += misses
+                counts["done"] += 1
+    _run_threads(workers + 1, work)
+    s = r.stats()
+    left = r.drain()
+    out = drained + left
+    assert len(out) == len(set(out)), "a handle drained twice"
+    assert s["kept"] == len(left) and r.stats()["kept"] == 0
+    assert (s["hits"], s["misses"]) == (counts["hits"], counts["misses"])
+    assert s["hits"] + s["misses"] == workers * rounds and s["refused"] == 0
+    assert s["released"] == len(drained) > 0 and counts["hits"] > 0
+    assert s["returned"] == workers * rounds
+
+
+class _HookList(list):
+    """A kept-handles list whose first pop() runs `hook` before popping:
+    it places another thread's step at that point, deterministically."""
+
+    def __init__(self, items, hook):
+        super().__init__(items)
+        self.hook = hook
+
+    def pop(self, *args):
+        hook, self.hook = self.hook, None
+        if hook is not None:
+            hook(self)
+        return super().pop(*args)
+
+
+def test_buffer_reuse_drain_between_a_takes_lookup_and_its_pop():
+    from t4acuda import _reuse
+    r = _reuse.BufferReuse(1 << 20)
+    assert r.keep(_FakeBuffer("h1", 64)) is None
+    drained = []
+    # A take found the list; a drain runs before its pop: the drain gets
+    # the handle, the take none (a miss).
+    r._lists[64] = _HookList(r._lists[64], lambda lst: drained.extend(r.drain()))
+    assert r.take(64) is None and drained == ["h1"]
+    s = r.stats()
+    assert (s["hits"], s["misses"], s["released"], s["kept"]) == (0, 1, 1, 0)
+    # A drain swapped the dict; a take that found the old list pops before
+    # the drain does: each handle goes to one of them.
+    for h in ("h2", "h3"):
+        assert r.keep(_FakeBuffer(h, 64)) is None
+    taken = []
+    r._lists[64] = _HookList(r._lists[64], lambda lst: taken.append(list.pop(lst)))
+    out = r.drain()
+    assert sorted(out + taken) == ["h2", "h3"] and len(taken) == 1
+    s = r.stats()
+    assert (s["hits"], s["released"], s["kept"], s["returned"]) == (1, 2, 0, 3)
+
+
+@needs_fake
+def test_trim_between_a_takes_lookup_and_its_pop_leaves_it_a_miss(rt):
+    size = 4096
+    rt.alloc(size).close()
+    lib, before = rt.stats(), rt.reuse_stats()
+    reuse = rt._reuse
+    reuse._lists[size] = _HookList(reuse._lists[size], lambda lst: rt.trim())
+    b = rt.alloc(size)  # trim released the kept one: this is the library's
+    b.fill(7)  # a live handle (a released one would raise InvalidHandle)
+    assert b.download(np.uint8)[0] == 7
+    s, now = rt.reuse_stats(), rt.stats()
+    assert s["hits"] == before["hits"] and s["misses"] == before["misses"] + 1
+    assert s["released"] == before["released"] + 1 and s["kept"] == 0
+    assert now["frees"] == lib["frees"] + 1 and now["allocations"] == lib["allocations"] + 1
+    b.close()
+
+
+@needs_fake
+def test_close_takes_the_handle_under_the_reuse_lock_and_del_never_waits(rt):
+    import threading
+    for share in (False, True):  # kept (keep) or released (_take)
+        b = rt.alloc(4096)
+        if share:
+            b.info()
+        lock = rt._reuse._lock
+        lock.acquire()
+        try:
+            t = threading.Thread(target=b.close)
+            t.start()
+            t.join(0.2)
+            assert t.is_alive() and not b.closed, "close did not wait for the lock"
+        finally:
+            lock.release()
+        t.join()
+        assert b.closed
+    # Dropped, a buffer is kept as if closed; but a finalizer may run while
+    # this thread holds the lock (a garbage collection inside a locked
+    # step): then it does not wait, and releases the buffer.
+    b = rt.alloc(4096)
+    returned, frees = rt.reuse_stats()["returned"], rt.stats()["frees"]
+    del b
+    assert rt.reuse_stats()["returned"] == returned + 1 and rt.stats()["frees"] == frees
+    b = rt.alloc(4096)
+    kept = rt.reuse_stats()["kept"]
+    with rt._reuse._lock:
+        del b
+    assert rt.reuse_stats()["kept"] == kept and rt.stats()["frees"] == frees + 1
+    assert rt.reuse_stats()["returned"] == returned + 1
+
+
+@needs_fake
+def test_two_threads_closing_one_buffer_release_or_keep_it_once(rt):
+    # Threads close one object at once, kept (its handle goes to the reuse
+    # once) or shared (released to the library once: a second release of
+    # the handle would raise InvalidHandle in a thread).
+    import threading
+    n, rounds = 4, 150
+    barrier = threading.Barrier(n)
+    box = {}
+    lib, before = rt.stats(), rt.reuse_stats()
+
+    def work(i):
+        for k in range(rounds):
+            if i == 0:
+                b = rt.alloc(4096)
+                if k % 2:
+                    b.info()  # shared: released, never kept
+                box["b"] = b
+            barrier.wait()
+            box["b"].close()
+            barrier.wait()
+    _run_threads(n, work)
+    s, now = rt.reuse_stats(), rt.stats()
+    # An even round allocates (a miss) and keeps its buffer once; the next
+    # round takes it (a hit), shares it, and releases it once.
+    half = rounds // 2
+    assert s["returned"] - before["returned"] == half and s["kept"] == 0
+    assert s["hits"] - before["hits"] == half == s["misses"] - before["misses"]
+    assert now["allocations"] - lib["allocations"] == half == now["frees"] - lib["frees"]
+
+
 # ---- property tests (Hypothesis): accepted exactly when ref_dims accepts
 
 PROP = dict(max_examples=150, deadline=None, database=None, derandomize=True)

@@ -64,6 +64,10 @@ def _need_numpy(what: str) -> None:
 
 _BYTES = _np.dtype(_np.uint8) if _np is not None else "uint8"
 
+# Buffer._take's lock for a Buffer whose runtime has no reuse (one made
+# by hand, as the tests do); Runtime's buffers use their runtime's.
+_TAKE_LOCK = threading.Lock()
+
 
 def _describe(entry: str, nbytes: SupportsIndex, dtype: npt.DTypeLike = None,
               shape: Optional[Shape] = None) -> Desc:
@@ -299,12 +303,19 @@ def _as_scalar(arg: object, index: int) -> ctypes._SimpleCData[Any]:
 
 class _Owned:
     """An owned reference to one library handle; close() releases it once."""
+    # Empty, so that Buffer's __slots__ leave it without a __dict__; the
+    # other subclasses declare none and have one.
+    __slots__ = ()
     _release = ""  # name of the C release function
     _type = ""     # name of the handle struct
-    _h: Optional[ctypes.Structure] = None  # the instance's own, once _set
+    # The instance's own once _set (Buffer: a slot, always set). Default
+    # None: closed, for an object whose __init__ stopped before _set.
+    _h: Optional[ctypes.Structure] = None
 
     def _set(self, handle: ctypes.Structure) -> None:
-        self._h = handle
+        # mypy sees only _Owned's empty __slots__; every subclass has a
+        # __dict__ or an _h slot.
+        self._h = handle  # type: ignore[misc]
 
     @property
     def handle(self) -> ctypes.Structure:
@@ -712,17 +723,27 @@ class Runtime(_Owned):
               shape: Optional[Shape] = None) -> Buffer:
         """A device buffer of `nbytes` bytes (zero-filled in stream order if
         `zero`); dtype/shape describe it for download() and DLPack."""
-        desc = _describe("Runtime.alloc", nbytes, dtype, shape)
         reuse = self._reuse
         epoch = reuse.epoch
-        n = desc[0]
-        if not zero and not epoch & 1 and 0 < n <= reuse.limit:
-            kept = reuse.take(n)
-            if kept is not None:  # Buffer._of, inline: this is the hot path
+        if (type(nbytes) is int and dtype is None and shape is None and not zero
+                and not epoch & 1 and 0 < nbytes <= reuse.limit):
+            # The hot path: plain bytes of a size that may be kept. The
+            # description is _describe's, inline (reuse.limit <= INT64_MAX).
+            desc: Desc = (nbytes, _BYTES, (nbytes,))
+            kept = reuse.take(nbytes)
+            if kept is not None:  # Buffer._of, inline
                 b = _new_buffer(Buffer)
                 b._h, b.runtime, b._desc, b._readonly, b._reuse_epoch = \
                     kept, self, desc, False, epoch
                 return b
+            n = nbytes
+        else:
+            desc = _describe("Runtime.alloc", nbytes, dtype, shape)
+            n = desc[0]
+            if not zero and not epoch & 1 and 0 < n <= reuse.limit:
+                kept = reuse.take(n)
+                if kept is not None:
+                    return Buffer._of(self, kept, desc, False, epoch)
         h = S["t4a_buffer"]()
         flags = K["T4A_BUFFER_ZERO"] if zero else 0
         st = C.t4a_buffer_alloc(self._live(), n, flags, _byref(h))
@@ -815,21 +836,26 @@ class Buffer(_Owned):
     checked against nbytes when the Buffer is made (docs/python.md,
     "Validation"); nbytes, dtype, shape and readonly are read-only."""
     _release, _type = "t4a_buffer_release", "t4a_buffer"
+    # Slots: smaller and faster on the reuse path. _h is read and cleared
+    # under the runtime's reuse lock (close), which makes that one step.
+    __slots__ = ("_h", "runtime", "_desc", "_readonly", "_reuse_epoch", "__weakref__")
 
     runtime: Runtime
     _desc: Desc
     _readonly: bool
     # The reuse epoch of its allocation (Runtime.alloc); None: never kept
     # for reuse (made otherwise, or shared: see _share).
-    _reuse_epoch: Optional[int] = None
+    _reuse_epoch: Optional[int]
 
     def __init__(self, runtime: Runtime, handle: ctypes.Structure, nbytes: SupportsIndex,
                  dtype: npt.DTypeLike = None, shape: Optional[Shape] = None,
                  readonly: bool = False) -> None:
-        desc = _describe("Buffer", nbytes, dtype, shape)
-        self._set(handle)
+        self._h = None  # closed, should the description be refused
+        self._reuse_epoch = None
         self.runtime = runtime
+        desc = _describe("Buffer", nbytes, dtype, shape)
         self._desc, self._readonly = desc, bool(readonly)
+        self._set(handle)
 
     @classmethod
     def _of(cls, runtime: Runtime, handle: ctypes.Structure, desc: Desc,
@@ -837,11 +863,8 @@ class Buffer(_Owned):
         """A Buffer owning `handle`, with a description from _describe
         (`reuse_epoch`: Runtime.alloc's, see _reuse_epoch)."""
         b = cls.__new__(cls)
-        b._h = handle
-        b.runtime = runtime
-        b._desc, b._readonly = desc, bool(readonly)
-        if reuse_epoch is not None:
-            b._reuse_epoch = reuse_epoch
+        b._h, b.runtime, b._desc, b._readonly, b._reuse_epoch = \
+            handle, runtime, desc, bool(readonly), reuse_epoch
         return b
 
     def _share(self) -> None:
@@ -854,15 +877,51 @@ class Buffer(_Owned):
         else can hold is kept for the runtime's next allocation of its size
         instead, up to Runtime(reuse_bytes=...) (docs/python.md, "Buffer
         reuse")."""
-        h = self.__dict__.pop("_h", None)  # _take(), inline: the hot path
-        if h is None or not h.id:
+        if self._reuse_epoch is not None:  # takes _h under the reuse lock
+            h = self.runtime._reuse.keep(self)  # None: kept, or closed already
+        else:
+            h = self._take()
+        if h is not None and h.id:
+            check(C.t4a_buffer_release(h))
+
+    def _take(self) -> Optional[ctypes.Structure]:
+        """The handle, taken from this object (None: closed already), in
+        one step under its runtime's reuse lock, the lock keep() takes it
+        under: of two threads closing at once, exactly one gets it."""
+        try:
+            lock = self.runtime._reuse._lock
+        except AttributeError:  # a Buffer made by hand, of no Runtime
+            lock = _TAKE_LOCK
+        lock.acquire()
+        try:
+            h, self._h = self._h, None
+        finally:
+            lock.release()
+        return h
+
+    def __del__(self) -> None:
+        # Nothing else can reach this object, so no other close races this
+        # one; and no lock is waited for (keep(wait=False)): a finalizer may
+        # run inside a locked step of this same thread, through the garbage
+        # collector. If the runtime's reuse lock is held, the buffer is
+        # released instead of kept.
+        try:
+            h = self._h
+        except AttributeError:  # its slots were never set
             return
-        epoch = self._reuse_epoch
-        if epoch is not None:
-            reuse = self.runtime._reuse
-            if reuse.epoch == epoch and reuse.give(self._desc[0], h):
-                return
-        check(C.t4a_buffer_release(h))
+        if h is None or sys is None or sys.is_finalizing():
+            return  # closed already, or the library may be unloading
+        try:
+            if self._reuse_epoch is not None:
+                h = self.runtime._reuse.keep(self, False)
+                if h is None:
+                    return
+            else:
+                h, self._h = self._h, None
+            if h is not None and h.id:
+                C.t4a_buffer_release(h)  # nothing may escape __del__
+        except Exception:
+            pass
 
     @property
     def handle(self) -> ctypes.Structure:

@@ -21,6 +21,18 @@ At most `limit` bytes are kept per runtime; a larger buffer is never kept.
 Runtime.trim() and Runtime.close() release what is kept; an allocation the
 library refuses with OutOfMemory releases it too and is tried once more.
 stats() counts it all (Runtime.reuse_stats()).
+
+Threads: a hit takes no lock. The kept handles of a size are a list, and
+take() is one list.pop(), a single atomic step, so of threads taking at
+once each gets another handle or none. Everything else holds the lock:
+keep() (a close), a miss (only to count it), drain(), stats() and the
+capture epoch. No counter is written on a hit: hits are derived as
+returned - kept - released (each kept handle leaves through a take or a
+drain, or is forgotten after a fork), and _kept_bytes is an upper bound
+(takes do not lower it) that keep() recounts exactly from the lists before
+it would refuse, if a take happened since it last counted, so the limit
+holds exactly. drain() swaps in a new dict, then pops each old list until
+it is empty: a take racing it gets a handle drain() then does not.
 """
 
 from __future__ import annotations
@@ -36,23 +48,30 @@ _ALL: "weakref.WeakSet[BufferReuse]" = weakref.WeakSet()
 
 class BufferReuse:
     """Kept buffer handles of one runtime, by size (see the module doc)."""
-    __slots__ = ("limit", "epoch", "_lists", "_lock", "_open", "_kept_bytes", "_hits",
-                 "_misses", "_returned", "_refused", "_dropped", "__weakref__")
+    __slots__ = ("limit", "epoch", "_lists", "_lock", "_open", "_kept_bytes", "_taken",
+                 "_misses", "_returned", "_refused", "_dropped", "_forgotten",
+                 "__weakref__")
 
     def __init__(self, limit: int) -> None:
+        # At most INT64_MAX (Runtime checks it), which Runtime.alloc's fast
+        # path relies on.
         self.limit = limit
         # Even between graph captures of the runtime, odd during one; a
         # buffer is kept only if no capture began since its allocation.
         self.epoch = 0
+        # Kept handles by size. A list is only appended to under the lock,
+        # and popped by anyone; the dict only changes under the lock.
         self._lists: dict[int, list[Any]] = {}
         self._lock = threading.Lock()
         self._open = limit > 0
-        self._kept_bytes = 0  # their bytes
-        self._hits = 0  # allocations served from here
+        # At least the bytes kept (exact after a recount; takes do not lower it).
+        self._kept_bytes = 0
+        self._taken = False  # a take may have happened since the last recount
         self._misses = 0  # allocations that found none of their size
         self._returned = 0  # closes that kept their handle
         self._refused = 0  # closes of a reusable buffer not kept: over the limit
         self._dropped = 0  # handles released by drain (trim, close, OutOfMemory)
+        self._forgotten = 0  # handles dropped in a forked child (the parent's)
         _ALL.add(self)
 
     def capture_edge(self) -> None:
@@ -60,50 +79,107 @@ class BufferReuse:
         with self._lock:
             self.epoch += 1
 
-    # take and give hold the lock without a `with` block (half the cost on
-    # this path); try/finally still releases it if an append runs out of
-    # memory.
     def take(self, nbytes: int) -> Optional[Any]:
-        """A kept handle of exactly `nbytes` bytes, or None."""
-        lock = self._lock
-        lock.acquire()
-        try:
-            lst = self._lists.get(nbytes)
-            if lst:
-                self._kept_bytes -= nbytes
-                self._hits += 1
-                return lst.pop()
+        """A kept handle of exactly `nbytes` bytes, or None. A hit is one
+        list.pop() and takes no lock (see the module doc)."""
+        lst = self._lists.get(nbytes)
+        if lst:
+            try:
+                h = lst.pop()
+            except IndexError:  # another take or a drain had the last one
+                pass
+            else:
+                self._taken = True  # after the pop: a recount begun since sees it
+                return h
+        with self._lock:
             self._misses += 1
+        return None
+
+    # keep() holds the lock without a `with` block (cheaper on this path);
+    # try/finally still releases it if an append runs out of memory.
+    def keep(self, buf: Any, wait: bool = True) -> Optional[Any]:
+        """Closes `buf`, a Buffer of Runtime.alloc: takes its handle (in the
+        same locked step as keeping it, so that of two threads closing it
+        one gets the handle) and keeps it if its epoch is current and the
+        limit allows. Returns None when it was kept or closed already, else
+        the handle, which the caller releases. Without `wait` (a finalizer,
+        which may run inside this thread's own locked step through the
+        garbage collector) it does not wait for the lock: if it is held,
+        the handle is returned to be released."""
+        lock = self._lock
+        if not (lock.acquire() if wait else lock.acquire(False)):
+            h, buf._h = buf._h, None  # a finalizer's object: nobody else has it
+            return h
+        try:
+            h = buf._h
+            if h is None:
+                return None  # closed already
+            buf._h = None
+            n = buf._desc[0]
+            kept = self._kept_bytes + n
+            if kept > self.limit or n <= 0 or not self._open \
+                    or self.epoch != buf._reuse_epoch:
+                return self._keep_slow(h, n, buf._reuse_epoch)
+            lst = self._lists.get(n)
+            if lst is None:
+                lst = self._lists[n] = []
+            lst.append(h)
+            self._kept_bytes = kept
+            self._returned += 1
             return None
         finally:
             lock.release()
 
-    def give(self, nbytes: int, handle: Any) -> bool:
-        """Keeps `handle` (its buffer closed) if the limit allows; False:
-        the caller releases it."""
-        lock = self._lock
-        lock.acquire()
-        try:
-            if not self._open or nbytes <= 0 or self._kept_bytes + nbytes > self.limit:
-                if self._open:
-                    self._refused += 1
-                return False
-            lst = self._lists.get(nbytes)
-            if lst is None:
-                lst = self._lists[nbytes] = []
-            lst.append(handle)
-            self._kept_bytes += nbytes
-            self._returned += 1
-            return True
-        finally:
-            lock.release()
+    def _keep_slow(self, h: Any, n: int, epoch: Optional[int]) -> Optional[Any]:
+        """keep() past the common case (the lock held): a buffer of an older
+        epoch, a closed reuse, or one the upper bound would refuse."""
+        if epoch != self.epoch or not self._open:
+            return h  # not counted as refused
+        if n > 0 and self._kept_bytes + n > self.limit and self._taken:
+            self._recount()
+        if n <= 0 or self._kept_bytes + n > self.limit:
+            self._refused += 1
+            return h
+        lst = self._lists.get(n)
+        if lst is None:
+            lst = self._lists[n] = []
+        lst.append(h)
+        self._kept_bytes += n
+        self._returned += 1
+        return None
+
+    def _recount(self) -> None:
+        """_kept_bytes exactly, from the lists (the lock held); drops the
+        lists that are empty (a take holding one finds it empty, as it
+        would have)."""
+        self._taken = False  # before counting: a take popping after this sets it again
+        total = 0
+        empty = []
+        for n, lst in self._lists.items():  # only keep() and drain() change the dict
+            k = len(lst)
+            if k:
+                total += n * k
+            else:
+                empty.append(n)
+        for n in empty:
+            if not self._lists[n]:  # nothing appends but under the lock
+                del self._lists[n]
+        self._kept_bytes = total
 
     def drain(self, close: bool = False) -> list[Any]:
         """Takes every kept handle (the caller releases them); with `close`,
         keeps nothing from now on."""
         with self._lock:
-            out = [h for lst in self._lists.values() for h in lst]
-            self._lists = {}
+            old, self._lists = self._lists, {}
+            out: list[Any] = []
+            for lst in old.values():
+                # Popped one by one, as take() pops: a take racing this gets
+                # a handle or IndexError, never one that is also in `out`.
+                while True:
+                    try:
+                        out.append(lst.pop())
+                    except IndexError:
+                        break
             self._kept_bytes = 0
             self._dropped += len(out)
             if close:
@@ -112,16 +188,22 @@ class BufferReuse:
 
     def stats(self) -> dict[str, int]:
         with self._lock:
-            return {"limit_bytes": self.limit,
-                    "kept": sum(len(lst) for lst in self._lists.values()),
-                    "kept_bytes": self._kept_bytes, "hits": self._hits,
+            kept = kept_bytes = 0
+            for n, lst in self._lists.items():
+                k = len(lst)
+                kept += k
+                kept_bytes += n * k
+            return {"limit_bytes": self.limit, "kept": kept, "kept_bytes": kept_bytes,
+                    "hits": self._returned - kept - self._dropped - self._forgotten,
                     "misses": self._misses, "returned": self._returned,
                     "refused": self._refused, "released": self._dropped}
 
     def _forget(self) -> None:
-        # In a forked child: the handles are the parent's (the library
-        # refuses them here); drop them without a call and keep nothing.
+        # In a forked child (one thread): the handles are the parent's (the
+        # library refuses them here); drop them without a call and keep
+        # nothing. They count as neither hits nor released.
         self._lock = threading.Lock()
+        self._forgotten += sum(len(lst) for lst in self._lists.values())
         self._lists = {}
         self._kept_bytes = 0
         self._open = False
