@@ -1979,36 +1979,112 @@ def test_trim_between_a_takes_lookup_and_its_pop_leaves_it_a_miss(rt):
 
 
 @needs_fake
-def test_close_takes_the_handle_under_the_reuse_lock_and_del_never_waits(rt):
+def test_close_takes_the_handle_under_the_reuse_lock(rt):
     import threading
     for share in (False, True):  # kept (keep) or released (_take)
         b = rt.alloc(4096)
         if share:
             b.info()
-        lock = rt._reuse._lock
-        lock.acquire()
+        reuse = rt._reuse
+        assert reuse._enter()  # another thread's locked step
         try:
             t = threading.Thread(target=b.close)
             t.start()
             t.join(0.2)
             assert t.is_alive() and not b.closed, "close did not wait for the lock"
         finally:
-            lock.release()
+            reuse._exit()
         t.join()
         assert b.closed
-    # Dropped, a buffer is kept as if closed; but a finalizer may run while
-    # this thread holds the lock (a garbage collection inside a locked
-    # step): then it does not wait, and releases the buffer.
+    # Dropped, a buffer is kept as if closed; a finalizer that runs inside
+    # a locked step of this same thread (a garbage collection there) does
+    # not wait for the lock: it releases the buffer.
     b = rt.alloc(4096)
     returned, frees = rt.reuse_stats()["returned"], rt.stats()["frees"]
     del b
     assert rt.reuse_stats()["returned"] == returned + 1 and rt.stats()["frees"] == frees
     b = rt.alloc(4096)
     kept = rt.reuse_stats()["kept"]
-    with rt._reuse._lock:
+    assert rt._reuse._enter()
+    try:
         del b
+    finally:
+        rt._reuse._exit()
     assert rt.reuse_stats()["kept"] == kept and rt.stats()["frees"] == frees + 1
     assert rt.reuse_stats()["returned"] == returned + 1
+
+
+# A user's __del__ that closes a buffer (shared or not), run by the garbage
+# collector inside a locked step of the reuse (trim's drain allocates while
+# it holds the lock): each once hung on the non-re-entrant lock. In a child
+# process, so that a hang fails the test instead of hanging the suite.
+_GC_CLOSE = """
+import gc, sys, t4acuda
+rt = t4acuda.Runtime()
+class Holder:
+    def __init__(self, buf):
+        self.buf, self.cycle = buf, self  # a cycle: only the collector frees it
+    def __del__(self):
+        self.buf.close()
+gc.set_threshold(3)
+share = sys.argv[1] == "shared"
+for i in range(600):
+    rt.alloc(4096).close()  # one kept buffer: trim's drain has work
+    s = rt.alloc(64)
+    if share:
+        s.handle
+    junk = [object() for _ in range(i % 7)]
+    Holder(s); s = None
+    rt.trim()
+gc.collect()
+lib = rt.stats()
+assert lib["bytes_allocated"] == rt.reuse_stats()["kept_bytes"], (lib, rt.reuse_stats())
+print("ok")
+"""
+
+
+@needs_fake
+@pytest.mark.parametrize("kind", ["shared", "kept"])
+def test_user_finalizer_closing_inside_a_locked_step_does_not_hang(kind):
+    r = subprocess.run([sys.executable, "-c", _GC_CLOSE, kind], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+@needs_fake
+def test_owned_objects_cannot_be_copied_or_pickled(rt):
+    import copy
+    import pickle
+    b = rt.alloc(64)
+    for f in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match=r"t4acuda\.Buffer cannot be copied.*retain\(\)"):
+            f(b)
+    with pytest.raises(TypeError, match=r"t4acuda\.Runtime cannot be copied"):
+        copy.copy(rt)
+    b.close()
+    assert rt.reuse_stats()["returned"] >= 1
+
+
+@needs_fake
+def test_retain_racing_close_never_aliases(rt):
+    # retain marks the buffer shared before it reads the handle: a close
+    # between the two releases it (retain fails, naming the closed
+    # buffer); it is never kept for another owner.
+    b = rt.alloc(4096)
+    orig = type(b)._live
+
+    def closing_live(self):
+        type(self)._live = orig  # once
+        self.close()
+        return orig(self)
+    type(b)._live = closing_live
+    try:
+        with pytest.raises(t4acuda.InvalidHandle, match="closed"):
+            b.retain()
+    finally:
+        type(b)._live = orig
+    kept = rt.reuse_stats()["kept"]
+    assert kept == 0, "a buffer being retained was kept for reuse"
 
 
 @needs_fake

@@ -66,7 +66,7 @@ _BYTES = _np.dtype(_np.uint8) if _np is not None else "uint8"
 
 # Buffer._take's lock for a Buffer whose runtime has no reuse (one made
 # by hand, as the tests do); Runtime's buffers use their runtime's.
-_TAKE_LOCK = threading.Lock()
+_NO_REUSE = _reuse.BufferReuse(0)
 
 
 def _describe(entry: str, nbytes: SupportsIndex, dtype: npt.DTypeLike = None,
@@ -345,6 +345,14 @@ class _Owned:
         h = self._take()
         if h is not None and h.id:
             check(getattr(C, self._release)(h))
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
+        # copy.copy, copy.deepcopy and pickle would make a second owner of
+        # the same handle (released twice, or kept for reuse twice).
+        name = type(self).__name__
+        more = f"; {name}.retain() gives another reference" if hasattr(self, "retain") else ""
+        raise TypeError(f"a t4acuda.{name} cannot be copied or pickled: it owns a "
+                        f"library handle{more}")
 
     def __enter__(self: _O) -> _O:
         return self
@@ -725,8 +733,8 @@ class Runtime(_Owned):
         `zero`); dtype/shape describe it for download() and DLPack."""
         reuse = self._reuse
         epoch = reuse.epoch
-        if (type(nbytes) is int and dtype is None and shape is None and not zero
-                and not epoch & 1 and 0 < nbytes <= reuse.limit):
+        if (type(nbytes) is int and 0 < nbytes <= reuse.limit and dtype is None
+                and shape is None and not zero and not epoch & 1):
             # The hot path: plain bytes of a size that may be kept. The
             # description is _describe's, inline (reuse.limit <= INT64_MAX).
             desc: Desc = (nbytes, _BYTES, (nbytes,))
@@ -889,22 +897,19 @@ class Buffer(_Owned):
         one step under its runtime's reuse lock, the lock keep() takes it
         under: of two threads closing at once, exactly one gets it."""
         try:
-            lock = self.runtime._reuse._lock
+            reuse = self.runtime._reuse
         except AttributeError:  # a Buffer made by hand, of no Runtime
-            lock = _TAKE_LOCK
-        lock.acquire()
-        try:
-            h, self._h = self._h, None
-        finally:
-            lock.release()
+            reuse = _NO_REUSE
+        h: Optional[ctypes.Structure] = reuse.swap(self)
         return h
 
     def __del__(self) -> None:
-        # Nothing else can reach this object, so no other close races this
-        # one; and no lock is waited for (keep(wait=False)): a finalizer may
-        # run inside a locked step of this same thread, through the garbage
-        # collector. If the runtime's reuse lock is held, the buffer is
-        # released instead of kept.
+        # Another thread may still reach this object (a weak reference
+        # resolves until the finalizer ends), so the handle is taken under
+        # the reuse lock as close() takes it. A finalizer that runs inside
+        # a locked step of this same thread (the garbage collector) does not
+        # wait: keep() and _take() find the lock their own and release the
+        # buffer instead of keeping it (_reuse.BufferReuse._enter).
         try:
             h = self._h
         except AttributeError:  # its slots were never set
@@ -913,11 +918,11 @@ class Buffer(_Owned):
             return  # closed already, or the library may be unloading
         try:
             if self._reuse_epoch is not None:
-                h = self.runtime._reuse.keep(self, False)
+                h = self.runtime._reuse.keep(self)
                 if h is None:
                     return
             else:
-                h, self._h = self._h, None
+                h = self._take()
             if h is not None and h.id:
                 C.t4a_buffer_release(h)  # nothing may escape __del__
         except Exception:
@@ -974,8 +979,10 @@ class Buffer(_Owned):
         return _struct_dict(info)
 
     def _retained(self, desc: Desc) -> Buffer:
-        h = self._live()
+        # Shared first: a close racing this releases the handle (and this
+        # fails naming the closed buffer) instead of keeping it for reuse.
         self._share()
+        h = self._live()
         check(C.t4a_buffer_retain(h))
         return Buffer._of(self.runtime, _handle("t4a_buffer", h.id), desc, self._readonly)
 

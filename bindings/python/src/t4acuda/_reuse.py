@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import os
 import threading
+from threading import get_ident as _ident
 import weakref
 from typing import Any, Optional
 
@@ -50,7 +51,7 @@ class BufferReuse:
     """Kept buffer handles of one runtime, by size (see the module doc)."""
     __slots__ = ("limit", "epoch", "_lists", "_lock", "_open", "_kept_bytes", "_taken",
                  "_misses", "_returned", "_refused", "_dropped", "_forgotten",
-                 "__weakref__")
+                 "_owner", "__weakref__")
 
     def __init__(self, limit: int) -> None:
         # At most INT64_MAX (Runtime checks it), which Runtime.alloc's fast
@@ -63,6 +64,7 @@ class BufferReuse:
         # and popped by anyone; the dict only changes under the lock.
         self._lists: dict[int, list[Any]] = {}
         self._lock = threading.Lock()
+        self._owner: Optional[int] = None  # the thread holding _lock (see _enter)
         self._open = limit > 0
         # At least the bytes kept (exact after a recount; takes do not lower it).
         self._kept_bytes = 0
@@ -76,8 +78,37 @@ class BufferReuse:
 
     def capture_edge(self) -> None:
         """A capture of the runtime begins or ends (Capture)."""
-        with self._lock:
+        entered = self._enter()
+        try:
             self.epoch += 1
+        finally:
+            if entered:
+                self._exit()
+
+    # Every locked step takes the lock through _enter. A step that finds
+    # the lock held by its own thread was entered from inside a locked step
+    # of that thread: a finalizer the garbage collector runs on an
+    # allocation there (a Buffer's own, or a user's __del__ that closes or
+    # allocates one). It must not wait (the lock is not re-entrant: that
+    # would hang) and must not change what the step below it is changing;
+    # no other thread can be inside, since this thread holds the lock.
+    # Waiting for another thread's step is safe, finalizers included: those
+    # steps call nothing that waits, and the collector runs in one thread
+    # at a time.
+    def _enter(self) -> bool:
+        """Takes the lock (True), or finds this thread holding it (False:
+        do not release it)."""
+        lock = self._lock
+        if not lock.acquire(False):
+            if self._owner == _ident():
+                return False
+            lock.acquire()
+        self._owner = _ident()
+        return True
+
+    def _exit(self) -> None:
+        self._owner = None
+        self._lock.release()
 
     def take(self, nbytes: int) -> Optional[Any]:
         """A kept handle of exactly `nbytes` bytes, or None. A hit is one
@@ -91,25 +122,34 @@ class BufferReuse:
             else:
                 self._taken = True  # after the pop: a recount begun since sees it
                 return h
-        with self._lock:
-            self._misses += 1
+        entered = self._enter()
+        try:
+            self._misses += 1  # (entered or not: one store, nothing below reads it)
+        finally:
+            if entered:
+                self._exit()
         return None
 
-    # keep() holds the lock without a `with` block (cheaper on this path);
-    # try/finally still releases it if an append runs out of memory.
-    def keep(self, buf: Any, wait: bool = True) -> Optional[Any]:
+    # keep() is _enter/_exit inline (this is the hot path); try/finally
+    # still releases the lock if an append runs out of memory. Its common
+    # case makes no object the garbage collector tracks (only a collection
+    # can run a finalizer inside a locked step: nothing there drops the last
+    # reference to an object with one), so it names itself the owner only
+    # before it makes one: a new list, or the slow path.
+    def keep(self, buf: Any) -> Optional[Any]:
         """Closes `buf`, a Buffer of Runtime.alloc: takes its handle (in the
         same locked step as keeping it, so that of two threads closing it
         one gets the handle) and keeps it if its epoch is current and the
         limit allows. Returns None when it was kept or closed already, else
-        the handle, which the caller releases. Without `wait` (a finalizer,
-        which may run inside this thread's own locked step through the
-        garbage collector) it does not wait for the lock: if it is held,
-        the handle is returned to be released."""
+        the handle, which the caller releases. Entered from inside this
+        thread's own locked step (see _enter) it keeps nothing: the handle
+        is taken and returned to be released."""
         lock = self._lock
-        if not (lock.acquire() if wait else lock.acquire(False)):
-            h, buf._h = buf._h, None  # a finalizer's object: nobody else has it
-            return h
+        if not lock.acquire(False):
+            if self._owner == _ident():
+                h, buf._h = buf._h, None
+                return h
+            lock.acquire()
         try:
             h = buf._h
             if h is None:
@@ -119,16 +159,30 @@ class BufferReuse:
             kept = self._kept_bytes + n
             if kept > self.limit or n <= 0 or not self._open \
                     or self.epoch != buf._reuse_epoch:
+                self._owner = _ident()
                 return self._keep_slow(h, n, buf._reuse_epoch)
             lst = self._lists.get(n)
             if lst is None:
+                self._owner = _ident()
                 lst = self._lists[n] = []
             lst.append(h)
             self._kept_bytes = kept
             self._returned += 1
             return None
         finally:
+            self._owner = None
             lock.release()
+
+    def swap(self, buf: Any) -> Optional[Any]:
+        """Takes `buf`'s handle (None: closed already) in one step under the
+        lock keep() takes it under, never keeping it (a shared buffer)."""
+        entered = self._enter()
+        try:
+            h, buf._h = buf._h, None
+            return h
+        finally:
+            if entered:
+                self._exit()
 
     def _keep_slow(self, h: Any, n: int, epoch: Optional[int]) -> Optional[Any]:
         """keep() past the common case (the lock held): a buffer of an older
@@ -168,8 +222,13 @@ class BufferReuse:
 
     def drain(self, close: bool = False) -> list[Any]:
         """Takes every kept handle (the caller releases them); with `close`,
-        keeps nothing from now on."""
-        with self._lock:
+        keeps nothing from now on. Entered from inside this thread's own
+        locked step (see _enter) it takes nothing: the next drain does."""
+        if not self._enter():
+            if close:
+                self._open = False
+            return []
+        try:
             old, self._lists = self._lists, {}
             out: list[Any] = []
             for lst in old.values():
@@ -185,9 +244,12 @@ class BufferReuse:
             if close:
                 self._open = False
             return out
+        finally:
+            self._exit()
 
     def stats(self) -> dict[str, int]:
-        with self._lock:
+        entered = self._enter()  # (not entered: reading only)
+        try:
             kept = kept_bytes = 0
             for n, lst in self._lists.items():
                 k = len(lst)
@@ -197,12 +259,16 @@ class BufferReuse:
                     "hits": self._returned - kept - self._dropped - self._forgotten,
                     "misses": self._misses, "returned": self._returned,
                     "refused": self._refused, "released": self._dropped}
+        finally:
+            if entered:
+                self._exit()
 
     def _forget(self) -> None:
         # In a forked child (one thread): the handles are the parent's (the
         # library refuses them here); drop them without a call and keep
         # nothing. They count as neither hits nor released.
         self._lock = threading.Lock()
+        self._owner = None
         self._forgotten += sum(len(lst) for lst in self._lists.values())
         self._lists = {}
         self._kept_bytes = 0
