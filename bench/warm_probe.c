@@ -7,7 +7,8 @@
  *
  * Modes: "launch" (4 arguments: two buffers, two scalars, one kernel),
  * "alternating" (the same over 8 modules in turn), "alternating64" (over
- * 64 modules), "alloc" (alloc +
+ * 64 modules), "cluster" (the 4-argument launch through t4a_launch_ex with
+ * a cluster of 2 blocks on a grid of 2; toggle t4a_launch_ex), "alloc" (alloc +
  * release of 1 MiB), "upload_host" (t4a_buffer_upload_host of 4 KiB from a
  * host buffer + t4a_runtime_synchronize), "download_host" (the same
  * downloading into the host buffer), "sync" (t4a_runtime_synchronize of an
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define T4A_EXPERIMENTAL 1
 #include "t4acuda.h"
 
 static void ok(t4a_status s, const char *what) {
@@ -88,6 +90,7 @@ int main(int argc, char **argv) {
     for (long i = 0; i < n + 1000; ++i) ok(t4a_runtime_synchronize(rt), "sync");
   } else {
     enum { MODS = 64 };
+    const int cluster = !strcmp(mode, "cluster");
     int mods = !strcmp(mode, "alternating")     ? 8
                : !strcmp(mode, "alternating64") ? MODS
                                                 : 1;
@@ -121,13 +124,19 @@ int main(int argc, char **argv) {
       t4a_launch_desc init = T4A_LAUNCH_DESC_INIT;
       d[i] = init;
       d[i].kernel = k[i];
-      d[i].grid[0] = 1;
+      d[i].grid[0] = cluster ? 2 : 1;
       d[i].block[0] = 256;
       d[i].arg_count = 4;
       d[i].args = args;
     }
-    for (long i = 0; i < n + 1000; ++i)
-      ok(t4a_launch(rt, &d[i % mods]), "launch");
+    t4a_launch_attrs attrs = T4A_LAUNCH_ATTRS_INIT;
+    attrs.cluster[0] = 2;
+    if (cluster)
+      for (long i = 0; i < n + 1000; ++i)
+        ok(t4a_launch_ex(rt, &d[0], &attrs), "cluster launch");
+    else
+      for (long i = 0; i < n + 1000; ++i)
+        ok(t4a_launch(rt, &d[i % mods]), "launch");
     ok(t4a_runtime_synchronize(rt), "synchronize");
     for (int i = 0; i < mods; ++i) {
       ok(t4a_kernel_release(k[i]), "release");

@@ -116,6 +116,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   LaunchEx ex;
   t4a::core::Check c;
   validate_attrs(d.flags, given ? &a : nullptr, v.grid, f, missing, &ex, &c);
+  // The fast decision accepts only what the explained check accepts, with
+  // the same launch.
+  LaunchEx fast;
+  if (given &&
+      validate_attrs_fast(d.flags, a, v.grid, f, missing == nullptr, &fast) &&
+      (!c.ok() || !same_launch(fast, ex)))
+    std::abort();
   if (!c.ok()) {
     if (c.message[0] == '\0') std::abort();
     return 0;

@@ -126,8 +126,12 @@ t4a_status read_and_check_attrs(const t4a_launch_desc &d,
   if (given == nullptr) return check_attrs(d, nullptr, v, k, out);
   t4a_launch_attrs a = T4A_LAUNCH_ATTRS_INIT;
   if (core::StructFault fault = core::copy_struct(given, &a);
-      fault.status != T4A_SUCCESS)
+      fault.status != T4A_SUCCESS) [[unlikely]]
     return core::fail_struct(fault, "attrs", sizeof a);
+  // The common shapes without building a message (attrs_validation.hpp).
+  if (validate_attrs_fast(d.flags, a, v.grid, k.cluster_facts(),
+                          has(Entry::cuLaunchKernelEx), out)) [[likely]]
+    return T4A_SUCCESS;
   return check_attrs(d, &a, v, k, out);
 }
 

@@ -89,4 +89,59 @@ void validate_attrs(uint32_t desc_flags, const t4a_launch_attrs *attrs,
                     const uint32_t grid[3], const ClusterFacts &facts,
                     const char *ex_missing, LaunchEx *out, core::Check *c);
 
+// Two verdicts name the same launch (every field of LaunchEx).
+inline bool same_launch(const LaunchEx &a, const LaunchEx &b) {
+  return a.cluster == b.cluster && a.dims[0] == b.dims[0] &&
+         a.dims[1] == b.dims[1] && a.dims[2] == b.dims[2] &&
+         a.blocks == b.blocks && a.cluster_attr == b.cluster_attr &&
+         a.programmatic == b.programmatic && a.non_portable == b.non_portable &&
+         a.use_ex == b.use_ex;
+}
+
+// The common launch with attributes decided without a message, in a few
+// branches: the attributes (read through their struct_size) ask for a
+// portable cluster given on every axis the caller set, or programmatic
+// launch, or both; the descriptor has no flags; the kernel has no compiled
+// cluster facts; the device has compute capability 9.0 and clusters; the
+// driver has cuLaunchKernelEx (`has_ex`). True only when validate_attrs
+// accepts the same launch with the same *out; false says nothing (the
+// caller runs validate_attrs, which names the problem). The fuzzer
+// (fuzz/fuzz_launch_validation.cpp) and the table test check both agree.
+inline bool validate_attrs_fast(uint32_t desc_flags, const t4a_launch_attrs &a,
+                                const uint32_t grid[3], const ClusterFacts &k,
+                                bool has_ex, LaunchEx *out) {
+  if ((desc_flags | (a.flags & ~k_attr_programmatic) | a.reserved0) != 0 ||
+      !has_ex || k.kernel_has_cluster() || k.cc_major < 9)
+    return false;
+  const uint32_t x = a.cluster[0];
+  const uint32_t y = a.cluster[1] != 0 ? a.cluster[1] : 1;
+  const uint32_t z = a.cluster[2] != 0 ? a.cluster[2] : 1;
+  const bool programmatic = (a.flags & k_attr_programmatic) != 0;
+  LaunchEx ex;
+  ex.programmatic = programmatic;
+  ex.non_portable = false;
+  if (x == 0) {
+    if ((a.cluster[1] | a.cluster[2]) != 0) return false;
+    ex.cluster = false;
+    ex.dims[0] = ex.dims[1] = ex.dims[2] = 1;
+    ex.blocks = 1;
+    ex.cluster_attr = false;
+    ex.use_ex = programmatic;
+  } else {
+    // Each axis at most the portable maximum first: the product cannot
+    // wrap.
+    if (!k.cluster_launch || x > k_portable_cluster || y > k_portable_cluster ||
+        z > k_portable_cluster || x * y * z > k_portable_cluster ||
+        (grid[0] % x | grid[1] % y | grid[2] % z) != 0)
+      return false;
+    ex.cluster = true;
+    ex.dims[0] = x, ex.dims[1] = y, ex.dims[2] = z;
+    ex.blocks = x * y * z;
+    ex.cluster_attr = true;
+    ex.use_ex = true;
+  }
+  *out = ex;
+  return true;
+}
+
 } // namespace t4a::launch

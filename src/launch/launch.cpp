@@ -145,7 +145,7 @@ t4a_status launch(core::BorrowSection &section, core::Runtime &rt, Kernel &k,
     if (t4a_status s = raise_shared(rt, k, d.dynamic_shared_bytes);
         s != T4A_SUCCESS)
       return s;
-  if (ex != nullptr) [[unlikely]]
+  if (ex != nullptr && ex->non_portable) [[unlikely]]
     if (t4a_status s = prepare_attrs(rt, k, d, v, *ex); s != T4A_SUCCESS)
       return s;
   // Graph capture (core/capture.hpp): the buffers go to the capture's keeps.

@@ -17,6 +17,7 @@ using namespace t4a::launch;
 namespace {
 
 int g_failures = 0;
+int g_fast_rows = 0; // rows validate_attrs_fast decided
 
 ClusterFacts hopper() {
   ClusterFacts l;
@@ -61,6 +62,20 @@ void run(const Row &r) {
                  r.missing, &ex, &c);
   bool ok = c.status == r.want &&
             (r.part == nullptr || std::strstr(c.message, r.part) != nullptr);
+  // The fast decision agrees: it accepts only what the explained check
+  // accepts, with the same launch; count the rows it decides.
+  LaunchEx fast{};
+  if (r.given && validate_attrs_fast(r.desc_flags, r.attrs, r.grid, k,
+                                     r.missing == nullptr, &fast)) {
+    ++g_fast_rows;
+    if (c.status != T4A_SUCCESS || !same_launch(fast, ex)) {
+      std::fprintf(stderr,
+                   "FAIL %s: the fast decision accepted a launch "
+                   "the explained check did not, or another one\n",
+                   r.name);
+      ++g_failures;
+    }
+  }
   if (ok && r.want == T4A_SUCCESS)
     ok = ex.use_ex == r.use_ex && ex.blocks == r.blocks;
   if (ok && r.want != T4A_SUCCESS) ok = ex.blocks == 12345;
@@ -345,11 +360,34 @@ int main() {
        0},
   };
   for (const Row &r : rows) run(r);
+  // The launches the fast decision is for are decided by it: a portable
+  // cluster (on one and on three axes), programmatic launch alone.
+  {
+    const uint32_t grid[3] = {8, 4, 2};
+    const t4a_launch_attrs common[] = {
+        attrs(0, 2, 0, 0), attrs(0, 2, 2, 2),
+        attrs(T4A_LAUNCH_ATTR_PROGRAMMATIC, 0, 0, 0)};
+    for (const t4a_launch_attrs &a : common) {
+      LaunchEx fast{};
+      if (!validate_attrs_fast(0, a, grid, h, true, &fast)) {
+        std::fprintf(stderr,
+                     "FAIL: the fast decision declined cluster %u x %u x %u "
+                     "flags 0x%x\n",
+                     a.cluster[0], a.cluster[1], a.cluster[2], a.flags);
+        ++g_failures;
+      }
+    }
+  }
+  if (g_fast_rows == 0) {
+    std::fprintf(stderr, "FAIL: no table row was decided by the fast path\n");
+    ++g_failures;
+  }
   if (g_failures != 0) {
     std::fprintf(stderr, "%d of %zu rows failed\n", g_failures,
                  sizeof rows / sizeof rows[0]);
     return 1;
   }
-  std::printf("%zu rows passed\n", sizeof rows / sizeof rows[0]);
+  std::printf("%zu rows passed (%d decided by the fast path too)\n",
+              sizeof rows / sizeof rows[0], g_fast_rows);
   return 0;
 }
