@@ -378,6 +378,49 @@ int main() {
       }
     }
   }
+  // Near misses of the fast decision: each either declined by it or
+  // decided as validate_attrs decides it.
+  {
+    const uint32_t grid[3] = {8, 4, 2};
+    ClusterFacts compiled = h;
+    compiled.required_cluster[0] = 2;
+    ClusterFacts old = h;
+    old.cc_major = 8;
+    ClusterFacts no_launch = h;
+    no_launch.cluster_launch = false;
+    struct Near {
+      const char *name;
+      uint32_t desc_flags;
+      t4a_launch_attrs a;
+      ClusterFacts k;
+      bool has_ex;
+    } near[] = {
+        {"non-portable 2", 0,
+         attrs(T4A_LAUNCH_ATTR_CLUSTER_NON_PORTABLE, 2, 0, 0), h, true},
+        {"cooperative", 1, attrs(0, 2, 0, 0), h, true},
+        {"compiled dims", 0, attrs(0, 2, 0, 0), compiled, true},
+        {"cc 8 programmatic", 0, attrs(T4A_LAUNCH_ATTR_PROGRAMMATIC, 0, 0, 0),
+         old, true},
+        {"no cluster launch", 0, attrs(0, 2, 0, 0), no_launch, true},
+        {"no cuLaunchKernelEx", 0, attrs(0, 2, 0, 0), h, false},
+        {"y without x", 0, attrs(0, 0, 2, 0), h, true},
+        {"3 does not divide 8", 0, attrs(0, 3, 0, 0), h, true},
+        {"y 8 does not divide 4", 0, attrs(0, 1, 8, 0), h, true},
+        {"z 4 does not divide 2", 0, attrs(0, 1, 1, 4), h, true},
+        {"9 blocks", 0, attrs(0, 1, 1, 9), h, true},
+    };
+    for (const Near &n : near) {
+      LaunchEx fast{}, ex{};
+      t4a::core::Check c;
+      validate_attrs(n.desc_flags, &n.a, grid, n.k,
+                     n.has_ex ? nullptr : "no cuLaunchKernelEx", &ex, &c);
+      if (validate_attrs_fast(n.desc_flags, n.a, grid, n.k, n.has_ex, &fast) &&
+          (!c.ok() || !same_launch(fast, ex))) {
+        std::fprintf(stderr, "FAIL %s: the fast decision differs\n", n.name);
+        ++g_failures;
+      }
+    }
+  }
   if (g_fast_rows == 0) {
     std::fprintf(stderr, "FAIL: no table row was decided by the fast path\n");
     ++g_failures;
